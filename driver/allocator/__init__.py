@@ -1,0 +1,1 @@
+"""Reference structured allocator (pure): predicts what kube-scheduler allocates."""

@@ -1,0 +1,76 @@
+"""Flags shared by several sub-commands (DESIGN.md §5), each also read from a FAKE_DRA_* variable."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from driver import DEFAULT_DRIVER_NAME
+from driver.errors import InputError
+from driver.features import Features, parse_features
+
+
+def env_default(flag: str, default: str | None) -> str | None:
+    """Default of `--some-flag` from $FAKE_DRA_SOME_FLAG when set."""
+    var = "FAKE_DRA_" + flag.lstrip("-").replace("-", "_").upper()
+    return os.environ.get(var, default)
+
+
+def add_flag(parser: argparse.ArgumentParser, flag: str, default: str | None, help: str, **kw) -> None:
+    var = "FAKE_DRA_" + flag.lstrip("-").replace("-", "_").upper()
+    parser.add_argument(flag, default=env_default(flag, default), help=f"{help} (env {var})", **kw)
+
+
+def add_sysfs_root(parser: argparse.ArgumentParser) -> None:
+    add_flag(parser, "--sysfs-root", "/sys", "root of the sysfs tree to discover (default /sys)")
+
+
+def add_driver_name(parser: argparse.ArgumentParser) -> None:
+    add_flag(parser, "--driver-name", DEFAULT_DRIVER_NAME, f"DRA driver name (default {DEFAULT_DRIVER_NAME})")
+
+
+def add_features(parser: argparse.ArgumentParser) -> None:
+    add_flag(
+        parser,
+        "--features",
+        None,
+        "feature gates G=true|false,... using upstream names (overrides detection; default all on)",
+    )
+
+
+def add_node_name(parser: argparse.ArgumentParser, required_default: str | None = None) -> None:
+    add_flag(parser, "--node-name", os.environ.get("NODE_NAME", required_default), "node name (default $NODE_NAME)")
+
+
+def add_node_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags of the long-running commands (`run`, `publish`)."""
+    add_sysfs_root(parser)
+    add_node_name(parser)
+    add_driver_name(parser)
+    add_features(parser)
+    add_flag(parser, "--kubeconfig", os.environ.get("KUBECONFIG"), "kubeconfig; absent: in-cluster or the local store")
+    add_flag(parser, "--store", None, "local object store directory used when no API server is configured")
+    add_flag(parser, "--kubelet-plugins-dir", "/var/lib/kubelet/plugins", "kubelet plugins directory")
+    add_flag(parser, "--kubelet-registry-dir", "/var/lib/kubelet/plugins_registry", "kubelet plugin registry directory")
+    add_flag(parser, "--cdi-root", "/var/run/cdi", "directory for CDI spec files")
+    add_flag(parser, "--state-dir", None, "checkpoint directory (default <kubelet-plugins-dir>/<driver-name>)")
+    add_flag(parser, "--driver-config", None, "driver config file (extra GPU models, single-mode choice, ...)")
+
+
+def features_from(args: argparse.Namespace) -> Features:
+    return parse_features(getattr(args, "features", None))
+
+
+def require_node_name(args: argparse.Namespace) -> str:
+    name = getattr(args, "node_name", None)
+    if not name:
+        raise InputError("--node-name is required (or set $NODE_NAME / $FAKE_DRA_NODE_NAME)")
+    return name
+
+
+def existing_dir(path: str, flag: str) -> Path:
+    p = Path(path)
+    if not p.is_dir():
+        raise InputError(f"{flag}: {path} does not exist or is not a directory")
+    return p

@@ -1,0 +1,1 @@
+"""Reads a sysfs tree under a configurable root into an Inventory."""

@@ -1,0 +1,81 @@
+"""What discovery found on one node: PCI devices, GPUs with their model, NIC PFs with VFs.
+
+An Inventory is the single input of slice rendering besides features and driver config; it is
+hashable and ordered so rendering is byte-identical across runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from driver.model.hardware import GpuModel
+
+
+@dataclass(frozen=True)
+class PciDevice:
+    """A PCI function as sysfs describes it."""
+
+    address: str  # BDF, e.g. "0000:07:00.0"
+    vendor_id: int
+    device_id: int
+    class_code: int  # 24-bit, e.g. 0x030200
+    numa_node: int | None  # None when sysfs says -1 or does not say
+    pcie_root: str | None  # e.g. "pci0000:00" (resource.kubernetes.io/pcieRoot), None if unresolvable
+    sysfs_path: str  # resolved path under the sysfs root (informational)
+
+
+@dataclass(frozen=True)
+class MdevType:
+    """One entry of <BDF>/mdev_supported_types (NVIDIA vGPU type)."""
+
+    type_id: str  # directory name, e.g. "nvidia-471"
+    name: str  # contents of `name`, e.g. "GRID A100-4C"
+    available_instances: int
+    device_api: str  # e.g. "vfio-pci"
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A physical NVIDIA GPU with a known model."""
+
+    index: int  # stable node-local index (sorted by PCI address)
+    pci: PciDevice
+    model: GpuModel
+    mdev_types: tuple[MdevType, ...] = ()
+
+    @property
+    def vgpu_capable(self) -> bool:
+        return bool(self.mdev_types)
+
+
+@dataclass(frozen=True)
+class VirtualFunction:
+    """An SR-IOV VF of a NIC physical function."""
+
+    index: int  # N of the PF's virtfnN link
+    pci: PciDevice
+    interface: str | None = None
+
+
+@dataclass(frozen=True)
+class NicPF:
+    """A NIC physical function with SR-IOV."""
+
+    index: int  # stable node-local index (sorted by PCI address)
+    pci: PciDevice
+    interface: str | None  # netdev name, e.g. "ens1f0"
+    speed_mbps: int | None  # link speed from class/net/<if>/speed; None if down/unknown
+    total_vfs: int
+    num_vfs: int
+    vfs: tuple[VirtualFunction, ...] = ()
+    product_name: str = ""
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """Everything discovered on a node, plus the warnings about what was skipped and why."""
+
+    gpus: tuple[Gpu, ...] = ()
+    nics: tuple[NicPF, ...] = ()
+    warnings: tuple[str, ...] = field(default=(), compare=False)

@@ -1,0 +1,1 @@
+"""Reconciles the desired pool into a slice store and detects feature gates."""

@@ -1,0 +1,1 @@
+"""Inventory + Features + driver config -> the node's desired ResourceSlice pool (pure)."""

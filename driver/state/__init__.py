@@ -1,0 +1,1 @@
+"""Prepare/unprepare: preparation-time revalidation, CDI specs and the crash-safe checkpoint."""

@@ -1,0 +1,5 @@
+"""Local object store: a directory of YAML objects standing in for the API server (DESIGN.md §5)."""
+
+from driver.store.objectstore import CLUSTER_SCOPE, ObjectStore
+
+__all__ = ["CLUSTER_SCOPE", "ObjectStore"]

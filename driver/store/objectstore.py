@@ -1,0 +1,200 @@
+"""A directory of YAML objects with API-server-like semantics, the embedded default backend.
+
+Layout: STORE/<resource>/<namespace>/<name>.yaml, `_cluster` for cluster-scoped objects. One object
+per file, written atomically (tmp + fsync + rename). `metadata.resourceVersion` comes from a
+store-wide counter that increases on every change, and writes that carry a resourceVersion are
+optimistic-concurrency checked, so the publisher and the plugin behave here as they do against
+kube-apiserver. Several processes may share one store: writers serialise on an flock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import fcntl
+import os
+import re
+import secrets
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from driver.errors import ConflictError, InputError, NotFoundError
+
+CLUSTER_SCOPE = "_cluster"
+_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+_RESOURCE_RE = re.compile(r"^[a-z0-9]+$")
+
+
+def _check_segment(value: str, what: str, pattern: re.Pattern[str]) -> str:
+    if not isinstance(value, str) or not pattern.match(value) or value in (".", ".."):
+        raise InputError(f"local store: invalid {what} {value!r}")
+    return value
+
+
+class ObjectStore:
+    """CRUD over a store directory. `namespace=None` means cluster-scoped."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    # -- paths -----------------------------------------------------------------------------
+
+    def _dir(self, resource: str, namespace: str | None) -> Path:
+        _check_segment(resource, "resource", _RESOURCE_RE)
+        ns = CLUSTER_SCOPE if namespace is None else _check_segment(namespace, "namespace", _NAME_RE)
+        return self.root / resource / ns
+
+    def path_of(self, resource: str, namespace: str | None, name: str) -> Path:
+        return self._dir(resource, namespace) / f"{_check_segment(name, 'name', _NAME_RE)}.yaml"
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".lock", "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _next_resource_version(self) -> str:
+        counter = self.root / ".resourceVersion"
+        try:
+            current = int(counter.read_text().strip() or "0")
+        except (FileNotFoundError, ValueError):
+            current = 0
+        nxt = current + 1
+        _atomic_write(counter, f"{nxt}\n")
+        return str(nxt)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any]:
+        path = self.path_of(resource, namespace, name)
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            where = f"{namespace}/{name}" if namespace else name
+            raise NotFoundError(f"{resource} {where} not found in local store {self.root}") from None
+        return _load(path, text)
+
+    def list(self, resource: str, namespace: str | None = None, all_namespaces: bool = False) -> list[dict[str, Any]]:
+        """Objects of one namespace (or cluster scope), or of every namespace, sorted by path."""
+        base = self.root / _check_segment(resource, "resource", _RESOURCE_RE)
+        if all_namespaces:
+            dirs = sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+        else:
+            dirs = [self._dir(resource, namespace)]
+        out = []
+        for d in dirs:
+            if not d.is_dir():
+                continue
+            for path in sorted(d.glob("*.yaml")):
+                try:
+                    out.append(_load(path, path.read_text()))
+                except FileNotFoundError:  # deleted between glob and read
+                    continue
+        return out
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def create(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
+        obj = copy.deepcopy(obj)
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("name"):
+            prefix = meta.get("generateName")
+            if not prefix:
+                raise InputError(f"local store: {resource} object has neither metadata.name nor generateName")
+            meta["name"] = prefix + secrets.token_hex(3)[:5]
+        with self._locked():
+            path = self.path_of(resource, meta.get("namespace"), meta["name"])
+            if path.exists():
+                raise ConflictError(f"{resource} {meta['name']} already exists in local store")
+            meta["uid"] = meta.get("uid") or str(uuid.uuid4())
+            meta["creationTimestamp"] = _now()
+            meta["resourceVersion"] = self._next_resource_version()
+            meta.setdefault("generation", 1)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(path, _dump(obj))
+        return obj
+
+    def update(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Replace an object. A set metadata.resourceVersion must match the stored one."""
+        obj = copy.deepcopy(obj)
+        meta = obj.setdefault("metadata", {})
+        with self._locked():
+            current = self.get(resource, meta.get("namespace"), meta.get("name", ""))
+            cur_meta = current["metadata"]
+            wanted = meta.get("resourceVersion")
+            if wanted and wanted != cur_meta.get("resourceVersion"):
+                raise ConflictError(
+                    f"{resource} {meta['name']}: resourceVersion {wanted} is stale "
+                    f"(stored {cur_meta.get('resourceVersion')})"
+                )
+            meta["uid"] = cur_meta.get("uid")
+            meta["creationTimestamp"] = cur_meta.get("creationTimestamp")
+            if _without_status(obj) != _without_status(current):
+                meta["generation"] = int(cur_meta.get("generation", 1)) + 1
+            else:
+                meta["generation"] = cur_meta.get("generation", 1)
+            meta["resourceVersion"] = self._next_resource_version()
+            _atomic_write(self.path_of(resource, meta.get("namespace"), meta["name"]), _dump(obj))
+        return obj
+
+    def delete(self, resource: str, namespace: str | None, name: str, resource_version: str | None = None) -> None:
+        with self._locked():
+            current = self.get(resource, namespace, name)
+            if resource_version and resource_version != current["metadata"].get("resourceVersion"):
+                raise ConflictError(f"{resource} {name}: resourceVersion {resource_version} is stale")
+            self.path_of(resource, namespace, name).unlink()
+            self._next_resource_version()
+
+    def current_resource_version(self) -> str:
+        try:
+            return (self.root / ".resourceVersion").read_text().strip() or "0"
+        except FileNotFoundError:
+            return "0"
+
+
+def _without_status(obj: dict[str, Any]) -> dict[str, Any]:
+    body = {k: v for k, v in obj.items() if k not in ("status", "metadata")}
+    meta = {k: v for k, v in obj.get("metadata", {}).items() if k not in ("resourceVersion", "generation", "managedFields")}
+    return {"body": body, "meta": meta}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _load(path: Path, text: str) -> dict[str, Any]:
+    try:
+        obj = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f"local store: {path} is not valid YAML: {exc}") from None
+    if not isinstance(obj, dict):
+        raise InputError(f"local store: {path} does not hold an object")
+    return obj
+
+
+def _dump(obj: dict[str, Any]) -> str:
+    return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

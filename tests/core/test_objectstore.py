@@ -1,0 +1,73 @@
+"""The local object store behaves like the API server where the driver relies on it."""
+
+import pytest
+
+from driver.errors import ConflictError, InputError, NotFoundError
+from driver.store import ObjectStore
+
+
+def claim(name="c1", ns="default"):
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": ns}, "spec": {"devices": {}}}
+
+
+def test_layout_and_resource_version_increase(tmp_path):
+    store = ObjectStore(tmp_path)
+    a = store.create("resourceclaims", claim())
+    assert (tmp_path / "resourceclaims" / "default" / "c1.yaml").is_file()
+    b = store.create("resourceslices", {"metadata": {"name": "n1-gpu-0"}, "spec": {}})
+    assert (tmp_path / "resourceslices" / "_cluster" / "n1-gpu-0.yaml").is_file()
+    assert int(b["metadata"]["resourceVersion"]) > int(a["metadata"]["resourceVersion"])
+    a["spec"]["devices"] = {"requests": []}
+    c = store.update("resourceclaims", a)
+    assert int(c["metadata"]["resourceVersion"]) > int(b["metadata"]["resourceVersion"])
+    assert store.get("resourceclaims", "default", "c1")["spec"]["devices"] == {"requests": []}
+    assert c["metadata"]["uid"] == a["metadata"]["uid"]
+
+
+def test_stale_resource_version_conflicts(tmp_path):
+    store = ObjectStore(tmp_path)
+    a = store.create("resourceclaims", claim())
+    store.update("resourceclaims", a)
+    with pytest.raises(ConflictError, match="stale"):
+        store.update("resourceclaims", a)
+    with pytest.raises(ConflictError):
+        store.create("resourceclaims", claim())
+
+
+def test_missing_and_hostile_names(tmp_path):
+    store = ObjectStore(tmp_path)
+    with pytest.raises(NotFoundError, match="resourceclaims default/nope"):
+        store.get("resourceclaims", "default", "nope")
+    for bad in ("../etc", "a/b", "", "A"):
+        with pytest.raises(InputError, match="invalid name"):
+            store.get("resourceclaims", "default", bad)
+    with pytest.raises(InputError, match="invalid namespace"):
+        store.list("resourceclaims", "..")
+
+
+def test_garbled_file_names_path(tmp_path):
+    store = ObjectStore(tmp_path)
+    store.create("resourceclaims", claim())
+    (tmp_path / "resourceclaims" / "default" / "c1.yaml").write_text("{ not yaml")
+    with pytest.raises(InputError, match="c1.yaml"):
+        store.get("resourceclaims", "default", "c1")
+
+
+def test_delete_and_list_all_namespaces(tmp_path):
+    store = ObjectStore(tmp_path)
+    store.create("resourceclaims", claim("a", "ns1"))
+    store.create("resourceclaims", claim("b", "ns2"))
+    assert [o["metadata"]["name"] for o in store.list("resourceclaims", all_namespaces=True)] == ["a", "b"]
+    store.delete("resourceclaims", "ns1", "a")
+    assert [o["metadata"]["name"] for o in store.list("resourceclaims", all_namespaces=True)] == ["b"]
+    with pytest.raises(NotFoundError):
+        store.delete("resourceclaims", "ns1", "a")
+
+
+def test_generate_name(tmp_path):
+    store = ObjectStore(tmp_path)
+    obj = store.create("resourceslices", {"metadata": {"generateName": "n1-fake-dra-"}})
+    assert obj["metadata"]["name"].startswith("n1-fake-dra-")
+    with pytest.raises(InputError, match="generateName"):
+        store.create("resourceslices", {"metadata": {}})
