@@ -1,0 +1,1 @@
+"""Generated gRPC stubs for the kubelet protos in proto/ (hack/gen_protos.sh); do not edit."""
