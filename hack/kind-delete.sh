@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Delete the kind cluster created by hack/kind-create.sh.
+set -euo pipefail
+source "$(dirname "$0")/kind-common.sh"
+need "$KIND"
+"$KIND" delete cluster --name "$KIND_CLUSTER_NAME"
