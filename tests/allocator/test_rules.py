@@ -1,0 +1,143 @@
+"""validate_combination: the shared counter / group / exclusivity rules used at preparation time."""
+
+import pytest
+
+from driver.allocator.rules import GroupIntersection, PlacedDevice, validate_combination
+from driver.errors import InputError
+from driver.features import Features
+
+DRIVER = "gpu.example.com"
+
+
+def slices(groups_mig=("mig",), groups_vgpu=("vgpu",)):
+    counters = {
+        "spec": {
+            "driver": DRIVER,
+            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 2},
+            "sharedCounters": [{"name": "gpu-0", "counters": {"sm": {"value": "100"}, "bw": {"value": "10G"}}}],
+        },
+        "metadata": {"name": "n1-counters"},
+    }
+
+    def dev(name, sm, groups, extra=None):
+        entry = {"counterSet": "gpu-0", "counters": {"sm": {"value": str(sm)}}}
+        if groups is not None:
+            entry["compatibilityGroups"] = list(groups)
+        d = {"name": name, "consumesCounters": [entry]}
+        d.update(extra or {})
+        return d
+
+    devices = {
+        "metadata": {"name": "n1-devices"},
+        "spec": {
+            "driver": DRIVER,
+            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 2},
+            "nodeName": "n1",
+            "devices": [
+                dev("mig-0", 20, groups_mig),
+                dev("mig-1", 20, groups_mig),
+                dev("vgpu-0", 50, groups_vgpu),
+                dev("vgpu-1", 50, groups_vgpu),
+                dev("full", 100, None),
+                {
+                    "name": "vf-0",
+                    "allowMultipleAllocations": True,
+                    "consumesCounters": [
+                        {"counterSet": "gpu-0", "counters": {"bw": {"valueFrom": {"capacityName": "bandwidth"}}}}
+                    ],
+                },
+            ],
+        },
+    }
+    return [counters, devices]
+
+
+def place(device, claim="c", request="r", consumed=None, share=None):
+    return PlacedDevice(claim, request, DRIVER, "n1", device, consumed, share)
+
+
+def test_compatible_mig_pair_is_fine():
+    assert validate_combination(slices(), [place("mig-0"), place("mig-1", claim="d")], Features()) == []
+
+
+def test_mig_and_vgpu_on_one_gpu_violate_groups():
+    v = validate_combination(slices(), [place("mig-0"), place("vgpu-0", claim="d")], Features())
+    assert [x.kind for x in v] == ["groups"]
+    assert v[0].counter_set == "gpu-0" and set(v[0].devices) == {"mig-0", "vgpu-0"}
+    assert "gpu-0" in v[0].message and "mig-0" in v[0].message
+
+
+def test_groups_not_checked_when_gate_off():
+    v = validate_combination(slices(), [place("mig-0"), place("vgpu-0")], Features(compatibility_groups=False))
+    assert v == []
+
+
+def test_no_groups_device_is_incompatible_with_grouped_one():
+    v = validate_combination(slices(), [place("mig-0"), place("full")], Features())
+    kinds = sorted(x.kind for x in v)
+    assert kinds == ["counters", "groups"]  # 120 > 100 SMs as well
+
+
+def test_counters_exceeded_names_set_and_devices():
+    v = validate_combination(slices(), [place("vgpu-0"), place("vgpu-1"), place("full")], Features(compatibility_groups=False))
+    assert [x.kind for x in v] == ["counters"]
+    assert "counter set gpu-0" in v[0].message and "sm 200 > 100" in v[0].message
+
+
+def test_exclusive_device_placed_twice():
+    v = validate_combination(slices(), [place("mig-0", claim="a"), place("mig-0", claim="b")], Features())
+    assert [x.kind for x in v] == ["exclusive"]
+    assert "a (r)" in v[0].message and "b (r)" in v[0].message
+
+
+def test_same_placement_listed_twice_counts_once():
+    assert validate_combination(slices(), [place("mig-0"), place("mig-0")], Features()) == []
+
+
+def test_unknown_device():
+    v = validate_combination(slices(), [place("nope")], Features())
+    assert [x.kind for x in v] == ["unknown-device"] and "nope" in v[0].message
+
+
+def test_value_from_uses_recorded_consumption_per_share():
+    rec = lambda amount: ({"counterSet": "gpu-0", "counters": {"bw": {"value": amount}}},)
+    ok = [place("vf-0", claim="a", consumed=rec("6G"), share="1"), place("vf-0", claim="b", consumed=rec("4G"), share="2")]
+    assert validate_combination(slices(), ok, Features()) == []
+    bad = ok + [place("vf-0", claim="c", consumed=rec("1"), share="3")]
+    v = validate_combination(slices(), bad, Features())
+    assert [x.kind for x in v] == ["counters"] and "bw" in v[0].message
+    # A gate-off scheduler does not account valueFrom at all.
+    assert validate_combination(slices(), bad, Features(shared_consumable_capacity=False)) == []
+
+
+def test_only_newest_generation_counts():
+    old = slices()
+    new = slices(groups_vgpu=("mig",))
+    for s in new:
+        s["spec"]["pool"]["generation"] = 2
+    assert validate_combination(old + new, [place("mig-0"), place("vgpu-0")], Features()) == []
+
+
+def test_bad_slice_quantity_names_the_field():
+    s = slices()
+    s[0]["spec"]["sharedCounters"][0]["counters"]["sm"]["value"] = "lots"
+    with pytest.raises(InputError, match=r"ResourceSlice n1-counters: spec.sharedCounters\[0\].counters\[sm\].value"):
+        validate_combination(s, [], Features())
+
+
+def test_bad_recorded_consumption_names_the_claim():
+    bad = ({"counterSet": "gpu-0", "counters": {"bw": {"value": "x"}}},)
+    with pytest.raises(InputError, match="claim c"):
+        validate_combination(slices(), [place("vf-0", consumed=bad)], Features())
+
+
+def test_group_intersection_rolls():
+    g = GroupIntersection()
+    foo, bar, baz = frozenset({"foo", "foobar"}), frozenset({"bar", "foobar"}), frozenset({"baz"})
+    assert g.admits(foo)
+    g = g.add(foo)
+    assert g.admits(bar) and not g.admits(baz) and not g.admits(frozenset())
+    g = g.add(bar)
+    assert g.groups == {"foobar"}
+    empty = GroupIntersection().add(frozenset())
+    assert empty.admits(frozenset()) and not empty.admits(foo)
