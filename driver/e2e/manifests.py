@@ -1,0 +1,177 @@
+"""Kubernetes objects the harness creates: DeviceClasses, ResourceClaims, Pods, PodGroups.
+
+One place turns scenario steps into API objects, so the local backend (object store), the kind
+backend (API server) and the example manifests under deploy/ all see the same objects. The
+DeviceClass definitions here are the source of deploy/03-deviceclasses.yaml (a test keeps them
+equal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from driver import DEFAULT_DRIVER_NAME
+
+NAMESPACE = "fake-dra-e2e"
+# Pods only need to exist and print what they were given; the image is the one the upstream
+# Kubernetes e2e tests use for the same purpose.
+POD_IMAGE = "registry.k8s.io/e2e-test-images/busybox:1.36.1-1"
+
+# DeviceClass short name -> value of the driver's `type` attribute it selects.
+CLASSES: dict[str, str] = {
+    "gpu": "gpu",
+    "mig": "mig",
+    "vgpu": "vgpu",
+    "timeshare": "timeshare",
+    "vf": "vf",
+}
+_CLASS_DOC: dict[str, str] = {
+    "gpu": "a whole physical GPU (exclusive: nothing else on that GPU)",
+    "mig": "a MIG partition (only with other MIG partitions of the same GPU)",
+    "vgpu": "an NVIDIA vGPU instance (never with MIG or the whole GPU)",
+    "timeshare": "a time-sliced share of a GPU (with other shares, never with MIG/vGPU/whole)",
+    "vf": "an SR-IOV virtual function drawing bandwidth from its NIC's link",
+}
+
+
+def class_name(short: str, driver_name: str = DEFAULT_DRIVER_NAME) -> str:
+    return f"{short}.{driver_name}"
+
+
+def device_classes(driver_name: str = DEFAULT_DRIVER_NAME) -> list[dict[str, Any]]:
+    """One DeviceClass per device type this driver publishes, selecting on driver and `type`."""
+    out = []
+    for short, type_value in CLASSES.items():
+        out.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "DeviceClass",
+                "metadata": {
+                    "name": class_name(short, driver_name),
+                    "labels": {"app.kubernetes.io/name": "fake-dra"},
+                    "annotations": {"fake-dra.example.com/description": _CLASS_DOC[short]},
+                },
+                "spec": {
+                    "selectors": [
+                        {
+                            "cel": {
+                                "expression": (
+                                    f'device.driver == "{driver_name}" && '
+                                    f'device.attributes["{driver_name}"].type == "{type_value}"'
+                                )
+                            }
+                        }
+                    ]
+                },
+            }
+        )
+    return out
+
+
+def claim_object(
+    name: str,
+    requests: Sequence[Mapping[str, Any]],
+    *,
+    driver_name: str = DEFAULT_DRIVER_NAME,
+    namespace: str = NAMESPACE,
+    constraints: Sequence[Mapping[str, Any]] | None = None,
+    config: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A ResourceClaim from a scenario's compact request list (class, selector, count, capacity)."""
+    reqs = []
+    for req in requests:
+        exactly: dict[str, Any] = {
+            "deviceClassName": class_name(str(req["class"]), driver_name),
+            "allocationMode": "ExactCount",
+            "count": int(req.get("count", 1)),
+        }
+        if req.get("selector"):
+            exactly["selectors"] = [{"cel": {"expression": str(req["selector"])}}]
+        if req.get("capacity"):
+            exactly["capacity"] = {"requests": {str(k): str(v) for k, v in dict(req["capacity"]).items()}}
+        reqs.append({"name": str(req["name"]), "exactly": exactly})
+    devices: dict[str, Any] = {"requests": reqs}
+    if constraints:
+        devices["constraints"] = [dict(c) for c in constraints]
+    if config:
+        devices["config"] = [dict(c) for c in config]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "fake-dra-e2e"}},
+        "spec": {"devices": devices},
+    }
+
+
+def pod_object(
+    name: str,
+    claims: Sequence[str],
+    *,
+    podgroup: str | None = None,
+    namespace: str = NAMESPACE,
+    node_name: str | None = None,
+) -> dict[str, Any]:
+    """A pod whose single container uses every listed claim and prints its FAKE_DRA_* env."""
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 1,
+        "containers": [
+            {
+                "name": "ctr",
+                "image": POD_IMAGE,
+                "command": ["sh", "-c", "env | sort | grep -E '^(FAKE_DRA|NVIDIA|CUDA)' ; sleep 3600"],
+                "resources": {"claims": [{"name": c} for c in claims]},
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "capabilities": {"drop": ["ALL"]},
+                    "runAsNonRoot": True,
+                    "runAsUser": 65534,
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
+            }
+        ],
+        "resourceClaims": [{"name": c, "resourceClaimName": c} for c in claims],
+    }
+    if podgroup is not None:
+        spec["schedulingGroup"] = {"podGroupName": podgroup}
+    if node_name is not None:
+        spec["nodeSelector"] = {"kubernetes.io/hostname": node_name}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "fake-dra-e2e"}},
+        "spec": spec,
+    }
+
+
+def podgroup_object(name: str, claim: str, *, namespace: str = NAMESPACE) -> dict[str, Any]:
+    """A PodGroup (KEP-5729) whose claim is reserved for the group instead of each pod."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "fake-dra-e2e"}},
+        "spec": {
+            "schedulingPolicy": {"basic": {}},
+            "resourceClaims": [{"name": claim, "resourceClaimName": claim}],
+        },
+    }
+
+
+def namespace_object(namespace: str = NAMESPACE) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+
+
+def render_yaml(docs: Sequence[Mapping[str, Any]], header: str = "") -> str:
+    """Multi-document YAML in the layout of the committed files under deploy/."""
+    body = yaml.safe_dump_all([dict(d) for d in docs], sort_keys=False, explicit_start=True, width=1000)
+    return header + body
+
+
+DEVICECLASSES_HEADER = (
+    "# DeviceClasses of fake-dra, one per device type it publishes (selecting on the driver and its\n"
+    "# `type` attribute). Generated by `fake-dra e2e --render-manifests deploy` from\n"
+    "# driver/e2e/manifests.py; tests/deploy keeps the two equal.\n"
+)
