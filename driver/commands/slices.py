@@ -1,0 +1,91 @@
+"""`fake-dra slices`: discover a (real or fake) sysfs tree and print the node's ResourceSlices.
+
+The same objects the publisher would write (generation 1), as multi-document YAML or a JSON List,
+so users can diff what a gate combination or a driver config changes before deploying it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import yaml
+
+from driver.commands import common
+from driver.errors import ConfigError
+from driver.slices import SliceConfig, render_pool, to_resource_slices
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    """Plain YAML without &anchors, so the output can be pasted into kubectl as-is."""
+
+    def ignore_aliases(self, data: Any) -> bool:  # noqa: ARG002 - yaml API
+        return True
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "slices",
+        help="print the ResourceSlices this node would publish",
+        description="Discover devices under --sysfs-root and print the node's ResourceSlice objects.",
+    )
+    common.add_sysfs_root(parser)
+    common.add_node_name(parser)
+    common.add_driver_name(parser)
+    common.add_features(parser)
+    common.add_flag(parser, "--driver-config", None, "driver config file (hardware: and slices: sections)")
+    parser.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml", help="output format")
+    parser.add_argument("--generation", type=int, default=1, help="pool generation to stamp (default 1)")
+    parser.set_defaults(func=run)
+
+
+def load_config(path: str | None) -> dict:
+    """The driver config file as a dict; prefers the shared loader when it exists."""
+    loader = getattr(common, "load_driver_config", None)
+    if loader is not None:
+        return loader(path) or {}
+    if not path:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except OSError as exc:
+        raise ConfigError(f"--driver-config {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--driver-config {path}: not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"--driver-config {path}: expected a mapping at the top level")
+    return data
+
+
+def dump(objects: list[dict], output: str) -> str:
+    if output == "json":
+        return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2) + "\n"
+    return yaml.dump_all(objects, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    # Imported here: discovery is an I/O edge and may be absent in minimal builds of the core.
+    from driver.discovery import discover
+    from driver.hardware import load_catalog
+
+    node = common.require_node_name(args)
+    root = common.existing_dir(args.sysfs_root, "--sysfs-root")
+    config = load_config(args.driver_config)
+    catalog = load_catalog(config.get("hardware"))
+    inventory = discover(root, catalog)
+    pool = render_pool(
+        inventory,
+        common.features_from(args),
+        node_name=node,
+        driver_name=args.driver_name,
+        config=SliceConfig.from_dict(config.get("slices")),
+    )
+    for warning in (*inventory.warnings, *pool.warnings):
+        print(f"warning: {warning}", file=sys.stderr)
+    sys.stdout.write(dump(to_resource_slices(pool, args.generation), args.output))
+    return 0

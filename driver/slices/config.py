@@ -1,0 +1,147 @@
+"""The `slices:` section of the driver config: how to publish when a gate takes a tool away.
+
+Why configurable: with compatibility groups off the scheduler cannot keep MIG, vGPU and shared
+modes apart, so each GPU publishes the full device plus exactly one mode. Which mode is a site
+decision (MIG for batch clusters, vGPU for VDI hosts, ...), per GPU index or per model.
+
+YAML shape (all keys optional)::
+
+    slices:
+      singleMode: auto            # auto | full | mig | timeshare | vgpu:<profile>
+      perModel: {a100-40gb: mig}  # model key (hardware table name) -> mode
+      perGpu: {"3": "vgpu:A100-4C"}  # GPU index -> mode (wins over perModel)
+      timeshareModes: [time-slicing, mps]
+      timeshareMemoryStep: 1Gi    # requestPolicy step of the shared devices' memory capacity
+      bandwidthStep: 100M         # requestPolicy step of a PF's bandwidth counter (valueFrom on)
+      vgpuHomogeneous: true       # all vGPUs on one GPU must be the same profile
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from driver.errors import ConfigError, InputError
+from driver.slices.names import parse_size
+
+MODE_AUTO = "auto"
+MODE_FULL = "full"
+MODE_MIG = "mig"
+MODE_TIMESHARE = "timeshare"
+VGPU_PREFIX = "vgpu:"
+TIMESHARE_KINDS = ("time-slicing", "mps")
+
+_KEYS = (
+    "singleMode",
+    "perModel",
+    "perGpu",
+    "timeshareModes",
+    "timeshareMemoryStep",
+    "bandwidthStep",
+    "vgpuHomogeneous",
+)
+
+
+def check_mode(mode: Any, where: str) -> str:
+    """Validate one mode string; ConfigError names the config path."""
+    if not isinstance(mode, str):
+        raise ConfigError(f"{where}: expected a string mode, got {mode!r}")
+    if mode in (MODE_AUTO, MODE_FULL, MODE_MIG, MODE_TIMESHARE):
+        return mode
+    if mode.startswith(VGPU_PREFIX) and len(mode) > len(VGPU_PREFIX):
+        return mode
+    raise ConfigError(f"{where}: unknown mode {mode!r} (expected auto, full, mig, timeshare or vgpu:<profile>)")
+
+
+@dataclass(frozen=True)
+class SliceConfig:
+    """Rendering knobs; hashable so it can be a default argument and a cache key."""
+
+    single_mode: str = MODE_AUTO
+    per_model: tuple[tuple[str, str], ...] = ()
+    per_gpu: tuple[tuple[int, str], ...] = ()
+    timeshare_modes: tuple[str, ...] = TIMESHARE_KINDS
+    timeshare_memory_step_mib: int = 1024
+    bandwidth_step_mbps: int = 100
+    vgpu_homogeneous: bool = True
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> SliceConfig:
+        """Build from the `slices:` section; ConfigError names the offending key."""
+        if data is None:
+            return cls()
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"slices: expected a mapping, got {type(data).__name__}")
+        unknown = sorted(set(data) - set(_KEYS))
+        if unknown:
+            raise ConfigError(f"slices: unknown key(s) {', '.join(unknown)} (known: {', '.join(_KEYS)})")
+        single = check_mode(data.get("singleMode", MODE_AUTO), "slices.singleMode")
+        per_model = tuple(sorted(_mode_map(data.get("perModel"), "slices.perModel", str).items()))
+        per_gpu = tuple(sorted(_mode_map(data.get("perGpu"), "slices.perGpu", _gpu_index).items()))
+        modes = data.get("timeshareModes", list(TIMESHARE_KINDS))
+        if not isinstance(modes, list) or any(m not in TIMESHARE_KINDS for m in modes):
+            raise ConfigError(f"slices.timeshareModes: expected a list from {list(TIMESHARE_KINDS)}, got {modes!r}")
+        homogeneous = data.get("vgpuHomogeneous", True)
+        if not isinstance(homogeneous, bool):
+            raise ConfigError(f"slices.vgpuHomogeneous: expected true or false, got {homogeneous!r}")
+        try:
+            mem_step = parse_size(data.get("timeshareMemoryStep", "1Gi"), "slices.timeshareMemoryStep")
+            bw_step = parse_size(data.get("bandwidthStep", "100M"), "slices.bandwidthStep")
+        except InputError as exc:
+            raise ConfigError(str(exc)) from None
+        if mem_step < 1024 * 1024 or mem_step % (1024 * 1024):
+            raise ConfigError(f"slices.timeshareMemoryStep: must be a positive whole number of Mi, got {mem_step} bytes")
+        if bw_step < 1_000_000 or bw_step % 1_000_000:
+            raise ConfigError(f"slices.bandwidthStep: must be a positive whole number of M (Mbit/s), got {bw_step}")
+        return cls(
+            single_mode=single,
+            per_model=per_model,
+            per_gpu=per_gpu,
+            timeshare_modes=tuple(m for m in TIMESHARE_KINDS if m in modes),
+            timeshare_memory_step_mib=mem_step // (1024 * 1024),
+            bandwidth_step_mbps=bw_step // 1_000_000,
+            vgpu_homogeneous=homogeneous,
+        )
+
+    def mode_for(self, gpu_index: int, model_name: str) -> str:
+        """The configured mode for one GPU: perGpu, then perModel, then singleMode."""
+        for index, mode in self.per_gpu:
+            if index == gpu_index:
+                return mode
+        for model, mode in self.per_model:
+            if model == model_name:
+                return mode
+        return self.single_mode
+
+    def where_mode_for(self, gpu_index: int, model_name: str) -> str:
+        """Config path that decided `mode_for` (for error messages)."""
+        if any(index == gpu_index for index, _ in self.per_gpu):
+            return f"slices.perGpu[{gpu_index}]"
+        if any(model == model_name for model, _ in self.per_model):
+            return f"slices.perModel[{model_name}]"
+        return "slices.singleMode"
+
+
+def _gpu_index(key: Any) -> int:
+    if isinstance(key, bool):
+        raise ValueError(key)
+    index = int(key)
+    if index < 0:
+        raise ValueError(key)
+    return index
+
+
+def _mode_map(raw: Any, where: str, key_type: Any) -> dict:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: expected a mapping, got {type(raw).__name__}")
+    out = {}
+    for key, mode in raw.items():
+        try:
+            k = key_type(key)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: invalid key {key!r}") from None
+        out[k] = check_mode(mode, f"{where}[{key}]")
+    return out
