@@ -43,6 +43,12 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _words(value: Any) -> list[str]:
+    """An expected message fragment, or a list of fragments that must all appear (any case)."""
+    items = value if isinstance(value, list) else [value]
+    return [str(v).lower() for v in items]
+
+
 def _parent(dev: Mapping[str, Any]) -> str | None:
     return dev.get("parentUUID") or dev.get("uuid")
 
@@ -92,8 +98,9 @@ def check_step(step: Step, obs: Observation, claim_devices: Mapping[str, list[di
         add("scheduled", exp["scheduled"], f"{_fmt(seen)}{': ' + obs.reason if obs.reason and not seen else ''}",
             seen is not None and seen == bool(exp["scheduled"]))
     if "unschedulable" in exp:
-        ok = obs.scheduled is False and str(exp["unschedulable"]).lower() in obs.reason.lower()
-        add("unschedulable", f"reason contains {exp['unschedulable']!r}",
+        want = _words(exp["unschedulable"])
+        ok = obs.scheduled is False and all(w in obs.reason.lower() for w in want)
+        add("unschedulable", f"reason contains {' + '.join(want)}",
             obs.reason or ("scheduled" if obs.scheduled else "(no reason)"), ok)
     if "devices" in exp:
         ok, seen = _check_devices(exp["devices"], obs, claim_devices)
@@ -103,8 +110,9 @@ def check_step(step: Step, obs: Observation, claim_devices: Mapping[str, list[di
         add("prepared", exp["prepared"], f"{_fmt(seen)}{': ' + obs.prepare_error if obs.prepare_error else ''}",
             seen is not None and seen == bool(exp["prepared"]))
     if "prepare_error" in exp:
-        ok = obs.prepared is False and str(exp["prepare_error"]).lower() in obs.prepare_error.lower()
-        add("prepare error", f"contains {exp['prepare_error']!r}", obs.prepare_error or "(no error)", ok)
+        want = _words(exp["prepare_error"])
+        ok = obs.prepared is False and all(w in obs.prepare_error.lower() for w in want)
+        add("prepare error", f"contains {' + '.join(want)}", obs.prepare_error or "(no error)", ok)
     if "cdi_devices" in exp:
         add("CDI devices", exp["cdi_devices"], f"{len(obs.cdi_devices)}: {', '.join(obs.cdi_devices)}",
             len(obs.cdi_devices) == int(exp["cdi_devices"]))
