@@ -33,6 +33,17 @@ class MdevType:
     available_instances: int
     device_api: str  # e.g. "vfio-pci"
     description: str = ""
+    # PCI functions that offer this type: the PF on pre-Ampere GPUs, the SR-IOV VFs on Ampere+
+    # (available_instances is then the sum over them; cap it with VgpuProfile.max_instances).
+    parents: tuple[str, ...] = ()
+
+    @property
+    def profile(self) -> str:
+        """vGPU profile name without the driver's prefix: "GRID A100-4C" / "NVIDIA A100-4C" -> "A100-4C"."""
+        for prefix in ("GRID ", "NVIDIA "):
+            if self.name.startswith(prefix):
+                return self.name[len(prefix):]
+        return self.name
 
 
 @dataclass(frozen=True)

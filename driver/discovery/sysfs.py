@@ -1,0 +1,326 @@
+"""Reads GPUs, vGPU (mdev) types and SR-IOV NICs from a Linux sysfs tree under a configurable root.
+
+Why not libudev: it ignores alternate roots, and fixtures, containers with a host mount and tests all need
+ROOT != /sys. Why so defensive: sysfs on real machines has half-bound drivers, links that vanish while we
+read (hotplug, VF re-creation) and files that error on read (`speed` of a down link). One bad device must
+never hide the others, so every problem becomes a warning that names the path and the device is skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from driver.errors import DiscoveryError
+from driver.model.hardware import HardwareCatalog
+from driver.model.inventory import Gpu, Inventory, MdevType, NicPF, PciDevice, VirtualFunction
+
+log = logging.getLogger("fake-dra.discovery")
+
+NVIDIA_VENDOR = 0x10DE
+# PCI base class 0x03 (display): subclass 0x00 VGA, 0x02 3D controller. NVSwitch is 0x0680 (bridge).
+GPU_CLASSES = (0x0300, 0x0302)
+NETWORK_BASE_CLASS = 0x02
+BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+_VIRTFN = re.compile(r"^virtfn(\d+)$")
+_HEX = re.compile(r"^(0x)?[0-9a-fA-F]+$")
+
+
+@dataclass
+class _Found:
+    """A PCI function that passed the basic checks, with where it lives."""
+
+    pci: PciDevice
+    path: Path  # resolved device directory
+
+
+class _Walker:
+    """One discovery pass: collects warnings instead of raising for anything below the root."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.real_root = root.resolve()
+        self.devices_root = self.real_root / "devices"
+        self.warnings: list[str] = []
+
+    def warn(self, path: Path | str, problem: str) -> None:
+        message = f"{path}: {problem}"
+        self.warnings.append(message)
+        log.warning(message, extra={"path": str(path)})
+
+    # --- file readers: None means "problem already reported" ------------------------------------
+
+    def text(self, path: Path, what: str, *, required: bool = True) -> str | None:
+        try:
+            return path.read_text(encoding="utf-8", errors="strict").strip()
+        except FileNotFoundError:
+            if required:
+                self.warn(path, f"missing; skipping {what}")
+            return None
+        except (OSError, UnicodeDecodeError, RuntimeError) as exc:
+            self.warn(path, f"unreadable ({exc.__class__.__name__}: {exc}); skipping {what}")
+            return None
+
+    def hex(self, path: Path, what: str, bits: int) -> int | None:
+        raw = self.text(path, what)
+        if raw is None:
+            return None
+        if not _HEX.match(raw) or int(raw, 16) >= 1 << bits:
+            self.warn(path, f"garbled value {raw[:40]!r} (want a {bits}-bit hex number); skipping {what}")
+            return None
+        return int(raw, 16)
+
+    def integer(self, path: Path, what: str, *, minimum: int = 0, required: bool = True) -> int | None:
+        raw = self.text(path, what, required=required)
+        if raw is None:
+            return None
+        try:
+            value = int(raw, 10)
+        except ValueError:
+            self.warn(path, f"garbled value {raw[:40]!r} (want an integer); skipping {what}")
+            return None
+        if value < minimum:
+            self.warn(path, f"value {value} below {minimum}; skipping {what}")
+            return None
+        return value
+
+    def resolve(self, link: Path, what: str) -> Path | None:
+        """Resolve a symlink strictly inside ROOT/devices (a link may not escape the root)."""
+        try:
+            real = link.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:  # broken link, loop (RuntimeError before 3.13)
+            self.warn(link, f"broken symlink or symlink loop ({exc.__class__.__name__}); skipping {what}")
+            return None
+        if not real.is_relative_to(self.devices_root):
+            self.warn(link, f"resolves to {real}, outside {self.devices_root}; skipping {what}")
+            return None
+        if not real.is_dir():
+            self.warn(link, f"resolves to {real}, which is not a directory; skipping {what}")
+            return None
+        return real
+
+    # --- PCI functions ---------------------------------------------------------------------------
+
+    def pci(self, address: str, link: Path) -> _Found | None:
+        what = f"PCI device {address}"
+        real = self.resolve(link, what)
+        if real is None:
+            return None
+        if real.name != address:
+            self.warn(link, f"resolves to {real.name!r}, not a directory named {address}; skipping {what}")
+            return None
+        vendor = self.hex(real / "vendor", what, 16)
+        device = self.hex(real / "device", what, 16) if vendor is not None else None
+        klass = self.hex(real / "class", what, 24) if device is not None else None
+        if vendor is None or device is None or klass is None:
+            return None
+        numa = self.numa(real / "numa_node")
+        parts = real.relative_to(self.devices_root).parts
+        # Same rule as k8s.io/dynamic-resource-allocation deviceattribute.resolvePCIeRoot: the first
+        # path component under /sys/devices, e.g. "pci0000:00".
+        pcie_root = parts[0] if len(parts) > 1 and parts[0].startswith("pci") else None
+        if pcie_root is None:
+            self.warn(link, f"resolves to {real}, not below a devices/pciDDDD:BB root complex; pcieRoot unknown")
+        return _Found(
+            PciDevice(
+                address=address, vendor_id=vendor, device_id=device, class_code=klass,
+                numa_node=numa, pcie_root=pcie_root, sysfs_path=str(real),
+            ),
+            real,
+        )
+
+    def numa(self, path: Path) -> int | None:
+        # numa_node is optional information: a bad value makes it unknown, it does not skip the device.
+        raw = self.text(path, "numa_node", required=False)
+        if raw is None:
+            return None
+        try:
+            value = int(raw, 10)
+        except ValueError:
+            self.warn(path, f"garbled value {raw[:40]!r}; NUMA node unknown")
+            return None
+        return value if value >= 0 else None
+
+    def functions(self) -> dict[str, _Found]:
+        bus = self.root / "bus" / "pci" / "devices"
+        if not bus.is_dir():
+            self.warn(bus, "missing; no PCI devices discovered")
+            return {}
+        found: dict[str, _Found] = {}
+        try:
+            names = sorted(entry.name for entry in bus.iterdir())
+        except OSError as exc:
+            self.warn(bus, f"unreadable ({exc}); no PCI devices discovered")
+            return {}
+        for name in names:
+            if not BDF.match(name):
+                self.warn(bus / name, "not a PCI address (DDDD:BB:DD.F, lower-case hex); skipping")
+                continue
+            item = self.pci(name, bus / name)
+            if item is not None:
+                found[name] = item
+        return found
+
+    def virtfns(self, path: Path, owner: str) -> list[tuple[int, Path]]:
+        """(N, resolved VF dir) for each `virtfnN` link of a PF, sorted by N."""
+        out = []
+        try:
+            entries = sorted(path.iterdir())
+        except OSError as exc:
+            self.warn(path, f"unreadable ({exc}); skipping VFs of {owner}")
+            return []
+        for entry in entries:
+            match = _VIRTFN.match(entry.name)
+            if not match:
+                continue
+            real = self.resolve(entry, f"VF {entry.name} of {owner}")
+            if real is not None:
+                out.append((int(match.group(1)), real))
+        out.sort(key=lambda item: item[0])
+        return out
+
+    def netdev(self, path: Path) -> str | None:
+        net = path / "net"
+        try:
+            names = sorted(p.name for p in net.iterdir())
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self.warn(net, f"unreadable ({exc}); interface unknown")
+            return None
+        return names[0] if names else None
+
+    def speed(self, interface: str, device_path: Path) -> int | None:
+        path = self.root / "class" / "net" / interface / "speed"
+        if not path.exists():
+            path = device_path / "net" / interface / "speed"
+        try:
+            raw = path.read_text(encoding="utf-8").strip()
+        except OSError:
+            # The kernel answers EINVAL on read for a down link: unknown speed, not an error.
+            log.debug("link speed unreadable", extra={"path": str(path)})
+            return None
+        try:
+            value = int(raw, 10)
+        except ValueError:
+            self.warn(path, f"garbled value {raw[:40]!r}; link speed unknown")
+            return None
+        return value if value > 0 else None
+
+    def mdev_types(self, device_path: Path, address: str) -> list[MdevType]:
+        base = device_path / "mdev_supported_types"
+        if not base.exists():
+            return []
+        try:
+            type_dirs = sorted(base.iterdir())
+        except OSError as exc:
+            self.warn(base, f"unreadable ({exc}); skipping vGPU types of {address}")
+            return []
+        out = []
+        for type_dir in type_dirs:
+            what = f"mdev type {type_dir.name} of {address}"
+            name = self.text(type_dir / "name", what)
+            available = self.integer(type_dir / "available_instances", what) if name is not None else None
+            api = self.text(type_dir / "device_api", what) if available is not None else None
+            if name is None or available is None or api is None:
+                continue
+            description = self.text(type_dir / "description", what, required=False) or ""
+            out.append(MdevType(type_dir.name, name, available, api, description, parents=(address,)))
+        return out
+
+
+def _merge_mdev(types: list[MdevType], walker: _Walker, gpu_address: str) -> tuple[MdevType, ...]:
+    """Fold per-function mdev types into one entry per type id (instances summed, parents listed)."""
+    merged: dict[str, MdevType] = {}
+    for t in types:
+        seen = merged.get(t.type_id)
+        if seen is None:
+            merged[t.type_id] = t
+        elif seen.name != t.name:
+            walker.warn(
+                f"{t.parents[0]}/mdev_supported_types/{t.type_id}/name",
+                f"name {t.name!r} differs from {seen.name!r} on {seen.parents[0]}; ignoring it for GPU {gpu_address}",
+            )
+        else:
+            merged[t.type_id] = MdevType(
+                seen.type_id, seen.name, seen.available_instances + t.available_instances,
+                seen.device_api, seen.description, parents=seen.parents + t.parents,
+            )
+    return tuple(merged[k] for k in sorted(merged))
+
+
+def discover(root: str | Path, catalog: HardwareCatalog) -> Inventory:
+    """Inventory of the node whose sysfs is mounted at `root` (e.g. "/sys" or a fake tree).
+
+    Raises DiscoveryError only when `root` itself is unusable; everything below it that is garbled,
+    missing, unreadable, unknown or looping is skipped with a warning in Inventory.warnings.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise DiscoveryError(f"sysfs root {str(root)!r} does not exist or is not a directory (--sysfs-root)")
+    walker = _Walker(root)
+    functions = walker.functions()
+    gpus: list[Gpu] = []
+    nics: list[NicPF] = []
+    for address, item in functions.items():
+        pci, path = item.pci, item.path
+        is_vf = (path / "physfn").exists() or (path / "physfn").is_symlink()
+        if pci.vendor_id == NVIDIA_VENDOR and pci.class_code >> 8 in GPU_CLASSES and not is_vf:
+            gpu = _gpu(walker, catalog, item, len(gpus))
+            if gpu is not None:
+                gpus.append(gpu)
+        elif pci.class_code >> 16 == NETWORK_BASE_CLASS and not is_vf:
+            nic = _nic(walker, catalog, item, functions, len(nics))
+            if nic is not None:
+                nics.append(nic)
+    return Inventory(gpus=tuple(gpus), nics=tuple(nics), warnings=tuple(walker.warnings))
+
+
+def _gpu(walker: _Walker, catalog: HardwareCatalog, item: _Found, index: int) -> Gpu | None:
+    pci, path = item.pci, item.path
+    model = catalog.gpu(pci.device_id)
+    if model is None:
+        walker.warn(
+            path / "device",
+            f"unknown NVIDIA GPU device ID 0x{pci.device_id:04x}; skipping GPU {pci.address} "
+            "(add the model under `hardware.gpus` in the driver config)",
+        )
+        return None
+    # Pre-Ampere vGPU: types on the PF. Ampere+ SR-IOV vGPU: types on each VF (virtfnN).
+    types = walker.mdev_types(path, pci.address)
+    for _, vf_path in walker.virtfns(path, f"GPU {pci.address}"):
+        types += walker.mdev_types(vf_path, vf_path.name)
+    return Gpu(index=index, pci=pci, model=model, mdev_types=_merge_mdev(types, walker, pci.address))
+
+
+def _nic(
+    walker: _Walker, catalog: HardwareCatalog, item: _Found, functions: dict[str, _Found], index: int
+) -> NicPF | None:
+    pci, path = item.pci, item.path
+    what = f"NIC {pci.address}"
+    if not (path / "sriov_totalvfs").exists():
+        log.debug("network function without SR-IOV ignored", extra={"path": str(path)})
+        return None
+    total = walker.integer(path / "sriov_totalvfs", what)
+    num = walker.integer(path / "sriov_numvfs", what) if total is not None else None
+    if total is None or num is None:
+        return None
+    vfs = []
+    for n, vf_path in walker.virtfns(path, what):
+        known = functions.get(vf_path.name)
+        vf = known if known is not None and Path(known.path) == vf_path else walker.pci(vf_path.name, vf_path)
+        if vf is None:
+            continue
+        vfs.append(VirtualFunction(index=n, pci=vf.pci, interface=walker.netdev(vf_path)))
+    if len(vfs) != num:
+        walker.warn(path / "sriov_numvfs", f"says {num} VFs but {len(vfs)} usable virtfnN links found on {what}")
+    interface = walker.netdev(path)
+    speed = walker.speed(interface, path) if interface else None
+    model = catalog.nics.get((pci.vendor_id, pci.device_id))
+    product = model.product_name if model else f"PCI {pci.vendor_id:04x}:{pci.device_id:04x}"
+    return NicPF(
+        index=index, pci=pci, interface=interface, speed_mbps=speed, total_vfs=total, num_vfs=num,
+        vfs=tuple(vfs), product_name=product,
+    )

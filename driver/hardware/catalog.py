@@ -1,0 +1,287 @@
+"""Turns the built-in YAML tables (plus a driver config's `hardware:` section) into a HardwareCatalog.
+
+Every field is checked on load — unknown keys, wrong types, placements that do not fit the memory
+slices, profiles bigger than their GPU — so a typo in a config file fails at start-up with a message
+naming the model and field instead of publishing impossible partitions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from driver.errors import ConfigError
+from driver.hardware.merge import deep_merge, resolve_inherits
+from driver.model.hardware import GpuModel, HardwareCatalog, MigProfile, NicModel, VgpuProfile
+
+_GPU_KEYS = {
+    "device_id", "product_name", "architecture", "memory_mib", "multiprocessors", "copy_engines",
+    "decoders", "encoders", "jpeg_engines", "ofa_engines", "mig", "vgpu", "source",
+}
+_MIG_KEYS = {"layout", "profiles"}
+_PROFILE_KEYS = {"shape", "sms", "mib", "ce", "dec", "enc", "jpeg", "ofa"}
+_VGPU_KEYS = {"board_gb", "prefix", "profiles"}
+_LAYOUT_KEYS = {"memory_slices", "shapes"}
+_SHAPE_KEYS = {"compute_slices", "memory_slices", "placements"}
+_NIC_KEYS = {"name", "product_name", "source"}
+_SECTIONS = {"gpus", "nics", "mig_layouts"}
+_VGPU_SUFFIX = re.compile(r"^(\d+)C$")
+_NIC_KEY = re.compile(r"^([0-9a-fA-F]{4}):([0-9a-fA-F]{4})$")
+
+
+def _read_builtin(name: str) -> dict[str, Any]:
+    text = resources.files("driver.hardware.data").joinpath(name).read_text(encoding="utf-8")
+    data = yaml.safe_load(text) or {}
+    if not isinstance(data, dict):  # pragma: no cover - our own files
+        raise ConfigError(f"built-in hardware table {name}: not a mapping")
+    return data
+
+
+def builtin_tables() -> dict[str, Any]:
+    """The raw built-in tables (gpus.yaml + nics.yaml) as one mapping, before inheritance."""
+    return deep_merge(_read_builtin("gpus.yaml"), _read_builtin("nics.yaml"))
+
+
+def load_catalog(overrides: Mapping[str, Any] | None = None) -> HardwareCatalog:
+    """Built-in tables merged with `overrides` (a driver config's `hardware:` section).
+
+    `overrides` may add models (`gpus.<key>` with a new device_id, usually `inherits:` an existing
+    model or a `_base`), override fields of existing ones (deep merge, `null` deletes), add
+    `mig_layouts`, or add NIC names (`nics."15b3:1021"`). Raises ConfigError naming model and field.
+    """
+    raw = builtin_tables()
+    if overrides:
+        if not isinstance(overrides, Mapping):
+            raise ConfigError(f"hardware: must be a mapping, got {type(overrides).__name__}")
+        unknown = set(overrides) - _SECTIONS
+        if unknown:
+            raise ConfigError(f"hardware: unknown section(s) {sorted(unknown)}; expected {sorted(_SECTIONS)}")
+        for section in _SECTIONS:
+            value = overrides.get(section)
+            if value is not None and not isinstance(value, Mapping):
+                raise ConfigError(f"hardware.{section}: must be a mapping, got {type(value).__name__}")
+        raw = deep_merge(raw, overrides)
+    layouts = _layouts(raw.get("mig_layouts") or {})
+    gpus: dict[int, GpuModel] = {}
+    owner: dict[int, str] = {}
+    for key, entry in sorted(resolve_inherits(raw.get("gpus") or {}, "hardware.gpus").items()):
+        if key.startswith("_"):
+            continue  # abstract base (mixin)
+        model = _gpu(key, entry, layouts)
+        if model.device_id in gpus:
+            raise ConfigError(
+                f"hardware.gpus.{key}.device_id: 0x{model.device_id:04x} already used by model {owner[model.device_id]!r}"
+            )
+        gpus[model.device_id] = model
+        owner[model.device_id] = key
+    nics = {}
+    for key, entry in sorted((raw.get("nics") or {}).items()):
+        nic = _nic(str(key), entry)
+        nics[(nic.vendor_id, nic.device_id)] = nic
+    return HardwareCatalog(gpus=dict(sorted(gpus.items())), nics=nics)
+
+
+# --- field helpers ---------------------------------------------------------------------------------
+
+def _check_keys(where: str, entry: Mapping[str, Any], allowed: set[str]) -> None:
+    unknown = set(entry) - allowed
+    if unknown:
+        raise ConfigError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+
+
+def _int(where: str, value: Any, *, minimum: int = 0, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{where}: must be an integer, got {value!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        raise ConfigError(f"{where}: must be {bound}, got {value}")
+    return value
+
+
+def _str(where: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: must be a non-empty string, got {value!r}")
+    return value
+
+
+def _mapping(where: str, value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: must be a mapping, got {type(value).__name__}")
+    return value
+
+
+def _required(where: str, entry: Mapping[str, Any], key: str) -> Any:
+    if key not in entry:
+        raise ConfigError(f"{where}.{key}: required field missing")
+    return entry[key]
+
+
+# --- MIG layouts ----------------------------------------------------------------------------------
+
+def _layouts(raw: Mapping[str, Any]) -> dict[str, tuple[int, dict[str, tuple[int, int, tuple[int, ...]]]]]:
+    """layout name -> (memory slices, shape name -> (compute slices, memory slices, placements))."""
+    out = {}
+    for name, layout in _mapping("hardware.mig_layouts", raw).items():
+        where = f"hardware.mig_layouts.{name}"
+        layout = _mapping(where, layout)
+        _check_keys(where, layout, _LAYOUT_KEYS)
+        total = _int(f"{where}.memory_slices", _required(where, layout, "memory_slices"), minimum=1, maximum=32)
+        shapes = {}
+        for sname, shape in _mapping(f"{where}.shapes", _required(where, layout, "shapes")).items():
+            swhere = f"{where}.shapes.{sname}"
+            shape = _mapping(swhere, shape)
+            _check_keys(swhere, shape, _SHAPE_KEYS)
+            compute = _int(f"{swhere}.compute_slices", _required(swhere, shape, "compute_slices"), minimum=1)
+            size = _int(f"{swhere}.memory_slices", _required(swhere, shape, "memory_slices"), minimum=1, maximum=total)
+            placements = _required(swhere, shape, "placements")
+            if not isinstance(placements, list) or not placements:
+                raise ConfigError(f"{swhere}.placements: must be a non-empty list of start slices")
+            starts = tuple(_int(f"{swhere}.placements", p) for p in placements)
+            if list(starts) != sorted(set(starts)):
+                raise ConfigError(f"{swhere}.placements: must be strictly increasing, got {list(starts)}")
+            for start in starts:
+                if start + size > total:
+                    raise ConfigError(
+                        f"{swhere}.placements: start {start} + {size} memory slice(s) exceeds the "
+                        f"{total} memory slices of layout {name!r}"
+                    )
+            shapes[str(sname)] = (compute, size, starts)
+        out[str(name)] = (total, shapes)
+    return out
+
+
+# --- GPUs -----------------------------------------------------------------------------------------
+
+def _gpu(key: str, entry: Mapping[str, Any], layouts: Mapping[str, Any]) -> GpuModel:
+    where = f"hardware.gpus.{key}"
+    _check_keys(where, entry, _GPU_KEYS)
+    fields: dict[str, Any] = {
+        "device_id": _int(f"{where}.device_id", _required(where, entry, "device_id"), maximum=0xFFFF),
+        "name": key,
+        "product_name": _str(f"{where}.product_name", _required(where, entry, "product_name")),
+        "architecture": _str(f"{where}.architecture", _required(where, entry, "architecture")),
+        "memory_mib": _int(f"{where}.memory_mib", _required(where, entry, "memory_mib"), minimum=1),
+        "multiprocessors": _int(f"{where}.multiprocessors", _required(where, entry, "multiprocessors"), minimum=1),
+        "source": str(entry.get("source", "driver/hardware/data/gpus.yaml")),
+    }
+    for field in ("copy_engines", "decoders", "encoders", "jpeg_engines", "ofa_engines"):
+        fields[field] = _int(f"{where}.{field}", entry.get(field, 0))
+    mig = entry.get("mig")
+    if mig:
+        fields["mig_memory_slices"], fields["mig_profiles"] = _mig(where, mig, layouts, fields)
+    vgpu = entry.get("vgpu")
+    if vgpu:
+        fields["vgpu_profiles"] = _vgpu(where, vgpu, fields["memory_mib"])
+    return GpuModel(**fields)
+
+
+def _mig(where: str, mig: Any, layouts: Mapping[str, Any], gpu: Mapping[str, Any]) -> tuple[int, tuple[MigProfile, ...]]:
+    where = f"{where}.mig"
+    mig = _mapping(where, mig)
+    _check_keys(where, mig, _MIG_KEYS)
+    layout_name = _str(f"{where}.layout", _required(where, mig, "layout"))
+    if layout_name not in layouts:
+        raise ConfigError(f"{where}.layout: unknown MIG layout {layout_name!r}; known: {sorted(layouts)}")
+    total, shapes = layouts[layout_name]
+    profiles_raw = _mapping(f"{where}.profiles", mig.get("profiles") or {})
+    if not profiles_raw:
+        raise ConfigError(f"{where}.profiles: a MIG-capable model needs at least one profile")
+    limits = {
+        "sms": ("multiprocessors", gpu["multiprocessors"]),
+        "mib": ("memory_mib", gpu["memory_mib"]),
+        "ce": ("copy_engines", gpu["copy_engines"]),
+        "dec": ("decoders", gpu["decoders"]),
+        "enc": ("encoders", gpu["encoders"]),
+        "jpeg": ("jpeg_engines", gpu["jpeg_engines"]),
+        "ofa": ("ofa_engines", gpu["ofa_engines"]),
+    }
+    profiles = []
+    for name, spec in profiles_raw.items():
+        pwhere = f"{where}.profiles.{name}"
+        spec = _mapping(pwhere, spec)
+        _check_keys(pwhere, spec, _PROFILE_KEYS)
+        shape_name = _str(f"{pwhere}.shape", _required(pwhere, spec, "shape"))
+        if shape_name not in shapes:
+            raise ConfigError(f"{pwhere}.shape: unknown shape {shape_name!r} in layout {layout_name!r}; known: {sorted(shapes)}")
+        compute, size, placements = shapes[shape_name]
+        values = {}
+        for short, (long, limit) in limits.items():
+            required = short in ("sms", "mib")
+            raw_value = _required(pwhere, spec, short) if required else spec.get(short, 0)
+            value = _int(f"{pwhere}.{short}", raw_value, minimum=1 if required else 0)
+            if value > limit:
+                raise ConfigError(f"{pwhere}.{short}: {value} exceeds the GPU's {long} ({limit})")
+            values[short] = value
+        profiles.append(
+            MigProfile(
+                name=str(name), compute_slices=compute, memory_slices=size,
+                multiprocessors=values["sms"], memory_mib=values["mib"], copy_engines=values["ce"],
+                decoders=values["dec"], encoders=values["enc"], jpeg_engines=values["jpeg"],
+                ofa_engines=values["ofa"], placements=placements,
+            )
+        )
+    # Largest first, like nvidia-smi and the KEP diagram; ties by name for a stable order.
+    profiles.sort(key=lambda p: (-p.memory_slices, -p.compute_slices, p.name))
+    return total, tuple(profiles)
+
+
+def _vgpu(where: str, vgpu: Any, memory_mib: int) -> tuple[VgpuProfile, ...]:
+    where = f"{where}.vgpu"
+    vgpu = _mapping(where, vgpu)
+    _check_keys(where, vgpu, _VGPU_KEYS)
+    items = vgpu.get("profiles") or []
+    if not isinstance(items, list):
+        raise ConfigError(f"{where}.profiles: must be a list")
+    out = []
+    for i, item in enumerate(items):
+        iwhere = f"{where}.profiles[{i}]"
+        if isinstance(item, str):
+            match = _VGPU_SUFFIX.match(item)
+            if not match:
+                raise ConfigError(f"{iwhere}: {item!r} is not a C-series suffix like '4C'")
+            prefix = _str(f"{where}.prefix", _required(where, vgpu, "prefix"))
+            board_gb = _int(f"{where}.board_gb", _required(where, vgpu, "board_gb"), minimum=1)
+            gb = int(match.group(1))
+            if gb == 0 or gb > board_gb:
+                raise ConfigError(f"{iwhere}: {item} framebuffer exceeds board_gb {board_gb}")
+            profile = VgpuProfile(name=f"{prefix}-{item}", framebuffer_mib=gb * 1024, max_instances=board_gb // gb)
+        elif isinstance(item, Mapping):
+            _check_keys(iwhere, item, {"name", "framebuffer_mib", "max_instances"})
+            profile = VgpuProfile(
+                name=_str(f"{iwhere}.name", _required(iwhere, item, "name")),
+                framebuffer_mib=_int(f"{iwhere}.framebuffer_mib", _required(iwhere, item, "framebuffer_mib"), minimum=1),
+                max_instances=_int(f"{iwhere}.max_instances", _required(iwhere, item, "max_instances"), minimum=1),
+            )
+        else:
+            raise ConfigError(f"{iwhere}: must be a suffix string like '4C' or a mapping")
+        if profile.framebuffer_mib * profile.max_instances > memory_mib:
+            raise ConfigError(
+                f"{iwhere}: {profile.max_instances} x {profile.framebuffer_mib} MiB exceeds the GPU's memory_mib ({memory_mib})"
+            )
+        out.append(profile)
+    names = [p.name for p in out]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{where}.profiles: duplicate vGPU profile names {names}")
+    return tuple(out)
+
+
+# --- NICs -----------------------------------------------------------------------------------------
+
+def _nic(key: str, entry: Any) -> NicModel:
+    where = f"hardware.nics.{key}"
+    match = _NIC_KEY.match(key)
+    if not match:
+        raise ConfigError(f"{where}: key must be '<vendor>:<device>' in hex, e.g. '15b3:101d'")
+    entry = _mapping(where, entry)
+    _check_keys(where, entry, _NIC_KEYS)
+    return NicModel(
+        vendor_id=int(match.group(1), 16),
+        device_id=int(match.group(2), 16),
+        name=_str(f"{where}.name", _required(where, entry, "name")),
+        product_name=_str(f"{where}.product_name", _required(where, entry, "product_name")),
+        source=str(entry.get("source", "driver/hardware/data/nics.yaml")),
+    )
