@@ -1,0 +1,142 @@
+"""Every manifest we ship validates against the Kubernetes 1.37 strict schemas, and says what we mean.
+
+Strict schemas reject unknown fields, so a typo (e.g. `securityContex`) fails here instead of being
+silently dropped by the API server.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from driver.e2e import manifests
+from driver.e2e.scenario import load_scenarios
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+K8S = "1.37"
+
+
+def _docs(path: Path) -> list[dict]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def _all_manifest_files() -> list[Path]:
+    return sorted(DEPLOY.glob("*.yaml")) + sorted((DEPLOY / "examples").glob("*.yaml"))
+
+
+def _validate(doc: dict) -> None:
+    kubernetes_validate.validate(doc, K8S, strict=True)
+
+
+@pytest.mark.parametrize("path", _all_manifest_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_manifest_validates_strictly(path: Path) -> None:
+    docs = _docs(path)
+    assert docs, f"{path} holds no objects"
+    for doc in docs:
+        _validate(doc)
+
+
+def test_strict_validation_catches_unknown_fields() -> None:
+    """Guard for the test above: the validator must not accept a misspelt field."""
+    ds = next(d for d in _docs(DEPLOY / "04-daemonset.yaml") if d["kind"] == "DaemonSet")
+    broken = copy.deepcopy(ds)
+    broken["spec"]["template"]["spec"]["containers"][0]["securityContex"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        _validate(broken)
+
+
+def _by_kind() -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for path in sorted(DEPLOY.glob("*.yaml")):
+        for doc in _docs(path):
+            out.setdefault(doc["kind"], []).append(doc)
+    return out
+
+
+def test_rbac_is_least_privilege() -> None:
+    role = _by_kind()["ClusterRole"][0]
+    rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in role["rules"]}
+    assert rules[(("resource.k8s.io",), ("resourceclaims",))] == {"get"}
+    assert rules[(("",), ("nodes",))] == {"get"}
+    assert "create" in rules[(("resource.k8s.io",), ("resourceslices",))]
+    assert len(rules) == 3, "no other resources (no secrets, no pods, no metrics)"
+    assert not any("*" in verbs for verbs in rules.values())
+
+
+def test_admission_policy_binds_writes_to_own_node() -> None:
+    kinds = _by_kind()
+    policy = kinds["ValidatingAdmissionPolicy"][0]
+    binding = kinds["ValidatingAdmissionPolicyBinding"][0]
+    sa = kinds["ServiceAccount"][0]
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    match = policy["spec"]["matchConditions"][0]["expression"]
+    assert f"system:serviceaccount:{sa['metadata']['namespace']}:{sa['metadata']['name']}" in match
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    assert "authentication.kubernetes.io/node-name" in variables["userNodeName"]
+    assert "oldObject" in variables["objectNodeName"], "DELETE must be checked against the stored object"
+    rules = policy["spec"]["matchConstraints"]["resourceRules"][0]
+    assert set(rules["operations"]) == {"CREATE", "UPDATE", "DELETE"}
+    assert any("userNodeName == variables.objectNodeName" in v["expression"] for v in policy["spec"]["validations"])
+
+
+def test_daemonset_wiring() -> None:
+    ds = _by_kind()["DaemonSet"][0]
+    pod = ds["spec"]["template"]["spec"]
+    assert ds["spec"]["updateStrategy"]["type"] == "RollingUpdate"
+    assert pod["serviceAccountName"] == _by_kind()["ServiceAccount"][0]["metadata"]["name"]
+    host = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
+    assert set(host.values()) == {"/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry", "/var/run/cdi"}
+    plugin = next(c for c in pod["containers"] if c["name"] == "plugin")
+    env = {e["name"]: e for e in plugin["env"]}
+    assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    assert "grpc" in plugin["livenessProbe"]
+    init = pod["initContainers"][0]
+    assert init["args"][0] == "node-sysfs" and any(a.startswith("--default-profile=") for a in init["args"])
+    for c in [plugin, init]:
+        sc = c["securityContext"]
+        assert sc["allowPrivilegeEscalation"] is False and sc["readOnlyRootFilesystem"] is True
+        assert sc["capabilities"]["drop"] == ["ALL"] and "privileged" not in sc
+    mounts = {m["mountPath"] for m in plugin["volumeMounts"]}
+    assert {"/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry", "/var/run/cdi"} <= mounts
+
+
+def test_generated_files_match_generator() -> None:
+    for rel, text in manifests.render_deploy_files(load_scenarios()).items():
+        assert (DEPLOY / rel).read_text() == text, (
+            f"deploy/{rel} is stale: run `fake-dra e2e --render-manifests deploy`"
+        )
+    names = {d["metadata"]["name"] for d in _docs(DEPLOY / "03-deviceclasses.yaml")}
+    assert names == {f"{c}.fake-dra.example.com" for c in ("gpu", "mig", "vgpu", "timeshare", "vf")}
+
+
+def test_podgroup_example_shares_one_claim() -> None:
+    docs = _docs(DEPLOY / "examples" / "podgroup-shared-claim.yaml")
+    group = next(d for d in docs if d["kind"] == "PodGroup")
+    pods = [d for d in docs if d["kind"] == "Pod" and d["spec"].get("schedulingGroup")]
+    assert len(pods) == 3
+    for pod in pods:
+        assert pod["spec"]["schedulingGroup"]["podGroupName"] == group["metadata"]["name"]
+        # KEP-5729: the pod's claim entry must match the PodGroup's exactly.
+        assert pod["spec"]["resourceClaims"] == group["spec"]["resourceClaims"]
+
+
+def test_every_kind_scenario_has_an_example_manifest() -> None:
+    examples = {p.stem for p in (DEPLOY / "examples").glob("*.yaml")}
+    wanted = {s.name for s in load_scenarios() if s.kind}
+    assert wanted <= examples, f"missing deploy/examples for {sorted(wanted - examples)}"
+
+
+def test_kind_config_enables_the_gates_and_no_unknown_ones() -> None:
+    cfg = yaml.safe_load((ROOT / "hack" / "kind-config.yaml").read_text())
+    gates = cfg["featureGates"]
+    assert gates["DRADeviceCompatibilityGroups"] is True and gates["DRAPartitionableDevices"] is True
+    # Not a Kubernetes 1.37 gate: naming it would stop every component from starting.
+    assert "DRASharedConsumableCapacity" not in gates
+    assert [n["role"] for n in cfg["nodes"]].count("worker") == 2
+    assert any("enable_cdi = true" in patch for patch in cfg["containerdConfigPatches"])
