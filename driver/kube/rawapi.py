@@ -1,0 +1,131 @@
+"""Raw JSON requests through the kubernetes client, so alpha fields are never dropped.
+
+The typed models of the `kubernetes` Python client reject unknown fields on create and silently drop
+them on read (DESIGN.md §3) — fatal for compatibility groups or valueFrom. Every request here goes
+through ApiClient.param_serialize + call_api with a dict body and an unparsed response, re-using
+the client only for what it is good at: kubeconfig / in-cluster auth, TLS and connection pooling.
+HTTP errors are mapped once to the project's error types.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.config.config_exception import ConfigException
+
+from driver.errors import ConfigError, ConflictError, FakeDraError, NotFoundError
+
+log = logging.getLogger("fake-dra.kube")
+
+
+class KubeApiError(FakeDraError):
+    """A Kubernetes API request failed; `status` is the HTTP status (0: no answer)."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class KubeConflict(ConflictError):
+    status = 409
+
+
+class KubeNotFound(NotFoundError):
+    status = 404
+
+
+def load_api_client(kubeconfig: str | None = None, *, context: str | None = None) -> k8s.ApiClient:
+    """ApiClient from a kubeconfig file, or the in-cluster service account when none is given."""
+    cfg = k8s.Configuration()
+    try:
+        if kubeconfig:
+            k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+        else:
+            k8s_config.load_incluster_config(client_configuration=cfg)
+    except (ConfigException, OSError, TypeError, ValueError) as exc:
+        where = f"--kubeconfig {kubeconfig}" if kubeconfig else "in-cluster config"
+        raise ConfigError(f"{where}: cannot load Kubernetes client configuration: {exc}") from None
+    return k8s.ApiClient(cfg)
+
+
+def api_client_for_host(host: str) -> k8s.ApiClient:
+    """ApiClient for a plain URL without auth (tests against the stand-in server, `kubectl proxy`)."""
+    cfg = k8s.Configuration()
+    cfg.host = host.rstrip("/")
+    return k8s.ApiClient(cfg)
+
+
+class RawApi:
+    """`request(method, path, query, body) -> dict` over an ApiClient; counts requests."""
+
+    def __init__(self, api_client: k8s.ApiClient, timeout_s: float = 30.0) -> None:
+        self.api_client = api_client
+        self.timeout_s = timeout_s
+        self.requests = 0
+
+    def request_text(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]] | None = None,
+        body: Mapping[str, Any] | None = None,
+        accept: str = "application/json",
+    ) -> str:
+        headers = {"Accept": accept}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        req = self.api_client.param_serialize(
+            method=method, resource_path=path, query_params=list(query or []), header_params=headers,
+            body=dict(body) if body is not None else None, auth_settings=["BearerToken"],
+        )
+        self.requests += 1
+        what = f"{method} {path}"
+        try:
+            resp = self.api_client.call_api(*req, _request_timeout=self.timeout_s)
+            resp.read()
+        except k8s.ApiException as exc:  # raised for transport failures
+            raise KubeApiError(f"{what}: {exc.reason or exc}", exc.status or 0) from None
+        except OSError as exc:
+            raise KubeApiError(f"{what}: {exc}") from None
+        text = (resp.data or b"").decode("utf-8", "replace")
+        if 200 <= resp.status < 300:
+            return text
+        message = _status_message(text) or resp.reason or "error"
+        if resp.status == 404:
+            raise KubeNotFound(f"{what}: not found: {message}")
+        if resp.status == 409:
+            raise KubeConflict(f"{what}: conflict: {message}")
+        raise KubeApiError(f"{what}: HTTP {resp.status}: {message}", resp.status)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]] | None = None,
+        body: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        text = self.request_text(method, path, query, body)
+        if not text:
+            return {}
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise KubeApiError(f"{method} {path}: response is not JSON: {text[:200]!r}") from None
+        if not isinstance(data, dict):
+            raise KubeApiError(f"{method} {path}: expected a JSON object, got {type(data).__name__}")
+        return data
+
+
+def _status_message(text: str) -> str:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:200]
+    if isinstance(data, dict):
+        return str(data.get("message") or data.get("reason") or "")
+    return ""

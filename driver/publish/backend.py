@@ -1,0 +1,198 @@
+"""The slice-store contract the reconciler writes through, and its local object store implementation.
+
+The reconciler never talks HTTP or files directly: it calls a SliceBackend, so the exact same
+reconcile runs against kube-apiserver (driver.kube.KubeSliceBackend) and the embedded local store
+(StoreSliceBackend here). Both raise driver.errors.ConflictError on 409-style races and
+NotFoundError on missing objects.
+
+The store backend also plays the apiserver's role for feature gates: STORE/featuregates.yaml
+(see LocalGateConfig) says which gates the simulated apiserver and scheduler have, and writes
+strip disabled fields exactly as kube-apiserver would, so dropped-field detection, gate probes and
+gate flips behave in local mode as they do on a cluster.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import yaml
+
+from driver.errors import ConfigError, ConflictError, NotFoundError
+from driver.features import GATE_FIELDS
+from driver.publish.fields import DETECTED_GATES, gates_used, strip_disabled
+from driver.store.objectstore import ObjectStore
+
+log = logging.getLogger("fake-dra.publish")
+
+SLICES = "resourceslices"
+GATE_CONFIG_FILE = "featuregates.yaml"
+
+
+@runtime_checkable
+class SliceBackend(Protocol):
+    """Raw ResourceSlice access for one driver on one node (dicts in, dicts out)."""
+
+    kind: str  # "apiserver" or "store": shown in logs and `fake-dra gates`
+
+    def list_slices(self, driver: str, node: str) -> list[dict[str, Any]]:
+        """Every slice with spec.driver == driver and spec.nodeName == node."""
+        ...
+
+    def create_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create; ConflictError if the name exists. Returns the stored object."""
+        ...
+
+    def update_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Replace; metadata.resourceVersion must match (ConflictError otherwise)."""
+        ...
+
+    def delete_slice(self, name: str, *, uid: str | None = None, resource_version: str | None = None) -> None:
+        """Delete with optional preconditions; NotFoundError if absent, ConflictError if they fail."""
+        ...
+
+    def dry_run_create_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Validate and default a slice without persisting it; returns what would be stored."""
+        ...
+
+    def node_uid(self, node: str) -> str | None:
+        """UID of the Node object (for ownerReferences), None when there is no such Node."""
+        ...
+
+    def allocated_devices(self, driver: str, pool: str) -> set[str]:
+        """Device names of (driver, pool) referenced by any allocated ResourceClaim."""
+        ...
+
+
+def allocated_from_claims(claims: list[dict[str, Any]], driver: str, pool: str) -> set[str]:
+    """Shared by both backends: devices named in status.allocation.devices.results of the claims."""
+    names: set[str] = set()
+    for claim in claims:
+        results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+        for r in results:
+            if r.get("driver") == driver and r.get("pool") == pool and r.get("device"):
+                names.add(r["device"])
+    return names
+
+
+@dataclass(frozen=True)
+class LocalGateConfig:
+    """STORE/featuregates.yaml: the gates of the simulated control plane in local mode.
+
+    ```yaml
+    apiserver: {DRADeviceCompatibilityGroups: false}   # fields of off gates are stripped on write
+    scheduler: {DRADeviceCompatibilityGroups: false}   # what `kubernetes_feature_enabled` would say
+    ```
+    Gates not listed are on. A missing file means every gate on in both components.
+    """
+
+    apiserver: Mapping[str, bool] = field(default_factory=dict)
+    scheduler: Mapping[str, bool] = field(default_factory=dict)
+    path: Path | None = None
+
+    @classmethod
+    def load(cls, store_root: str | Path) -> LocalGateConfig:
+        path = Path(store_root) / GATE_CONFIG_FILE
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            return cls(path=None)
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{path}: expected a mapping with keys apiserver/scheduler")
+        unknown_keys = set(data) - {"apiserver", "scheduler"}
+        if unknown_keys:
+            raise ConfigError(f"{path}: unknown keys {sorted(unknown_keys)} (expected apiserver, scheduler)")
+        sections = {}
+        for section in ("apiserver", "scheduler"):
+            gates = data.get(section) or {}
+            if not isinstance(gates, Mapping):
+                raise ConfigError(f"{path}: {section} must map gate names to true/false")
+            for gate, value in gates.items():
+                if gate not in GATE_FIELDS:
+                    raise ConfigError(f"{path}: {section}.{gate}: unknown feature gate (known: {', '.join(sorted(GATE_FIELDS))})")
+                if not isinstance(value, bool):
+                    raise ConfigError(f"{path}: {section}.{gate}: expected true or false, got {value!r}")
+            sections[section] = dict(gates)
+        return cls(apiserver=sections["apiserver"], scheduler=sections["scheduler"], path=path)
+
+    def disabled(self, component: str) -> set[str]:
+        gates = self.apiserver if component == "apiserver" else self.scheduler
+        return {g for g in DETECTED_GATES if gates.get(g, True) is False}
+
+    def scheduler_gates(self) -> dict[str, bool]:
+        return {g: bool(self.scheduler.get(g, True)) for g in DETECTED_GATES}
+
+
+class StoreSliceBackend:
+    """SliceBackend over the local ObjectStore, simulating apiserver field stripping per gate config."""
+
+    kind = "store"
+
+    def __init__(self, store: ObjectStore) -> None:
+        self.store = store
+        self.requests = 0  # same meaning as the API backend's counter: calls made on the store
+
+    def gate_config(self) -> LocalGateConfig:
+        return LocalGateConfig.load(self.store.root)
+
+    def list_slices(self, driver: str, node: str) -> list[dict[str, Any]]:
+        self.requests += 1
+        return [
+            s for s in self.store.list(SLICES)
+            if (s.get("spec") or {}).get("driver") == driver and (s.get("spec") or {}).get("nodeName") == node
+        ]
+
+    def _strip(self, obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
+        off = self.gate_config().disabled("apiserver")
+        if not off:
+            return obj
+        obj = copy.deepcopy(obj)
+        keep = gates_used(old.get("spec") or {}) if old else set()
+        obj["spec"] = strip_disabled(obj.get("spec") or {}, off, keep)
+        return obj
+
+    def create_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
+        self.requests += 1
+        return self.store.create(SLICES, self._strip(obj, None))
+
+    def update_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
+        self.requests += 1
+        name = obj["metadata"]["name"]
+        old = self.store.get(SLICES, None, name)
+        return self.store.update(SLICES, self._strip(obj, old))
+
+    def delete_slice(self, name: str, *, uid: str | None = None, resource_version: str | None = None) -> None:
+        self.requests += 1
+        if uid is not None:
+            current = self.store.get(SLICES, None, name)
+            if current["metadata"].get("uid") != uid:
+                raise ConflictError(f"resourceslice {name}: uid precondition failed (stored {current['metadata'].get('uid')})")
+        self.store.delete(SLICES, None, name, resource_version=resource_version)
+
+    def dry_run_create_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
+        self.requests += 1
+        return self._strip(copy.deepcopy(obj), None)
+
+    def node_uid(self, node: str) -> str | None:
+        self.requests += 1
+        try:
+            return self.store.get("nodes", None, node)["metadata"].get("uid")
+        except NotFoundError:
+            return None
+
+    def allocated_devices(self, driver: str, pool: str) -> set[str]:
+        self.requests += 1
+        return allocated_from_claims(self.store.list("resourceclaims", all_namespaces=True), driver, pool)
+
+
+def store_backend(store: ObjectStore) -> StoreSliceBackend:
+    """The embedded default backend (a directory of YAML objects)."""
+    return StoreSliceBackend(store)

@@ -1,0 +1,216 @@
+"""Which ResourceSlice fields belong to which feature gate, and how to compare slices semantically.
+
+Three jobs share one table of gated fields so they can never disagree:
+- dropped-field detection: diff what we wrote against what the server stored and name the gates that
+  must be off (the Go helper's DroppedFieldsError, extended to the gates this driver cares about);
+- the local store's apiserver simulation, which strips fields of gates that STORE/featuregates.yaml
+  turns off, exactly like kube-apiserver's dropDisabledFields (kept if the old object used them);
+- steady-state comparison (desired vs stored) that tolerates what a server round-trip changes:
+  omitted empty values and quantities re-serialised in canonical form (`1024Mi` == `1Gi`).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
+from typing import Any
+
+PARTITIONABLE = "DRAPartitionableDevices"
+GROUPS = "DRADeviceCompatibilityGroups"
+CONSUMABLE = "DRAConsumableCapacity"
+SHARED_CONSUMABLE = "DRASharedConsumableCapacity"
+DETECTED_GATES: tuple[str, ...] = (PARTITIONABLE, GROUPS, CONSUMABLE, SHARED_CONSUMABLE)
+
+_DEVICE_NODE_FIELDS = ("nodeName", "nodeSelector", "allNodes")
+
+
+def gate_of_path(path: tuple[str, ...]) -> str | None:
+    """The gate owning a spec path such as ('devices', 'gpu-0', 'consumesCounters', '0', ...)."""
+    keys = set(path)
+    if "compatibilityGroups" in keys:
+        return GROUPS
+    if "valueFrom" in keys:
+        return SHARED_CONSUMABLE
+    if path[:1] == ("sharedCounters",) and "requestPolicy" in keys:
+        return SHARED_CONSUMABLE
+    if "sharedCounters" in keys or "consumesCounters" in keys or "perDeviceNodeSelection" in keys:
+        return PARTITIONABLE
+    if path[:1] == ("devices",) and len(path) >= 3 and path[2] in _DEVICE_NODE_FIELDS:
+        return PARTITIONABLE
+    if "allowMultipleAllocations" in keys or ("capacity" in keys and "requestPolicy" in keys):
+        return CONSUMABLE
+    return None
+
+
+def prune_empty(value: Any) -> Any:
+    """Drop None, empty lists and empty maps recursively: the apiserver omits them (omitempty)."""
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            v = prune_empty(v)
+            if v is None or (isinstance(v, (list, dict)) and not v):
+                continue
+            out[k] = v
+        return out
+    if isinstance(value, list):
+        return [prune_empty(v) for v in value]
+    return value
+
+
+def missing_paths(written: Any, stored: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Paths present in `written` but absent from `stored` (the fields a server dropped).
+
+    Devices are matched by name (a path element is the device name), other lists by position.
+    """
+    written, stored = prune_empty(written), prune_empty(stored)
+    return _missing(written, stored, path)
+
+
+def _missing(written: Any, stored: Any, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+    out: list[tuple[str, ...]] = []
+    if isinstance(written, Mapping):
+        if not isinstance(stored, Mapping):
+            return [path]
+        for key, value in written.items():
+            if key not in stored:
+                out.append(path + (key,))
+            else:
+                out.extend(_missing(value, stored[key], path + (key,)))
+    elif isinstance(written, list):
+        if not isinstance(stored, list):
+            return [path]
+        if path[-1:] == ("devices",) and all(isinstance(d, Mapping) and "name" in d for d in written):
+            by_name = {d.get("name"): d for d in stored if isinstance(d, Mapping)}
+            for dev in written:
+                if dev["name"] not in by_name:
+                    out.append(path + (dev["name"],))
+                else:
+                    out.extend(_missing(dev, by_name[dev["name"]], path + (dev["name"],)))
+        else:
+            for i, value in enumerate(written):
+                if i >= len(stored):
+                    out.append(path + (str(i),))
+                else:
+                    out.extend(_missing(value, stored[i], path + (str(i),)))
+    return out
+
+
+def dropped_gates(written_spec: Mapping[str, Any], stored_spec: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Gate name -> dotted paths the server dropped; gate `unknown` for drops no table entry explains."""
+    result: dict[str, list[str]] = {}
+    for p in missing_paths(written_spec, stored_spec):
+        gate = gate_of_path(p) or "unknown"
+        result.setdefault(gate, []).append(".".join(p))
+    return result
+
+
+def gates_used(spec: Mapping[str, Any]) -> set[str]:
+    """Gates whose fields appear anywhere in a slice spec (an empty spec uses none)."""
+    return {g for p in _leaf_paths(prune_empty(spec), ()) if (g := gate_of_path(p))}
+
+
+def _leaf_paths(value: Any, path: tuple[str, ...]) -> Iterable[tuple[str, ...]]:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            yield path + (k,)
+            yield from _leaf_paths(v, path + (k,))
+    elif isinstance(value, list):
+        named = path[-1:] == ("devices",)
+        for i, v in enumerate(value):
+            key = str(v.get("name")) if named and isinstance(v, Mapping) else str(i)
+            yield from _leaf_paths(v, path + (key,))
+
+
+def strip_disabled(spec: Mapping[str, Any], off: Iterable[str], keep: Iterable[str] = ()) -> dict[str, Any]:
+    """Copy of `spec` without the fields of gates in `off`, except gates in `keep` (used by the old object)."""
+    drop = set(off) - set(keep)
+    if PARTITIONABLE in drop:
+        drop |= {GROUPS, SHARED_CONSUMABLE}  # nested inside partitionable fields
+    out = copy.deepcopy(dict(spec))
+    _strip(out, (), drop)
+    return out
+
+
+def _strip(value: Any, path: tuple[str, ...], drop: set[str]) -> None:
+    if isinstance(value, dict):
+        for key in list(value):
+            sub = path + (key,)
+            if _owned_exactly(sub) in drop:
+                del value[key]
+            else:
+                _strip(value[key], sub, drop)
+    elif isinstance(value, list):
+        named = path[-1:] == ("devices",)
+        for i, item in enumerate(value):
+            key = str(item.get("name")) if named and isinstance(item, dict) else str(i)
+            _strip(item, path + (key,), drop)
+
+
+def _owned_exactly(path: tuple[str, ...]) -> str | None:
+    """The gate that owns exactly this field (not merely a parent of it)."""
+    last = path[-1]
+    if last == "compatibilityGroups":
+        return GROUPS
+    if last == "valueFrom" or (last == "requestPolicy" and path[0] == "sharedCounters"):
+        return SHARED_CONSUMABLE
+    if path in (("sharedCounters",), ("perDeviceNodeSelection",)):
+        return PARTITIONABLE
+    if path[0] == "devices" and len(path) == 3 and path[2] in ("consumesCounters",) + _DEVICE_NODE_FIELDS:
+        return PARTITIONABLE
+    if path[0] == "devices" and len(path) == 3 and path[2] == "allowMultipleAllocations":
+        return CONSUMABLE
+    if path[0] == "devices" and len(path) == 5 and path[2] == "capacity" and last == "requestPolicy":
+        return CONSUMABLE
+    return None
+
+
+# -- semantic equality ---------------------------------------------------------------------------
+
+_QUANTITY_KEYS = {"value", "default", "min", "max", "step", "validValues"}
+_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE]|)$")
+_SUFFIX = {
+    "": Fraction(1), "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
+    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
+    "P": Fraction(10**15), "E": Fraction(10**18), "Ki": Fraction(2**10), "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30), "Ti": Fraction(2**40), "Pi": Fraction(2**50), "Ei": Fraction(2**60),
+}
+
+
+def _quantity(value: Any) -> Fraction | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return Fraction(value)
+    if not isinstance(value, str):
+        return None
+    m = _QUANTITY_RE.match(value.strip())
+    if not m:
+        return None
+    try:
+        number = Fraction(m.group(1))
+    except (ValueError, ZeroDivisionError):
+        return None
+    suffix = m.group(2)
+    if suffix[:1] in ("e", "E"):
+        return number * Fraction(10) ** int(suffix[1:])
+    return number * _SUFFIX[suffix]
+
+
+def semantic_equal(a: Any, b: Any) -> bool:
+    """Deep equality ignoring omitted empties and quantity spelling (under quantity-valued keys)."""
+    return _eq(prune_empty(a), prune_empty(b), quantity=False)
+
+
+def _eq(a: Any, b: Any, quantity: bool) -> bool:
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        if set(a) != set(b):
+            return False
+        return all(_eq(a[k], b[k], k in _QUANTITY_KEYS) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_eq(x, y, quantity) for x, y in zip(a, b))
+    if quantity and a != b:
+        qa, qb = _quantity(a), _quantity(b)
+        return qa is not None and qa == qb
+    return a == b

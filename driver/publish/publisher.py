@@ -1,0 +1,170 @@
+"""The publishing loop of `fake-dra run`: detect gates, render the pool, reconcile, repeat.
+
+Each pass re-renders the pool (the render callable re-scans the inventory), so hotplug and gate
+flips are picked up within one interval; `trigger()` (SIGHUP, a udev event) starts a pass at once.
+When a write loses fields, gates are re-detected and the pool re-rendered and republished in the
+same pass, so the pool never stays in a dropped-field state for a whole interval.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from driver import DEFAULT_DRIVER_NAME
+from driver.errors import FakeDraError
+from driver.features import Features
+from driver.publish.backend import SliceBackend
+from driver.publish.gates import GateDetector, GateReport, fixed_report
+from driver.publish.reconcile import PoolLike, ReconcileStats, delete_all, reconcile
+
+log = logging.getLogger("fake-dra.publish")
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    stats: ReconcileStats
+    report: GateReport
+    features: Features
+
+
+class Publisher:
+    """Keeps this node's slices equal to `render(features)`; see the module docstring."""
+
+    def __init__(
+        self,
+        backend: SliceBackend,
+        render: Callable[[Features], PoolLike],
+        gates: GateDetector | Features,
+        interval_s: float = 30.0,
+        *,
+        node_name: str | None = None,
+        driver_name: str = DEFAULT_DRIVER_NAME,
+        delete_on_exit: bool = False,
+        metrics: Any | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.backend = backend
+        self.render = render
+        self.detector = gates if isinstance(gates, GateDetector) else None
+        self._fixed = fixed_report(gates) if isinstance(gates, Features) else None
+        self.interval_s = interval_s
+        self.node_name = node_name
+        self.driver_name = driver_name
+        self.delete_on_exit = delete_on_exit
+        self.metrics = metrics
+        self.clock = clock
+        self.last: PublishResult | None = None
+        self.last_error: FakeDraError | None = None
+        self.passes = 0
+        self._owner_uid: str | None = None
+        self._owner_looked_up = False
+        self._node: str | None = node_name
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    # -- one pass ---------------------------------------------------------------------------
+
+    def _report(self) -> GateReport:
+        if self.detector is None:
+            assert self._fixed is not None
+            return self._fixed
+        if self.detector.due() or self.detector.last is None:
+            report = self.detector.detect()
+            if self.metrics is not None:
+                self.metrics.observe_gates(report)
+            return report
+        return self.detector.last
+
+    def _owner(self, node: str) -> str | None:
+        # The Node's UID does not change while we run; a missing Node is retried next pass.
+        if not self._owner_looked_up:
+            self._owner_uid = self.backend.node_uid(node)
+            self._owner_looked_up = self._owner_uid is not None
+        return self._owner_uid
+
+    def _publish(self, report: GateReport) -> ReconcileStats:
+        pool = self.render(report.features)
+        node = self.node_name or pool.name
+        self._node = node
+        return reconcile(
+            self.backend, pool, node_name=node, driver_name=self.driver_name,
+            owner_uid=self._owner(node), groups_enabled=report.features.compatibility_groups,
+        )
+
+    def run_once(self) -> PublishResult:
+        """Detect gates if due, render, reconcile; on dropped fields re-detect and republish once."""
+        with self._lock:
+            self.passes += 1
+            try:
+                report = self._report()
+                stats = self._publish(report)
+                if stats.dropped and self.detector is not None:
+                    gates = stats.dropped_gate_names()
+                    self.detector.note_dropped(gates)
+                    new_report = self._report()
+                    log.warning("republishing after dropped fields", extra={
+                        "gates": sorted(gates), "before": str(report.features), "after": str(new_report.features)})
+                    if new_report.features != report.features:
+                        first = stats
+                        report, stats = new_report, self._publish(new_report)
+                        stats.created += first.created
+                        stats.updated += first.updated
+                        stats.deleted += first.deleted
+                        stats.dropped = first.dropped + stats.dropped
+            except FakeDraError as exc:
+                self.last_error = exc
+                if self.detector is not None:
+                    self.detector.note_write_failure()
+                if self.metrics is not None:
+                    self.metrics.observe_error()
+                raise
+            self.last_error = None
+            if self.metrics is not None:
+                self.metrics.observe_stats(stats)
+            self.last = PublishResult(stats, report, report.features)
+            log.info("reconciled", extra={k: v for k, v in stats.as_dict().items() if v})
+            return self.last
+
+    # -- background loop ------------------------------------------------------------------
+
+    def trigger(self) -> None:
+        """Run a pass now (inventory changed, SIGHUP)."""
+        self._wake.set()
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="fake-dra-publisher", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.run_once()
+            except FakeDraError as exc:
+                log.error("publishing failed; retrying next interval", extra={"error": str(exc)})
+            except Exception:  # keep publishing whatever a pass hit; the plugin depends on it
+                log.exception("unexpected error while publishing; retrying next interval")
+            self._wake.wait(self.interval_s)
+            self._wake.clear()
+
+    def stop(self, timeout: float | None = 10.0) -> None:
+        """Stop the loop; slices stay unless delete_on_exit (the kubelet wipes them if we stay away)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        if self.delete_on_exit:
+            node = self._node
+            if node:
+                n = delete_all(self.backend, node_name=node, driver_name=self.driver_name)
+                log.info("deleted slices on exit", extra={"count": n})

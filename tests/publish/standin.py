@@ -1,0 +1,310 @@
+"""STAND-IN for kube-apiserver — NOT a real Kubernetes API server.
+
+A small threaded HTTP server that answers the handful of REST calls the publisher makes, with the
+behaviour that matters for reconcile and gate detection, so tests run without a cluster:
+- resourceslices: list (fieldSelector spec.driver / spec.nodeName, labelSelector k=v, limit/continue),
+  get, create (409 AlreadyExists), update (409 on stale resourceVersion), delete (uid/resourceVersion
+  preconditions), `dryRun=All`; a store-wide resourceVersion and metadata.generation;
+- per-gate field stripping like kube-apiserver's dropDisabledFields (kept when the old object
+  already used the feature), and the validation rules the tests rely on (422);
+- nodes (get), resourceclaims (list), /metrics with `kubernetes_feature_enabled` for the
+  configured *scheduler* gates (stands in for kube-scheduler's endpoint);
+- fault injection: `inject_conflicts(n)` makes the next n writes lose a race with "someone else".
+Watch is not implemented (the publisher does not watch). Written independently of driver.publish so
+a bug there cannot hide in a shared helper.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+GATES = ("DRAPartitionableDevices", "DRADeviceCompatibilityGroups", "DRAConsumableCapacity", "DRASharedConsumableCapacity")
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+
+
+def _uses(spec: dict[str, Any]) -> set[str]:
+    used = set()
+    if spec.get("sharedCounters") or spec.get("perDeviceNodeSelection"):
+        used.add("DRAPartitionableDevices")
+    for sc in spec.get("sharedCounters") or []:
+        if any("requestPolicy" in c for c in (sc.get("counters") or {}).values()):
+            used.add("DRASharedConsumableCapacity")
+    for d in spec.get("devices") or []:
+        if d.get("consumesCounters"):
+            used.add("DRAPartitionableDevices")
+        if "allowMultipleAllocations" in d or any("requestPolicy" in c for c in (d.get("capacity") or {}).values()):
+            used.add("DRAConsumableCapacity")
+        for e in d.get("consumesCounters") or []:
+            if e.get("compatibilityGroups"):
+                used.add("DRADeviceCompatibilityGroups")
+            if any("valueFrom" in c for c in (e.get("counters") or {}).values()):
+                used.add("DRASharedConsumableCapacity")
+    return used
+
+
+def strip(spec: dict[str, Any], off: set[str]) -> None:
+    if "DRAPartitionableDevices" in off:
+        spec.pop("sharedCounters", None)
+        spec.pop("perDeviceNodeSelection", None)
+    for sc in spec.get("sharedCounters") or []:
+        for c in (sc.get("counters") or {}).values():
+            if "DRASharedConsumableCapacity" in off:
+                c.pop("requestPolicy", None)
+    for d in spec.get("devices") or []:
+        if "DRAPartitionableDevices" in off:
+            d.pop("consumesCounters", None)
+        if "DRAConsumableCapacity" in off:
+            d.pop("allowMultipleAllocations", None)
+            for c in (d.get("capacity") or {}).values():
+                c.pop("requestPolicy", None)
+        for e in d.get("consumesCounters") or []:
+            if "DRADeviceCompatibilityGroups" in off:
+                e.pop("compatibilityGroups", None)
+            for c in (e.get("counters") or {}).values():
+                if "DRASharedConsumableCapacity" in off:
+                    c.pop("valueFrom", None)
+
+
+def validate(obj: dict[str, Any]) -> str | None:
+    name = (obj.get("metadata") or {}).get("name", "")
+    if not _NAME.match(name) or len(name) > 253:
+        return f"metadata.name: Invalid value: {name!r}"
+    spec = obj.get("spec") or {}
+    if not spec.get("driver") or not (spec.get("pool") or {}).get("name"):
+        return "spec.driver/spec.pool.name: Required value"
+    if sum(1 for k in ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection") if spec.get(k)) != 1:
+        return "spec: exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection is required"
+    devices = spec.get("devices") or []
+    if devices and spec.get("sharedCounters"):
+        return "spec: devices and sharedCounters may not both be set"
+    limit = 64 if any(d.get("consumesCounters") for d in devices) else 128
+    if len(devices) > limit:
+        return f"spec.devices: Too many: {len(devices)}: must have at most {limit} items"
+    for d in devices:
+        for e in d.get("consumesCounters") or []:
+            if len(e.get("compatibilityGroups") or []) > 2:
+                return f"spec.devices[{d['name']}].consumesCounters.compatibilityGroups: Too many"
+            for cname, c in (e.get("counters") or {}).items():
+                if ("value" in c) == ("valueFrom" in c):
+                    return f"spec.devices[{d['name']}].consumesCounters.counters[{cname}]: exactly one of value, valueFrom required"
+    return None
+
+
+class StandInState:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.rv = 100
+        self.slices: dict[str, dict[str, Any]] = {}
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.claims: list[dict[str, Any]] = []
+        self.apiserver_gates = {g: True for g in GATES}
+        self.scheduler_gates: dict[str, bool] | None = {g: True for g in GATES}
+        self.requests: list[tuple[str, str, str]] = []
+        self.conflicts_left = 0
+
+    def next_rv(self) -> str:
+        self.rv += 1
+        return str(self.rv)
+
+    def add_node(self, name: str) -> str:
+        uid = str(uuid.uuid4())
+        self.nodes[name] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "uid": uid}}
+        return uid
+
+    def writes(self) -> list[tuple[str, str, str]]:
+        return [r for r in self.requests if r[0] in ("POST", "PUT", "DELETE", "PATCH") and "dryRun" not in r[2]]
+
+    def external_edit(self, name: str, mutate) -> None:
+        """Someone else changes a stored slice (bumps resourceVersion)."""
+        with self.lock:
+            obj = self.slices[name]
+            mutate(obj)
+            obj["metadata"]["resourceVersion"] = self.next_rv()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    state: StandInState
+
+    def log_message(self, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def _send(self, code: int, body: Any, ctype: str = "application/json") -> None:
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _status(self, code: int, reason: str, message: str) -> None:
+        self._send(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason,
+                          "message": message, "code": code})
+
+    def _body(self) -> dict[str, Any]:
+        n = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(n) or b"{}") if n else {}
+
+    def _route(self, method: str) -> None:
+        url = urlparse(self.path)
+        q = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        st = self.state
+        st.requests.append((method, url.path, url.query))
+        with st.lock:
+            if url.path == "/metrics" and method == "GET":
+                if st.scheduler_gates is None:
+                    return self._status(503, "ServiceUnavailable", "metrics disabled")
+                lines = ["# TYPE kubernetes_feature_enabled gauge"] + [
+                    f'kubernetes_feature_enabled{{name="{g}",stage="ALPHA"}} {int(v)}' for g, v in st.scheduler_gates.items()]
+                return self._send(200, "\n".join(lines) + "\n", "text/plain")
+            if url.path.startswith("/api/v1/nodes/") and method == "GET":
+                node = st.nodes.get(url.path.rsplit("/", 1)[1])
+                return self._send(200, node) if node else self._status(404, "NotFound", "node not found")
+            if url.path == "/apis/resource.k8s.io/v1/resourceclaims" and method == "GET":
+                return self._send(200, {"kind": "ResourceClaimList", "items": st.claims, "metadata": {}})
+            if url.path == SLICES:
+                if method == "GET":
+                    return self._list(q)
+                if method == "POST":
+                    return self._create(self._body(), q.get("dryRun") == "All")
+            if url.path.startswith(SLICES + "/"):
+                name = url.path.rsplit("/", 1)[1]
+                if method == "GET":
+                    obj = st.slices.get(name)
+                    return self._send(200, obj) if obj else self._status(404, "NotFound", f"{name} not found")
+                if method == "PUT":
+                    return self._update(name, self._body())
+                if method == "DELETE":
+                    return self._delete(name, self._body())
+            self._status(404, "NotFound", f"stand-in does not serve {method} {url.path}")
+
+    def _list(self, q: dict[str, str]) -> None:
+        items = sorted(self.state.slices.values(), key=lambda o: o["metadata"]["name"])
+        for term in filter(None, q.get("fieldSelector", "").split(",")):
+            key, _, val = term.partition("=")
+            field = {"spec.driver": "driver", "spec.nodeName": "nodeName"}.get(key)
+            if field is None:
+                return self._status(400, "BadRequest", f"field label not supported: {key}")
+            items = [o for o in items if o["spec"].get(field) == val]
+        for term in filter(None, q.get("labelSelector", "").split(",")):
+            key, _, val = term.partition("=")
+            items = [o for o in items if (o["metadata"].get("labels") or {}).get(key) == val]
+        start = int(q.get("continue") or 0)
+        limit = int(q.get("limit") or 0) or len(items)
+        page = items[start:start + limit]
+        meta = {"resourceVersion": str(self.state.rv)}
+        if start + limit < len(items):
+            meta["continue"] = str(start + limit)
+        self._send(200, {"kind": "ResourceSliceList", "apiVersion": "resource.k8s.io/v1",
+                         "metadata": meta, "items": copy.deepcopy(page)})
+
+    def _inject_conflict(self, name: str | None) -> bool:
+        st = self.state
+        if st.conflicts_left <= 0:
+            return False
+        st.conflicts_left -= 1
+        if name and name in st.slices:  # "someone else" wrote the object meanwhile
+            st.slices[name]["metadata"]["resourceVersion"] = st.next_rv()
+        self._status(409, "Conflict", f"Operation cannot be fulfilled on resourceslices {name!r}: the object has been modified")
+        return True
+
+    def _prepare(self, obj: dict[str, Any], old: dict[str, Any] | None) -> str | None:
+        off = {g for g, on in self.state.apiserver_gates.items() if not on}
+        if "DRAPartitionableDevices" in off:
+            off |= {"DRADeviceCompatibilityGroups", "DRASharedConsumableCapacity"}
+        strip(obj.setdefault("spec", {}), off - (_uses(old["spec"]) if old else set()))
+        return validate(obj)
+
+    def _create(self, obj: dict[str, Any], dry_run: bool) -> None:
+        st = self.state
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+        if not dry_run and self._inject_conflict(None):
+            return
+        err = self._prepare(obj, None)
+        if err:
+            return self._status(422, "Invalid", f"ResourceSlice {meta.get('name')!r} is invalid: {err}")
+        if meta["name"] in st.slices and not dry_run:
+            return self._status(409, "AlreadyExists", f"resourceslices {meta['name']!r} already exists")
+        meta.update(uid=str(uuid.uuid4()), generation=1, creationTimestamp="2026-01-01T00:00:00Z")
+        if dry_run:
+            return self._send(201, obj)
+        meta["resourceVersion"] = st.next_rv()
+        st.slices[meta["name"]] = obj
+        self._send(201, obj)
+
+    def _update(self, name: str, obj: dict[str, Any]) -> None:
+        st = self.state
+        old = st.slices.get(name)
+        if old is None:
+            return self._status(404, "NotFound", f"resourceslices {name!r} not found")
+        if self._inject_conflict(name):
+            return
+        if obj["metadata"].get("resourceVersion") != old["metadata"]["resourceVersion"]:
+            return self._status(409, "Conflict", f"Operation cannot be fulfilled on resourceslices {name!r}: the object has been modified")
+        err = self._prepare(obj, old)
+        if err:
+            return self._status(422, "Invalid", f"ResourceSlice {name!r} is invalid: {err}")
+        meta = obj["metadata"]
+        meta["uid"] = old["metadata"]["uid"]
+        meta["generation"] = old["metadata"]["generation"] + (obj["spec"] != old["spec"])
+        meta["resourceVersion"] = st.next_rv()
+        st.slices[name] = obj
+        self._send(200, obj)
+
+    def _delete(self, name: str, opts: dict[str, Any]) -> None:
+        st = self.state
+        old = st.slices.get(name)
+        if old is None:
+            return self._status(404, "NotFound", f"resourceslices {name!r} not found")
+        if self._inject_conflict(name):
+            return
+        pre = opts.get("preconditions") or {}
+        for key in ("uid", "resourceVersion"):
+            if pre.get(key) and pre[key] != old["metadata"][key]:
+                return self._status(409, "Conflict", f"Precondition failed: {key} in precondition: {pre[key]}")
+        del st.slices[name]
+        self._send(200, {"kind": "Status", "status": "Success"})
+
+    def do_GET(self) -> None:
+        self._route("GET")
+
+    def do_POST(self) -> None:
+        self._route("POST")
+
+    def do_PUT(self) -> None:
+        self._route("PUT")
+
+    def do_DELETE(self) -> None:
+        self._route("DELETE")
+
+
+class StandInServer:
+    """`with StandInServer() as srv:` -> srv.url, srv.state."""
+
+    def __init__(self) -> None:
+        self.state = StandInState()
+        handler = type("Handler", (_Handler,), {"state": self.state})
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> StandInServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def inject_conflicts(self, n: int) -> None:
+        with self.state.lock:
+            self.state.conflicts_left = n
