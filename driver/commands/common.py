@@ -74,3 +74,53 @@ def existing_dir(path: str, flag: str) -> Path:
     if not p.is_dir():
         raise InputError(f"{flag}: {path} does not exist or is not a directory")
     return p
+
+
+# Sections of the driver config file read by the areas that own them (hardware: driver.hardware,
+# slices: driver.slices). Others are tolerated with a warning so a newer config still loads.
+DRIVER_CONFIG_SECTIONS = ("hardware", "slices")
+
+
+def load_driver_config(path: str | None) -> dict:
+    """The driver config YAML file as a dict ({} when `path` is None/empty or the file is empty).
+
+    ConfigError (exit 2) naming the path when the file is missing, unreadable, not YAML, not a mapping,
+    or a known section is not a mapping.
+    """
+    import logging
+
+    import yaml
+
+    from driver.errors import ConfigError
+
+    if not path:
+        return {}
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"driver config {path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"driver config {path}: unreadable ({exc})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"driver config {path}: invalid YAML{at}: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"driver config {path}: top level must be a mapping with sections "
+            f"{', '.join(DRIVER_CONFIG_SECTIONS)}; got {type(data).__name__}"
+        )
+    for section in DRIVER_CONFIG_SECTIONS:
+        value = data.get(section)
+        if value is not None and not isinstance(value, dict):
+            raise ConfigError(f"driver config {path}: section {section!r} must be a mapping, got {type(value).__name__}")
+    for section in sorted(set(data) - set(DRIVER_CONFIG_SECTIONS)):
+        logging.getLogger("fake-dra.config").warning(
+            f"driver config {path}: unknown section {section!r} ignored", extra={"path": str(path)}
+        )
+    return data

@@ -1,0 +1,38 @@
+"""`fake-dra make-sysfs`: write a fake sysfs tree for a named node profile (demo, dgx-a100, ...).
+
+The trees feed `discover`, `slices`, `run` and the e2e harness on machines without the hardware.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from driver.discovery import PROFILES, make_sysfs
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "make-sysfs",
+        help="write a fake sysfs tree for a node profile",
+        description="Write a realistic fake sysfs tree. Profiles: "
+        + "; ".join(f"{p.name}: {p.description}" for p in PROFILES.values()),
+    )
+    parser.add_argument("--profile", default="demo", help=f"one of {', '.join(PROFILES)} (default demo)")
+    parser.add_argument("--out", help="output directory (created; must be empty)")
+    parser.add_argument("--list", action="store_true", help="list the profiles and exit")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        for profile in PROFILES.values():
+            print(f"{profile.name:10}  {profile.description}")
+        return 0
+    if not args.out:
+        from driver.errors import InputError
+
+        raise InputError("--out DIR is required (where to write the tree)")
+    make_sysfs(args.profile, Path(args.out))
+    print(f"wrote profile {args.profile} to {args.out} (use --sysfs-root {args.out})")
+    return 0
