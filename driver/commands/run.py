@@ -1,0 +1,188 @@
+"""`fake-dra run`: the node agent — kubelet plugin (prepare/unprepare/health) plus slice publishing.
+
+Composition only: it picks the claim source (API server with --kubeconfig or in-cluster, else the
+local object store), builds the pool provider (discovery + rendering, cached), the checkpoint, the
+CDI writer and the gRPC server, then waits for SIGTERM/SIGINT and drains.
+
+Test hook: with FAKE_DRA_TEST_MODE=1, FAKE_DRA_CRASH_AT=<step> SIGKILLs the process at that step
+of prepare/unprepare (prepare-started, prepare-cdi-written, prepare-completed,
+unprepare-cdi-removed, unprepare-completed); without FAKE_DRA_TEST_MODE it is ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+from driver.commands import common
+from driver.errors import InputError
+from driver.features import Features
+
+log = logging.getLogger("fake-dra.run")
+CRASH_STEPS = ("prepare-started", "prepare-cdi-written", "prepare-completed", "unprepare-cdi-removed",
+               "unprepare-completed")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="serve the kubelet plugin (DRA + health gRPC) and publish this node's ResourceSlices",
+        description="Run the node agent: kubelet plugin over unix sockets and the slice publisher.",
+    )
+    common.add_node_flags(parser)
+    common.add_flag(parser, "--metrics-addr", None, "serve Prometheus metrics on HOST:PORT (default off)")
+    common.add_flag(parser, "--health-interval", "5", "seconds between device health refreshes (kubelet lease is 30)")
+    common.add_flag(parser, "--publish-interval", "30", "seconds between slice reconciliations")
+    common.add_flag(parser, "--boot-id-file", "/proc/sys/kernel/random/boot_id", "file holding the node boot ID")
+    common.add_flag(parser, "--api-deadline", "30", "seconds to keep retrying an unavailable API server per claim")
+    common.add_flag(parser, "--grace-period", "10", "seconds to drain in-flight calls on SIGTERM")
+    parser.add_argument("--no-publish", action="store_true", help="serve the plugin only; do not publish slices")
+    parser.set_defaults(func=run)
+
+
+def _float(value: str, flag: str) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{flag}: expected a number of seconds, got {value!r}") from None
+    if out <= 0:
+        raise InputError(f"{flag}: must be positive, got {value!r}")
+    return out
+
+
+def _crash_hook():
+    step = os.environ.get("FAKE_DRA_CRASH_AT")
+    if not step or os.environ.get("FAKE_DRA_TEST_MODE") != "1":
+        return lambda _step: None
+    if step not in CRASH_STEPS:
+        raise InputError(f"FAKE_DRA_CRASH_AT: unknown step {step!r} (known: {', '.join(CRASH_STEPS)})")
+    log.warning("test mode: will SIGKILL at step", extra={"step": step})
+
+    def hook(current: str) -> None:
+        if current == step:
+            os.kill(os.getpid(), signal.SIGKILL)
+    return hook
+
+
+def _in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and Path(
+        "/var/run/secrets/kubernetes.io/serviceaccount/token").is_file()
+
+
+def _claim_source(args: argparse.Namespace, deadline_s: float) -> tuple[Any, Any]:
+    """(claim source, object store or None). API server when configured, else the local store."""
+    if args.kubeconfig or (_in_cluster() and not args.store):
+        from driver.kube.claims import KubeClaimSource, load_api_client
+
+        api = load_api_client(args.kubeconfig)
+        log.info("reading claims from the API server", extra={"kubeconfig": args.kubeconfig or "in-cluster"})
+        return KubeClaimSource(api, deadline_s=deadline_s), None
+    from driver.state.sources import StoreClaimSource
+    from driver.store.objectstore import ObjectStore
+
+    root = args.store or default_store_dir()
+    store = ObjectStore(root)
+    log.info("reading claims from the local object store", extra={"store": str(root)})
+    return StoreClaimSource(store), store
+
+
+def default_store_dir() -> Path:
+    """Local mode without --store: a per-user directory, so `run` works on a laptop as is."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "fake-dra" / "store"
+
+
+def _renderer(args: argparse.Namespace, node: str):
+    """features -> Pool: rediscovers the sysfs tree on every call (hotplug, faults)."""
+    from driver.discovery import discover
+    from driver.hardware import load_catalog
+    from driver.slices import SliceConfig, render_pool
+
+    config = common.load_driver_config(args.driver_config)
+    catalog = load_catalog(config.get("hardware"))
+    slice_config = SliceConfig.from_dict(config.get("slices"))
+    root = common.existing_dir(args.sysfs_root, "--sysfs-root")
+
+    def render(features: Features):
+        return render_pool(discover(root, catalog), features, node_name=node, driver_name=args.driver_name,
+                           config=slice_config)
+    return render
+
+
+def start_publisher(args: argparse.Namespace, store: Any, render, interval_s: float):
+    """The single place `run` wires slice publishing (driver.publish). None when disabled."""
+    if args.no_publish:
+        return None
+    from driver.publish import Publisher, store_backend
+
+    features = common.features_from(args)
+    if store is not None:
+        backend = store_backend(store)
+    else:
+        from driver.kube.slices import api_backend  # owned by the publisher area
+
+        backend = api_backend(args)
+    publisher = Publisher(backend, render, features, interval_s, node_name=args.node_name,
+                          driver_name=args.driver_name)
+    publisher.start()
+    return publisher
+
+
+def run(args: argparse.Namespace) -> int:
+    from driver.plugin.metrics import PluginMetrics
+    from driver.plugin.server import PluginServer, SocketPaths
+    from driver.state.cdi import CdiWriter
+    from driver.state.checkpoint import CheckpointStore, read_boot_id
+    from driver.state.health import HealthModel
+    from driver.state.names import check_subdomain
+    from driver.state.pool import PoolCache
+    from driver.state.prepare import DeviceState
+
+    node = common.require_node_name(args)
+    driver_name = check_subdomain(args.driver_name, "--driver-name", 63)
+    health_interval = _float(args.health_interval, "--health-interval")
+    paths = SocketPaths.for_driver(args.kubelet_plugins_dir, args.kubelet_registry_dir, driver_name)
+    claims, store = _claim_source(args, _float(args.api_deadline, "--api-deadline"))
+    render = _renderer(args, node)
+    features = common.features_from(args)
+    pool_cache = PoolCache(lambda: render(features), max_age_s=max(30.0, 3 * health_interval))
+    pool_cache.refresh()  # fail fast on a broken sysfs root or config
+
+    state_dir = Path(args.state_dir or Path(args.kubelet_plugins_dir) / driver_name)
+    checkpoint = CheckpointStore(state_dir, driver_name=driver_name, node_name=node,
+                                 boot_id=read_boot_id(args.boot_id_file))
+    state = DeviceState(driver_name=driver_name, claims=claims, pool=pool_cache,
+                        cdi=CdiWriter(args.cdi_root, driver_name), checkpoint=checkpoint, crash_hook=_crash_hook())
+
+    def devices():
+        pool = pool_cache.refresh()
+        return pool.name, pool.devices()
+
+    metrics = PluginMetrics.create()
+    metrics.prepared.set(len(state.prepared()))
+    health = HealthModel(args.sysfs_root, devices, driver_name)
+    server = PluginServer(driver_name=driver_name, paths=paths, state=state, health=health.snapshot,
+                          metrics=metrics, health_interval_s=health_interval)
+    metrics_server = metrics.serve(args.metrics_addr) if args.metrics_addr else None
+
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    server.start()
+    publisher = start_publisher(args, store, render, _float(args.publish_interval, "--publish-interval"))
+    try:
+        done.wait()
+    finally:
+        log.info("shutting down")
+        if publisher is not None:
+            publisher.stop()
+        server.stop(_float(args.grace_period, "--grace-period"))
+        if metrics_server is not None:
+            metrics_server.shutdown()
+        state.close()
+    return 0

@@ -1,0 +1,87 @@
+"""ResourceClaim reader for the kubelet plugin, against the API server, with retries.
+
+Why raw reads: the typed client drops fields it does not know (alpha fields such as
+`consumedCounters` in allocation results), so the claim is fetched as JSON. Why retries: an API
+server blip must not fail a prepare the kubelet would only retry later; transient failures
+(connection errors, 429, 5xx) are retried with capped exponential backoff and jitter until a
+deadline safely inside the kubelet's 45 s call timeout (default 30 s). 404 is NotFoundError at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from driver.errors import ConfigError, FakeDraError, NotFoundError
+
+log = logging.getLogger("fake-dra.kube")
+RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+class ApiUnavailableError(FakeDraError):
+    """The API server could not be reached (or kept failing) within the retry deadline."""
+
+
+def load_api_client(kubeconfig: str | None) -> client.ApiClient:
+    """ApiClient from a kubeconfig file, else the in-cluster service account."""
+    try:
+        if kubeconfig:
+            return config.new_client_from_config(config_file=kubeconfig)
+        cfg = client.Configuration()
+        config.load_incluster_config(client_configuration=cfg)
+        return client.ApiClient(cfg)
+    except (config.ConfigException, OSError, ValueError) as exc:
+        where = kubeconfig or "in-cluster service account"
+        raise ConfigError(f"cannot load Kubernetes client configuration from {where}: {exc}") from None
+
+
+class KubeClaimSource:
+    def __init__(self, api_client: client.ApiClient, *, deadline_s: float = 30.0, request_timeout_s: float = 10.0,
+                 sleep: Callable[[float], None] = time.sleep, api_version: str = "v1") -> None:
+        self.api = client.CustomObjectsApi(api_client)
+        self.deadline_s = deadline_s
+        self.request_timeout_s = request_timeout_s
+        self.api_version = api_version
+        self._sleep = sleep
+
+    def get_claim(self, namespace: str, name: str) -> dict[str, Any]:
+        start = time.monotonic()
+        delay = 0.1
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                remaining = self.deadline_s - (time.monotonic() - start)
+                resp = self.api.get_namespaced_custom_object(
+                    "resource.k8s.io", self.api_version, namespace, "resourceclaims", name,
+                    _preload_content=False, _request_timeout=max(0.5, min(self.request_timeout_s, remaining)),
+                )
+                return json.loads(resp.data)
+            except ApiException as exc:
+                if exc.status == 404:
+                    raise NotFoundError(f"resourceclaim {namespace}/{name} not found") from None
+                if exc.status not in RETRYABLE_STATUS:
+                    raise ApiUnavailableError(
+                        f"reading resourceclaim {namespace}/{name}: API error {exc.status} {exc.reason}"
+                    ) from None
+                problem = f"HTTP {exc.status} {exc.reason}"
+            except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            elapsed = time.monotonic() - start
+            if elapsed + delay > self.deadline_s:
+                raise ApiUnavailableError(
+                    f"reading resourceclaim {namespace}/{name}: API server unavailable after {attempt} attempts "
+                    f"in {elapsed:.1f}s ({problem})"
+                )
+            log.warning("claim read failed, retrying", extra={"claim": f"{namespace}/{name}", "attempt": attempt,
+                                                              "problem": problem, "retry_in_s": round(delay, 2)})
+            self._sleep(delay * (0.5 + random.random() / 2))
+            delay = min(delay * 2, 5.0)

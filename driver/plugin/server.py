@@ -1,0 +1,177 @@
+"""The kubelet plugin process: DRA + health socket first, registration socket second.
+
+Socket rules (kubelet plugin watcher): `<plugins-dir>/<driver>/dra.sock` serves DRAPlugin v1 and
+v1beta1 and DRAResourceHealth v1/v1beta1/v1alpha1; `<registry-dir>/<driver>-reg.sock` serves only
+Registration and is created last, because the kubelet dials the endpoint as soon as it sees the
+registration socket. Stale sockets from a crashed predecessor are removed at start (only if they
+are sockets) and ours on shutdown. Sockets are 0600 in 0700-or-stricter directories we create.
+`stop()` closes the registration socket first, then drains in-flight DRA calls (grace period).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import stat
+import threading
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+from driver.errors import InputError
+from driver.plugin.gen import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
+from driver.plugin.gen import drahealth_v1_pb2, drahealth_v1_pb2_grpc, drahealth_v1alpha1_pb2
+from driver.plugin.gen import drahealth_v1alpha1_pb2_grpc, drahealth_v1beta1_pb2, drahealth_v1beta1_pb2_grpc
+from driver.plugin.gen import pluginregistration_v1_pb2_grpc as reg_grpc
+from driver.plugin.metrics import PluginMetrics
+from driver.plugin.services import (
+    DRA_VERSIONS,
+    HEALTH_VERSIONS,
+    HealthHub,
+    RegistrationServicer,
+    dra_servicer,
+    health_servicer,
+)
+from driver.state.prepare import DeviceState
+from driver.state.types import DeviceHealthStatus
+
+log = logging.getLogger("fake-dra.plugin")
+UNIX_PATH_MAX = 107  # sun_path is 108 bytes including the terminating NUL
+_DRA = {"v1": (dra_v1_pb2, dra_v1_pb2_grpc), "v1beta1": (dra_v1beta1_pb2, dra_v1beta1_pb2_grpc)}
+_HEALTH = {
+    "v1": (drahealth_v1_pb2, drahealth_v1_pb2_grpc),
+    "v1beta1": (drahealth_v1beta1_pb2, drahealth_v1beta1_pb2_grpc),
+    "v1alpha1": (drahealth_v1alpha1_pb2, drahealth_v1alpha1_pb2_grpc),
+}
+
+
+def supported_versions() -> list[str]:
+    """What GetInfo advertises: DRA services newest first, then the health services."""
+    return [f"{v}.DRAPlugin" for v in DRA_VERSIONS] + [f"{v}.DRAResourceHealth" for v in HEALTH_VERSIONS]
+
+
+@dataclass(frozen=True)
+class SocketPaths:
+    dra: Path
+    registration: Path
+
+    @classmethod
+    def for_driver(cls, plugins_dir: str | os.PathLike[str], registry_dir: str | os.PathLike[str],
+                   driver_name: str) -> SocketPaths:
+        paths = cls(Path(plugins_dir).absolute() / driver_name / "dra.sock",
+                    Path(registry_dir).absolute() / f"{driver_name}-reg.sock")
+        for flag, path in (("--kubelet-plugins-dir", paths.dra), ("--kubelet-registry-dir", paths.registration)):
+            n = len(os.fsencode(path))
+            if n > UNIX_PATH_MAX:
+                raise InputError(
+                    f"{flag}: socket path {path} is {n} bytes, over the AF_UNIX limit of {UNIX_PATH_MAX}; "
+                    "use a shorter directory"
+                )
+        return paths
+
+
+def _remove_stale(path: Path) -> None:
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise InputError(f"{path} exists and is not a socket; refusing to replace it")
+    path.unlink()
+    log.info("removed stale socket", extra={"path": str(path)})
+
+
+@contextlib.contextmanager
+def _private_umask() -> Iterator[None]:
+    old = os.umask(0o077)  # the socket inode is created with this mask: never world-accessible
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+class PluginServer:
+    def __init__(self, *, driver_name: str, paths: SocketPaths, state: DeviceState,
+                 health: Callable[[], list[DeviceHealthStatus]], metrics: PluginMetrics,
+                 health_interval_s: float = 5.0, max_workers: int = 32) -> None:
+        self.driver_name = driver_name
+        self.paths = paths
+        self.state = state
+        self.metrics = metrics
+        self._health = health
+        self.hub = HealthHub(health_interval_s)
+        self._max_workers = max_workers
+        self._dra: grpc.Server | None = None
+        self._reg: grpc.Server | None = None
+        self._stop = threading.Event()
+        self._health_thread: threading.Thread | None = None
+        self.registration: RegistrationServicer | None = None
+
+    def start(self) -> None:
+        self._publish_health()  # the first stream message must already be complete
+        self.paths.dra.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
+        self.paths.registration.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
+        _remove_stale(self.paths.dra)
+        _remove_stale(self.paths.registration)
+
+        self._dra = grpc.server(futures.ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="dra"))
+        for version, (pb2, grpc_mod) in _DRA.items():
+            grpc_mod.add_DRAPluginServicer_to_server(dra_servicer(pb2, grpc_mod, version, self.state, self.metrics), self._dra)
+        for version, (pb2, grpc_mod) in _HEALTH.items():
+            grpc_mod.add_DRAResourceHealthServicer_to_server(health_servicer(pb2, grpc_mod, version, self.hub, self.metrics),
+                                                             self._dra)
+        self._bind(self._dra, self.paths.dra)
+
+        self._health_thread = threading.Thread(target=self._health_loop, name="health", daemon=True)
+        self._health_thread.start()
+
+        self.registration = RegistrationServicer(self.driver_name, str(self.paths.dra), supported_versions(), self.metrics)
+        self._reg = grpc.server(futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="reg"))
+        reg_grpc.add_RegistrationServicer_to_server(self.registration, self._reg)
+        self._bind(self._reg, self.paths.registration)
+        log.info("kubelet plugin serving", extra={"dra_socket": str(self.paths.dra),
+                                                  "registration_socket": str(self.paths.registration),
+                                                  "versions": supported_versions()})
+
+    @staticmethod
+    def _bind(server: grpc.Server, path: Path) -> None:
+        with _private_umask():
+            if server.add_insecure_port(f"unix://{path}") == 0:
+                raise InputError(f"cannot listen on unix socket {path}")
+            server.start()
+        os.chmod(path, 0o600)
+
+    def _publish_health(self) -> None:
+        try:
+            devices = self._health()
+        except Exception:  # noqa: BLE001 - keep streaming the last list rather than dying
+            log.exception("health check failed")
+            return
+        counts: dict[str, int] = {"HEALTHY": 0, "UNHEALTHY": 0, "UNKNOWN": 0}
+        for d in devices:
+            counts[d.health] = counts.get(d.health, 0) + 1
+        for health, n in counts.items():
+            self.metrics.health.labels(health).set(n)
+        self.hub.publish(devices)
+
+    def _health_loop(self) -> None:
+        while not self._stop.wait(self.hub.interval_s):
+            self._publish_health()
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Unregister (registration socket first), then drain in-flight calls for up to grace_s."""
+        self._stop.set()
+        if self._reg is not None:
+            self._reg.stop(0).wait()
+        with contextlib.suppress(FileNotFoundError):
+            self.paths.registration.unlink()
+        self.hub.stop()
+        if self._dra is not None:
+            self._dra.stop(grace_s).wait()
+        with contextlib.suppress(FileNotFoundError):
+            self.paths.dra.unlink()
+        log.info("kubelet plugin stopped")

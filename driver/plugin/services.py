@@ -1,0 +1,151 @@
+"""gRPC servicers: registration, DRA v1/v1beta1 and health v1/v1beta1/v1alpha1.
+
+Why one generic class per service: the versions have identical messages in different proto
+packages, so each servicer is parameterised by its generated module instead of duplicated.
+Per-claim problems travel in the response (`error`), which makes the kubelet retry only that
+claim; an unexpected exception fails the whole call with INTERNAL (the kubelet retries it all).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from types import ModuleType
+
+import grpc
+
+from driver.plugin.gen import pluginregistration_v1_pb2 as reg_pb2
+from driver.plugin.gen import pluginregistration_v1_pb2_grpc as reg_grpc
+from driver.plugin.metrics import PluginMetrics
+from driver.state.prepare import DeviceState
+from driver.state.types import ClaimRef, DeviceHealthStatus
+
+log = logging.getLogger("fake-dra.plugin")
+DRA_VERSIONS = ("v1", "v1beta1")  # the kubelet takes the first it supports: newest first
+HEALTH_VERSIONS = ("v1", "v1beta1", "v1alpha1")
+
+
+class RegistrationServicer(reg_grpc.RegistrationServicer):
+    def __init__(self, driver_name: str, endpoint: str, supported: list[str], metrics: PluginMetrics) -> None:
+        self.info = reg_pb2.PluginInfo(type="DRAPlugin", name=driver_name, endpoint=endpoint, supported_versions=supported)
+        self.metrics = metrics
+        self.registered = threading.Event()
+
+    def GetInfo(self, request: reg_pb2.InfoRequest, context: grpc.ServicerContext) -> reg_pb2.PluginInfo:  # noqa: N802
+        return self.info
+
+    def NotifyRegistrationStatus(self, request, context):  # noqa: N802
+        if request.plugin_registered:
+            log.info("kubelet registered the plugin", extra={"driver": self.info.name})
+            self.metrics.registered.set(1)
+            self.registered.set()
+        else:
+            log.error("kubelet rejected the plugin registration", extra={"driver": self.info.name, "error": request.error})
+            self.metrics.registered.set(0)
+            self.registered.clear()
+        return reg_pb2.RegistrationStatusResponse()
+
+
+def dra_servicer(pb2: ModuleType, grpc_mod: ModuleType, version: str, state: DeviceState, metrics: PluginMetrics):
+    class DRAPluginServicer(grpc_mod.DRAPluginServicer):
+        def NodePrepareResources(self, request, context):  # noqa: N802
+            metrics.requests.labels("NodePrepareResources", version).inc()
+            start = time.perf_counter()
+            refs = [ClaimRef(c.namespace, c.name, c.uid) for c in request.claims]
+            try:
+                results = state.prepare(refs)
+            except Exception as exc:
+                log.exception("NodePrepareResources failed")
+                context.abort(grpc.StatusCode.INTERNAL, f"prepare failed: {exc}")
+            resp = pb2.NodePrepareResourcesResponse()
+            for uid, res in results.items():
+                entry = resp.claims[uid]
+                if res.error:
+                    entry.error = res.error
+                    metrics.claims.labels("prepare", "error").inc()
+                    log.warning("prepare failed for claim", extra={"uid": uid, "error": res.error})
+                    continue
+                metrics.claims.labels("prepare", "ok").inc()
+                for d in res.devices:
+                    entry.devices.append(pb2.Device(request_names=list(d.request_names), pool_name=d.pool,
+                                                    device_name=d.device, cdi_device_ids=list(d.cdi_device_ids)))
+            metrics.duration.labels("prepare").observe(time.perf_counter() - start)
+            metrics.prepared.set(len(state.prepared()))
+            return resp
+
+        def NodeUnprepareResources(self, request, context):  # noqa: N802
+            metrics.requests.labels("NodeUnprepareResources", version).inc()
+            start = time.perf_counter()
+            refs = [ClaimRef(c.namespace, c.name, c.uid) for c in request.claims]
+            try:
+                results = state.unprepare(refs)
+            except Exception as exc:
+                log.exception("NodeUnprepareResources failed")
+                context.abort(grpc.StatusCode.INTERNAL, f"unprepare failed: {exc}")
+            resp = pb2.NodeUnprepareResourcesResponse()
+            for uid, error in results.items():
+                resp.claims[uid].error = error
+                metrics.claims.labels("unprepare", "error" if error else "ok").inc()
+            metrics.duration.labels("unprepare").observe(time.perf_counter() - start)
+            metrics.prepared.set(len(state.prepared()))
+            return resp
+
+    return DRAPluginServicer()
+
+
+class HealthHub:
+    """Latest device-health list plus a condition the stream servicers wait on.
+
+    A background thread (driver.plugin.server) calls `publish` every interval; streams send the
+    full list at least that often and immediately when something changed.
+    """
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self._cond = threading.Condition()
+        self._devices: list[DeviceHealthStatus] = []
+        self._seq = 0
+        self._stopped = False
+
+    def publish(self, devices: list[DeviceHealthStatus]) -> None:
+        with self._cond:
+            self._devices = devices
+            self._seq += 1
+            self._cond.notify_all()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+
+    def stream(self, alive: Callable[[], bool]) -> Iterator[list[DeviceHealthStatus]]:
+        seq = -1
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._stopped or self._seq != seq, timeout=self.interval_s)
+                if self._stopped or not alive():
+                    return
+                seq, devices = self._seq, self._devices
+            yield devices
+
+
+def health_servicer(pb2: ModuleType, grpc_mod: ModuleType, version: str, hub: HealthHub, metrics: PluginMetrics):
+    class HealthServicer(grpc_mod.DRAResourceHealthServicer):
+        def NodeWatchResources(self, request, context):  # noqa: N802
+            metrics.requests.labels("NodeWatchResources", version).inc()
+            log.info("health stream opened", extra={"version": version})
+            for devices in hub.stream(context.is_active):
+                yield pb2.NodeWatchResourcesResponse(devices=[
+                    pb2.DeviceHealth(
+                        device=pb2.DeviceIdentifier(pool_name=d.pool, device_name=d.device),
+                        health=pb2.HealthStatus.Value(d.health),
+                        last_updated_time=d.last_updated,
+                        message=d.message,
+                    )
+                    for d in devices
+                ])
+            log.info("health stream closed", extra={"version": version})
+
+    return HealthServicer()

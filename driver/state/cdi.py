@@ -1,0 +1,109 @@
+"""CDI spec files: one per prepared claim, so the container runtime can inject what was allocated.
+
+Layout (documented in README "Kubelet plugin"):
+- file `<cdi-root>/k8s.<driver>_device_<claimUID>.json`, mode 0644, written atomically;
+- `cdiVersion` 0.6.0 — the lowest spec version with the fields we use (spec annotations), so
+  older runtimes accept it too;
+- kind `k8s.<driver>/device`: <class> is the constant `device` because one file holds every
+  device of a claim and a CDI file has exactly one kind; the device type (gpu, mig, vf, ...) is
+  exported in the env instead;
+- device IDs `k8s.<driver>/device=<claimUID>-<device>`;
+- per device, env vars `FAKE_DRA_<DEVICE>_<FIELD>` (TYPE, PROFILE, UUID, PARENT_UUID, PCI_BUS_ID,
+  BANDWIDTH, MEMORY, CLAIM, REQUEST, CONFIG_KIND, CONFIG) where <DEVICE> is the device name
+  upper-cased with '-' -> '_';
+- spec annotation `<driver>/prepared`: JSON with the claim and its devices, which lets the
+  plugin rebuild its state from these files if the checkpoint is ever corrupt.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from driver.errors import FakeDraError
+from driver.state.files import atomic_write, remove
+from driver.state.names import check_subdomain, check_uid
+from driver.state.types import ClaimRef, PreparedDevice
+
+CDI_VERSION = "0.6.0"
+CDI_CLASS = "device"
+SPEC_MODE = 0o644
+log = logging.getLogger("fake-dra.cdi")
+
+
+class CdiWriter:
+    def __init__(self, root: str | os.PathLike[str], driver_name: str) -> None:
+        self.root = Path(root)
+        self.driver_name = check_subdomain(driver_name, "driver name", 63)
+        self.vendor = f"k8s.{self.driver_name}"
+        self.kind = f"{self.vendor}/{CDI_CLASS}"
+        self._prefix = f"{self.vendor}_{CDI_CLASS}_"
+
+    def ensure_root(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def device_id(self, claim_uid: str, device: str) -> str:
+        return f"{self.kind}={self.device_name(claim_uid, device)}"
+
+    @staticmethod
+    def device_name(claim_uid: str, device: str) -> str:
+        return f"{check_uid(claim_uid)}-{device}"
+
+    def spec_path(self, claim_uid: str) -> Path:
+        return self.root / f"{self._prefix}{check_uid(claim_uid)}.json"
+
+    def render(self, claim: ClaimRef, devices: Sequence[PreparedDevice]) -> dict[str, Any]:
+        prepared = {
+            "namespace": claim.namespace,
+            "name": claim.name,
+            "uid": claim.uid,
+            "devices": [d.to_json() for d in devices],
+        }
+        return {
+            "cdiVersion": CDI_VERSION,
+            "kind": self.kind,
+            "annotations": {f"{self.driver_name}/prepared": json.dumps(prepared, sort_keys=True)},
+            "devices": [
+                {
+                    "name": self.device_name(claim.uid, d.device),
+                    "containerEdits": {"env": [f"{k}={v}" for k, v in sorted(d.env.items())]},
+                }
+                for d in devices
+            ],
+        }
+
+    def write(self, claim: ClaimRef, devices: Sequence[PreparedDevice]) -> Path:
+        path = self.spec_path(claim.uid)
+        body = json.dumps(self.render(claim, devices), indent=2, sort_keys=True).encode() + b"\n"
+        atomic_write(path, body, SPEC_MODE)
+        return path
+
+    def exists(self, claim_uid: str) -> bool:
+        return self.spec_path(claim_uid).is_file()
+
+    def remove(self, claim_uid: str) -> bool:
+        return remove(self.spec_path(claim_uid))
+
+    def read_prepared(self) -> list[tuple[ClaimRef, list[PreparedDevice]]]:
+        """Every claim recorded in our spec files (used to rebuild a corrupt checkpoint).
+
+        Unreadable files are logged and skipped: they are ours only if they parse.
+        """
+        out: list[tuple[ClaimRef, list[PreparedDevice]]] = []
+        if not self.root.is_dir():
+            return out
+        for path in sorted(self.root.glob(f"{self._prefix}*.json")):
+            try:
+                spec = json.loads(path.read_text())
+                data = json.loads(spec["annotations"][f"{self.driver_name}/prepared"])
+                ref = ClaimRef(str(data["namespace"]), str(data["name"]), check_uid(data["uid"]))
+                if path != self.spec_path(ref.uid):
+                    raise ValueError("file name does not match the recorded claim UID")
+                out.append((ref, [PreparedDevice.from_json(d) for d in data["devices"]]))
+            except (OSError, ValueError, KeyError, TypeError, FakeDraError) as exc:
+                log.warning("skipping unreadable CDI spec while rebuilding state", extra={"path": str(path), "error": str(exc)})
+        return out

@@ -1,0 +1,132 @@
+"""Crash-safe record of what this plugin prepared, so restarts and reboots do the right thing.
+
+Format (JSON, version 1, mode 0600 in a 0700 directory, atomic tmp+fsync+rename):
+
+    {"kind": "FakeDraCheckpoint", "version": 1, "driver": ..., "node": ..., "bootID": <last writer>,
+     "claims": {<uid>: {"namespace", "name", "state": "PrepareStarted" | "PrepareCompleted",
+                        "bootID": <boot the claim was prepared in>, "devices": [PreparedDevice...]}}}
+
+There is deliberately no checksum: atomic renames already rule out torn files, and a checksum over
+re-serialized data is what made other drivers declare valid checkpoints "corrupt" after upgrades.
+A file that does not parse or validate is moved aside (`checkpoint.json.corrupt-<unix time>`)
+with an error log, and the caller rebuilds from the CDI specs instead of crash-looping.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from driver.state.files import atomic_write
+from driver.state.names import check_uid
+from driver.state.types import ClaimRef, PreparedDevice
+
+KIND = "FakeDraCheckpoint"
+VERSION = 1
+FILE_NAME = "checkpoint.json"
+STARTED = "PrepareStarted"
+COMPLETED = "PrepareCompleted"
+log = logging.getLogger("fake-dra.checkpoint")
+
+
+@dataclass
+class ClaimEntry:
+    ref: ClaimRef
+    state: str
+    boot_id: str
+    devices: list[PreparedDevice] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "namespace": self.ref.namespace,
+            "name": self.ref.name,
+            "state": self.state,
+            "bootID": self.boot_id,
+            "devices": [d.to_json() for d in self.devices],
+        }
+
+    @classmethod
+    def from_json(cls, uid: str, d: Mapping[str, Any]) -> ClaimEntry:
+        state = d["state"]
+        if state not in (STARTED, COMPLETED):
+            raise ValueError(f"claim {uid}: unknown state {state!r}")
+        return cls(
+            ref=ClaimRef(str(d["namespace"]), str(d["name"]), check_uid(uid)),
+            state=state,
+            boot_id=str(d.get("bootID", "")),
+            devices=[PreparedDevice.from_json(x) for x in d["devices"]],
+        )
+
+
+@dataclass
+class Checkpoint:
+    claims: dict[str, ClaimEntry] = field(default_factory=dict)
+
+
+class CheckpointStore:
+    def __init__(self, state_dir: str | os.PathLike[str], *, driver_name: str, node_name: str, boot_id: str) -> None:
+        self.dir = Path(state_dir)
+        self.path = self.dir / FILE_NAME
+        self.driver_name = driver_name
+        self.node_name = node_name
+        self.boot_id = boot_id
+
+    def ensure_dir(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.dir, 0o700)
+
+    def load(self) -> Checkpoint | None:
+        """The stored checkpoint, an empty one if there is none, or None if it was corrupt."""
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return Checkpoint()
+        try:
+            return self._parse(raw)
+        except Exception as exc:  # noqa: BLE001 - anything unparsable is "corrupt", never fatal
+            aside = self.path.with_name(f"{FILE_NAME}.corrupt-{int(time.time())}")
+            os.replace(self.path, aside)
+            log.error(
+                "checkpoint is corrupt; moved aside and rebuilding state from CDI specs",
+                extra={"path": str(self.path), "moved_to": str(aside), "error": str(exc)},
+            )
+            return None
+
+    def _parse(self, raw: bytes) -> Checkpoint:
+        doc = json.loads(raw)
+        if not isinstance(doc, dict) or doc.get("kind") != KIND:
+            raise ValueError(f"not a {KIND} document")
+        if doc.get("version") != VERSION:
+            raise ValueError(f"unsupported checkpoint version {doc.get('version')!r} (this build reads {VERSION})")
+        if doc.get("driver") != self.driver_name:
+            raise ValueError(f"written for driver {doc.get('driver')!r}, not {self.driver_name!r}")
+        claims = doc["claims"]
+        if not isinstance(claims, dict):
+            raise ValueError("claims must be an object")
+        return Checkpoint({uid: ClaimEntry.from_json(uid, entry) for uid, entry in claims.items()})
+
+    def save(self, cp: Checkpoint) -> None:
+        doc = {
+            "kind": KIND,
+            "version": VERSION,
+            "driver": self.driver_name,
+            "node": self.node_name,
+            "bootID": self.boot_id,
+            "claims": {uid: e.to_json() for uid, e in sorted(cp.claims.items())},
+        }
+        atomic_write(self.path, json.dumps(doc, separators=(",", ":")).encode(), 0o600)
+
+
+def read_boot_id(path: str | os.PathLike[str] = "/proc/sys/kernel/random/boot_id") -> str:
+    """The kernel's boot ID; empty when unreadable (then every boot looks the same, logged)."""
+    try:
+        return Path(path).read_text().strip()
+    except OSError as exc:
+        log.warning("cannot read boot ID; reboots will not be detected", extra={"path": str(path), "error": str(exc)})
+        return ""

@@ -1,0 +1,46 @@
+"""Environment a workload sees for each prepared device (CDI containerEdits).
+
+Why: with simulated hardware there is no device node to inspect, so the env is how a workload
+(and the e2e harness) learns what it got: type, profile, UUIDs, PCI address, bandwidth and the
+opaque config that applied. Names are FAKE_DRA_<DEVICE>_<FIELD>, <DEVICE> being the device name
+upper-cased with '-' -> '_' (device names are DNS labels, so this is always a valid identifier).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from driver.state.config import DeviceConfig
+from driver.state.names import env_token
+from driver.state.pool import attr, capacity
+from driver.state.types import ClaimRef
+
+_ATTRS = {"TYPE": "type", "PROFILE": "profile", "UUID": "uuid", "PARENT_UUID": "parentUUID",
+          "PCI_BUS_ID": "pciBusID", "PRODUCT_NAME": "productName", "NUMA_NODE": "numaNode"}
+
+
+def device_env(
+    claim: ClaimRef, result: Mapping[str, Any], device: Mapping[str, Any], config: DeviceConfig | None, driver_name: str
+) -> dict[str, str]:
+    prefix = f"FAKE_DRA_{env_token(str(result['device']))}_"
+    env = {prefix + "CLAIM": f"{claim.namespace}/{claim.name}", prefix + "REQUEST": str(result.get("request", ""))}
+    for key, name in _ATTRS.items():
+        value = attr(dict(device), name, driver_name)
+        if value is not None:
+            env[prefix + key] = str(value).lower() if isinstance(value, bool) else str(value)
+    mem = capacity(dict(device), "memory")
+    if mem is not None:
+        env[prefix + "MEMORY"] = mem
+    # What the claim was granted wins over the device's full capacity (consumable capacity).
+    granted = (result.get("consumedCapacity") or {}).get("bandwidth")
+    bw = str(granted) if granted is not None else capacity(dict(device), "bandwidth")
+    if bw is not None:
+        env[prefix + "BANDWIDTH"] = bw
+    if result.get("shareID"):
+        env[prefix + "SHARE_ID"] = str(result["shareID"])
+    if config is not None:
+        env[prefix + "CONFIG_KIND"] = config.kind
+        env[prefix + "CONFIG"] = json.dumps(dict(config.params), sort_keys=True, separators=(",", ":"))
+    return env

@@ -1,0 +1,47 @@
+"""Atomic file writes shared by the checkpoint and the CDI specs.
+
+Why: a crash (or SIGKILL) between write and rename must leave either the old or the new file,
+never a torn one; fsync of the file and then its directory makes the rename durable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+
+def atomic_write(path: Path, data: bytes, mode: int) -> None:
+    # The temp name starts with "." and does not end in .json, so neither a CDI runtime scanning
+    # the directory nor our own loaders ever pick up a half-written file.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.fchmod(fd, mode)  # umask must not widen or narrow the intended mode
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def remove(path: Path) -> bool:
+    """Remove a file; True if it existed. Durable like the writes."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    fsync_dir(path.parent)
+    return True

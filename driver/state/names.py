@@ -1,0 +1,51 @@
+"""Validation of every name that ends up in a file path, CDI name or env var.
+
+Why: the kubelet and the API hand us claim namespaces, names, UIDs and device names; a hostile
+or buggy value ("../../etc", 10 kB of text) must be rejected with a clear error before any path
+is built from it. Each check returns the value unchanged so call sites read `uid = check_uid(x)`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from driver.errors import InputError
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+# Kubernetes UIDs are RFC 4122 UUIDs; accept any short [A-Za-z0-9-] token so test UIDs work,
+# but nothing that could act as a path separator or traversal.
+_UID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")
+
+
+def _fail(what: str, value: object, rule: str) -> InputError:
+    shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "...'"
+    return InputError(f"invalid {what} {shown}: {rule}")
+
+
+def check_uid(value: object, what: str = "claim UID") -> str:
+    if not isinstance(value, str) or not _UID.match(value):
+        raise _fail(what, value, "must be 1-64 characters of [A-Za-z0-9-] starting alphanumeric")
+    return value
+
+
+def check_label(value: object, what: str) -> str:
+    if not isinstance(value, str) or not _DNS_LABEL.match(value):
+        raise _fail(what, value, "must be a DNS label (lower-case alphanumerics and '-', at most 63)")
+    return value
+
+
+def check_subdomain(value: object, what: str, max_len: int = 253) -> str:
+    if (
+        not isinstance(value, str)
+        or len(value) > max_len
+        or not _DNS_SUBDOMAIN.match(value)
+        or ".." in value
+    ):
+        raise _fail(what, value, f"must be a DNS subdomain of at most {max_len} characters")
+    return value
+
+
+def env_token(device_name: str) -> str:
+    """Device name (a DNS label) -> the upper-case token used in env var names."""
+    return check_label(device_name, "device name").upper().replace("-", "_")

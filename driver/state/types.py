@@ -1,0 +1,96 @@
+"""Values and interfaces shared by prepare/unprepare, CDI, checkpoint and health.
+
+Why: the state layer does no gRPC and no Kubernetes I/O; the composition root injects a claim
+source (local store or API server) and a pool provider (discovery + rendering), both described
+here as Protocols so tests can hand in plain objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ClaimRef:
+    """What the kubelet sends per claim."""
+
+    namespace: str
+    name: str
+    uid: str
+
+
+class ClaimSource(Protocol):
+    """Reads a ResourceClaim as a raw dict. Raises NotFoundError when it does not exist and
+    another FakeDraError when the source is unavailable (after its own retries)."""
+
+    def get_claim(self, namespace: str, name: str) -> dict[str, Any]: ...
+
+
+class PoolView(Protocol):
+    """The part of driver.slices.Pool the plugin needs (the current rendered pool)."""
+
+    name: str
+    slices: tuple[dict[str, Any], ...]
+
+    def devices(self) -> dict[str, dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class PreparedDevice:
+    """One allocated device of a prepared claim, as recorded in the checkpoint."""
+
+    request_names: tuple[str, ...]
+    pool: str
+    device: str
+    cdi_device_ids: tuple[str, ...]
+    # Kept so revalidation after a restart sees what was placed: valueFrom snapshots, shares.
+    consumed_counters: tuple[dict[str, Any], ...] | None = None
+    share_id: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "requestNames": list(self.request_names),
+            "pool": self.pool,
+            "device": self.device,
+            "cdiDeviceIDs": list(self.cdi_device_ids),
+        }
+        if self.consumed_counters is not None:
+            out["consumedCounters"] = [dict(c) for c in self.consumed_counters]
+        if self.share_id is not None:
+            out["shareID"] = self.share_id
+        if self.env:
+            out["env"] = dict(self.env)
+        return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> PreparedDevice:
+        consumed = d.get("consumedCounters")
+        return cls(
+            request_names=tuple(str(r) for r in d.get("requestNames", ())),
+            pool=str(d["pool"]),
+            device=str(d["device"]),
+            cdi_device_ids=tuple(str(c) for c in d.get("cdiDeviceIDs", ())),
+            consumed_counters=tuple(dict(c) for c in consumed) if consumed is not None else None,
+            share_id=d.get("shareID"),
+            env={str(k): str(v) for k, v in (d.get("env") or {}).items()},
+        )
+
+
+@dataclass(frozen=True)
+class PrepareResult:
+    """Per-claim answer: devices on success, or an error string the kubelet will retry on."""
+
+    devices: tuple[PreparedDevice, ...] = ()
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class DeviceHealthStatus:
+    pool: str
+    device: str
+    health: str  # "HEALTHY" | "UNHEALTHY" | "UNKNOWN"
+    last_updated: int
+    message: str = ""
