@@ -14,7 +14,6 @@ from typing import Any
 import yaml
 
 from driver.commands import common
-from driver.errors import ConfigError
 from driver.slices import SliceConfig, render_pool, to_resource_slices
 
 
@@ -41,27 +40,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def load_config(path: str | None) -> dict:
-    """The driver config file as a dict; prefers the shared loader when it exists."""
-    loader = getattr(common, "load_driver_config", None)
-    if loader is not None:
-        return loader(path) or {}
-    if not path:
-        return {}
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-    except OSError as exc:
-        raise ConfigError(f"--driver-config {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"--driver-config {path}: not valid YAML: {exc}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"--driver-config {path}: expected a mapping at the top level")
-    return data
-
-
 def dump(objects: list[dict], output: str) -> str:
     if output == "json":
         return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2) + "\n"
@@ -75,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
     node = common.require_node_name(args)
     root = common.existing_dir(args.sysfs_root, "--sysfs-root")
-    config = load_config(args.driver_config)
+    config = common.load_driver_config(args.driver_config)
     catalog = load_catalog(config.get("hardware"))
     inventory = discover(root, catalog)
     pool = render_pool(

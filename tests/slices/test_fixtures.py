@@ -1,0 +1,104 @@
+"""Every fake sysfs profile, discovered and rendered: exact counts, groups, limits, 1.37 schema.
+
+Expectations live in fixture_expectations.yaml (one `reason` per profile).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+from conftest import fits, groups_of, memory_slices, of_type
+
+from driver.discovery import PROFILES, discover, make_sysfs
+from driver.features import Features
+from driver.hardware import load_catalog
+from driver.slices import check_pool, render_pool, to_resource_slices
+
+EXPECTED = yaml.safe_load((Path(__file__).parent / "fixture_expectations.yaml").read_text())
+GATES = {
+    "default": Features(),
+    "no-groups": Features(compatibility_groups=False),
+    "no-partitionable": Features(partitionable_devices=False),
+}
+DRIVER = "fake-dra.example.com"
+
+
+@pytest.fixture(scope="module")
+def inventories(tmp_path_factory):
+    catalog = load_catalog(None)
+    out = {}
+    for profile in PROFILES:
+        root = tmp_path_factory.mktemp(profile)
+        make_sysfs(profile, root)
+        out[profile] = discover(root, catalog)
+    return out
+
+
+def render(inventory, features=Features()):
+    return render_pool(inventory, features, node_name="node-1", driver_name=DRIVER)
+
+
+def test_every_profile_has_expectations():
+    assert sorted(EXPECTED) == sorted(PROFILES)
+
+
+@pytest.mark.parametrize("profile", sorted(EXPECTED))
+@pytest.mark.parametrize("gates", sorted(GATES))
+def test_exact_counts_and_slice_layout(inventories, profile, gates):
+    pool = render(inventories[profile], GATES[gates])
+    want = EXPECTED[profile][gates]
+    counts = Counter(d["attributes"]["type"]["string"] for d in pool.devices().values())
+    assert dict(counts) == want["counts"]
+    assert [len(s.get("devices", s.get("sharedCounters", ()))) for s in pool.slices] == want["slices"]
+    if gates != "no-partitionable":
+        assert len(pool.counter_sets()) == EXPECTED[profile]["counter_sets"]
+    assert check_pool(pool) == []
+    assert pool.warnings == ()
+
+
+@pytest.mark.parametrize("profile", sorted(EXPECTED))
+def test_groups_per_device_type(inventories, profile):
+    pool = render(inventories[profile])
+    for name, dev in pool.devices().items():
+        kind = dev["attributes"]["type"]["string"]
+        groups = groups_of(dev)
+        if kind == "vgpu":
+            assert groups == [["vgpu-" + dev["attributes"]["profile"]["string"].lower()]], name
+        elif kind in ("vf", "nic"):
+            assert all(g == [] for g in groups), name
+        else:
+            assert groups == [{"gpu": ["full"], "mig": ["mig"], "timeshare": ["shared"]}[kind]], name
+
+
+@pytest.mark.parametrize("profile", ["dgx-a100", "h100", "vgpu-host"])
+def test_overlapping_mig_placements_never_fit(inventories, profile):
+    pool = render(inventories[profile])
+    devices = pool.devices()
+    migs = [n for n in of_type(pool, "mig") if n.startswith("gpu-0-")]
+    assert migs
+    for a, b in itertools.combinations(migs, 2):
+        if memory_slices(devices[a]) & memory_slices(devices[b]):
+            assert not fits(pool, [a, b]), (a, b)
+
+
+@pytest.mark.parametrize("profile", sorted(EXPECTED))
+@pytest.mark.parametrize("gates", list(itertools.product([True, False], repeat=3)))
+def test_every_slice_validates_against_137_strict(inventories, profile, gates):
+    features = Features(partitionable_devices=gates[0], compatibility_groups=gates[1],
+                        consumable_capacity=gates[2], shared_consumable_capacity=False)
+    for obj in to_resource_slices(render(inventories[profile], features)):
+        kubernetes_validate.validate(obj, "1.37", strict=True)
+
+
+@pytest.mark.parametrize("profile", sorted(EXPECTED))
+def test_render_is_byte_identical_across_discoveries(tmp_path, inventories, profile):
+    make_sysfs(profile, tmp_path / "again")
+    again = discover(tmp_path / "again", load_catalog(None))
+    first = json.dumps(to_resource_slices(render(inventories[profile])))
+    assert first == json.dumps(to_resource_slices(render(again)))
