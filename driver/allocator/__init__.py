@@ -1,1 +1,144 @@
-"""Reference structured allocator (pure): predicts what kube-scheduler allocates."""
+"""Reference structured allocator (pure): predicts what kube-scheduler allocates on a node.
+
+Agrees with k8s.io/dynamic-resource-allocation/structured of Kubernetes 1.37 (pools, search order,
+counters, compatibility groups, consumable capacity, constraints, firstAvailable, admin access,
+taints) and implements KEP-5941 `valueFrom` counters, which upstream has not merged yet.
+
+Public API
+----------
+`allocate_claims(objects, *, node, features=Features(), budget=DEFAULT_BUDGET, stop_on_failure=True)
+ -> AllocationOutcome`
+    `objects`: dicts of any kind (DeviceClass, ResourceSlice, ResourceClaim, Node; others give a
+    warning). Claims with `status.allocation` are in use; the others are allocated one by one in
+    the given order, each seeing the previous ones as allocated. `node` is a node name; a Node
+    object of that name among `objects` supplies labels for nodeSelector matching.
+    Raises InputError (exit 2) for invalid input; unallocatable claims are reported in the outcome.
+
+`Allocator(slices=..., classes=..., node=..., features=..., allocated=..., budget=...)`
+    The incremental engine: `allocate([claim, ...]) -> [status.allocation, ...]` allocates claims
+    together (all or nothing, like one pod's claims), commits them, and raises AllocationError
+    (reason in words) or SearchBudgetExceeded.
+
+`validate_combination(slices, placed, features) -> list[Violation]` (see rules.py): the same
+counter/group/exclusivity rules for the kubelet plugin's preparation-time revalidation.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from driver.allocator.engine import DEFAULT_BUDGET
+from driver.allocator.inputs import claim_label
+from driver.allocator.pools import Node
+from driver.allocator.rules import PlacedDevice, Violation, validate_combination
+from driver.allocator.session import Allocator
+from driver.errors import AllocationError, InputError
+from driver.features import Features
+
+__all__ = [
+    "DEFAULT_BUDGET", "AllocationOutcome", "Allocator", "ClaimOutcome", "Node", "PlacedDevice", "Violation",
+    "allocate_claims", "split_objects", "validate_combination",
+]
+
+
+@dataclass
+class ClaimOutcome:
+    label: str
+    claim: dict[str, Any]  # a copy of the input claim, with status.allocation when allocated
+    allocation: dict[str, Any] | None = None
+    reason: str | None = None
+    budget_exceeded: bool = False
+
+
+@dataclass
+class AllocationOutcome:
+    results: list[ClaimOutcome] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.allocation is not None for r in self.results)
+
+    @property
+    def allocated(self) -> list[ClaimOutcome]:
+        return [r for r in self.results if r.allocation is not None]
+
+    @property
+    def failed(self) -> list[ClaimOutcome]:
+        return [r for r in self.results if r.allocation is None]
+
+
+@dataclass
+class Objects:
+    classes: list[dict] = field(default_factory=list)
+    slices: list[dict] = field(default_factory=list)
+    allocated: list[dict] = field(default_factory=list)
+    pending: list[dict] = field(default_factory=list)
+    nodes: dict[str, dict] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def split_objects(objects: Iterable[Any]) -> Objects:
+    """Sort input objects by kind; unknown kinds become warnings, malformed objects InputErrors."""
+    out = Objects()
+    for i, obj in enumerate(objects):
+        if obj is None:
+            continue
+        if not isinstance(obj, Mapping):
+            raise InputError(f"object #{i + 1}: expected a mapping with apiVersion and kind, got {type(obj).__name__}")
+        kind = obj.get("kind")
+        name = (obj.get("metadata") or {}).get("name")
+        if kind in ("DeviceClass", "ResourceSlice", "ResourceClaim", "Node") and not name:
+            raise InputError(f"{kind} (object #{i + 1}): metadata.name: required")
+        if kind == "DeviceClass":
+            out.classes.append(dict(obj))
+        elif kind == "ResourceSlice":
+            out.slices.append(dict(obj))
+        elif kind == "ResourceClaim":
+            status = obj.get("status") or {}
+            (out.allocated if status.get("allocation") else out.pending).append(dict(obj))
+        elif kind == "Node":
+            out.nodes[str(name)] = dict(obj)
+        elif kind is None:
+            raise InputError(f"object #{i + 1}: kind: required")
+        else:
+            out.warnings.append(f"ignoring {kind} {name or '#' + str(i + 1)}: not used for allocation")
+    return out
+
+
+def allocate_claims(
+    objects: Iterable[Any],
+    *,
+    node: str,
+    features: Features = Features(),
+    budget: int = DEFAULT_BUDGET,
+    stop_on_failure: bool = True,
+) -> AllocationOutcome:
+    """Allocate every pending claim among `objects` on `node`, in order (see module docstring)."""
+    objs = split_objects(objects)
+    labels = (objs.nodes.get(node, {}).get("metadata") or {}).get("labels") or {}
+    alloc = Allocator(
+        slices=objs.slices, classes=objs.classes, node=Node(node, dict(labels)), features=features,
+        allocated=objs.allocated, budget=budget,
+    )
+    outcome = AllocationOutcome(warnings=list(objs.warnings))
+    for claim in objs.pending:
+        result = ClaimOutcome(label=claim_label(claim), claim=copy.deepcopy(claim))
+        try:
+            (allocation,) = alloc.allocate([claim])
+        except AllocationError as exc:
+            from driver.errors import SearchBudgetExceeded
+
+            result.reason = str(exc)
+            result.budget_exceeded = isinstance(exc, SearchBudgetExceeded)
+            outcome.results.append(result)
+            if stop_on_failure:
+                break
+            continue
+        result.allocation = allocation
+        result.claim.setdefault("status", {})["allocation"] = allocation
+        outcome.results.append(result)
+    return outcome

@@ -104,6 +104,7 @@ class Counter:
 
     value: Fraction
     policy: RequestPolicy | None = None
+    text: str = ""  # as published, so results can be formatted in the same style
 
 
 @dataclass(frozen=True)
@@ -232,6 +233,7 @@ def parse_counter_sets(spec: Mapping[str, Any], slice_name: str) -> dict[str, di
             counters[str(cname)] = Counter(
                 value=_q(c["value"], f"{where}.counters[{cname}].value"),
                 policy=RequestPolicy.parse(c.get("requestPolicy"), f"{where}.counters[{cname}].requestPolicy"),
+                text=str(c["value"]),
             )
         out[str(cs["name"])] = counters
     return out

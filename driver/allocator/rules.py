@@ -164,14 +164,17 @@ def request_driven_counters(
     return tuple(out)
 
 
-def consumed_counters_field(parts: Iterable[tuple[str, Mapping[str, Fraction]]], like: Mapping) -> list[dict]:
+def consumed_counters_field(
+    parts: Iterable[tuple[str, Mapping[str, Fraction]]], counter_sets: Mapping[str, Mapping[str, Counter]]
+) -> list[dict]:
     """`consumedCounters` of an allocation result: [{counterSet, counters: {name: {value}}}]."""
     out = []
     for counter_set, amounts in parts:
+        known = counter_sets.get(counter_set, {})
         counters = {}
         for name, amount in sorted(amounts.items()):
-            text = like.get((counter_set, name))
-            counters[name] = {"value": format_quantity(amount, like=text)}
+            like = known[name].text if name in known else None
+            counters[name] = {"value": format_quantity(amount, like=like or None)}
         out.append({"counterSet": counter_set, "counters": counters})
     return out
 

@@ -1,1 +1,10 @@
-"""The only importer of the CEL library: DRA CEL environment and compile cache."""
+"""The only importer of the CEL library: DRA CEL environment and compile cache.
+
+Public API: `compile_selector(expression, where) -> Selector` (cached; InputError naming `where`),
+`Selector.matches(device_variable) -> bool` (CelRuntimeError on evaluation errors) and
+`device_variable(driver, device_dict)` which builds the `device` variable once per device.
+"""
+
+from driver.celexpr.environment import CelRuntimeError, Selector, compile_selector, device_variable
+
+__all__ = ["CelRuntimeError", "Selector", "compile_selector", "device_variable"]

@@ -1,0 +1,102 @@
+"""Say in words why a claim cannot be allocated: which request, and what blocks its candidates.
+
+After a failed search every candidate of every request is tried alone against the committed state
+(devices already allocated), and the first blocker of each is tallied: not matching the selectors,
+in use, counters exhausted on counter set X, groups incompatible on counter set X, capacity, taints.
+When each request could be served alone, the failure is about combining them: a claim constraint
+or devices competing for the same counters/groups.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from driver.allocator.inputs import Claim, Request
+
+
+def _describe(code: str, count: int, alloc: Any) -> str:
+    kind, _, detail = code.partition(":")
+    if kind == "counters":
+        return f"{count} blocked: counters exhausted on counter set {detail}"
+    if kind == "groups":
+        states = {k: v for k, v in alloc.state.groups.items() if k[2] == detail}
+        held = "; ".join(f"{k[0]}/{k[1]} holds {v.describe()}" for k, v in sorted(states.items()))
+        return f"{count} blocked: groups incompatible on counter set {detail}" + (f" ({held})" if held else "")
+    if kind == "constraint":
+        return f"{count} blocked by {detail}"
+    if kind == "taint":
+        return f"{count} tainted without a matching toleration"
+    if kind == "capacity":
+        return f"{count} without enough capacity for the request"
+    return f"{count} {code}"
+
+
+def _request_report(alloc: Any, claim: Claim, req: Request, search: Any) -> tuple[int, str]:
+    """(usable candidates, sentence) for one request or subrequest, tried alone."""
+    matching = 0
+    usable = 0
+    blockers: Counter[str] = Counter()
+    for pool in alloc.pools:
+        if pool.incomplete or pool.invalid:
+            continue
+        for dev in pool.devices:
+            if not alloc.selectable(claim, req, dev):
+                continue
+            matching += 1
+            reasons: dict[str, int] = {}
+            undo = search._allocate_device(0, req, dev, pool, must=False, reasons=reasons)
+            if undo is not None:
+                undo()
+                usable += 1
+            else:
+                blockers.update(reasons)
+    need = req.count if req.mode == "ExactCount" else max(matching, 1)
+    skipped = [p.label + (" (incomplete)" if p.incomplete else f" (invalid: {p.invalid})") for p in alloc.pools if p.incomplete or p.invalid]
+    pools_note = f"; skipped pools: {', '.join(skipped)}" if skipped else ""
+    if matching == 0:
+        return 0, f"request {req.name}: no device matches the selectors (class {req.class_name}){pools_note}"
+    parts = ", ".join(_describe(code, n, alloc) for code, n in blockers.most_common())
+    text = (
+        f"request {req.name}: needs {need if req.mode == 'ExactCount' else 'all'} device(s), "
+        f"{matching} match the selectors, {usable} usable" + (f" ({parts})" if parts else "") + pools_note
+    )
+    return usable, text
+
+
+def explain_claim(alloc: Any, claim: Claim) -> str | None:
+    """A reason when some request of `claim` cannot be served even alone, else None."""
+    from driver.allocator.engine import Search  # local: engine imports nothing from here
+
+    search = Search(alloc, [claim], alloc.classes, alloc.budget)
+    lines = []
+    for alternatives in claim.requests:
+        reports = [_request_report(alloc, claim, req, search) for req in alternatives]
+        if all(usable < (req.count if req.mode == "ExactCount" else 1) for (usable, _), req in zip(reports, alternatives)):
+            lines.extend(text for _, text in reports)
+    if lines:
+        return f"claim {claim.label}: cannot be allocated: " + "; ".join(lines)
+    return None
+
+
+def explain_failure(alloc: Any, claims: Sequence[Claim], invalid_pools: Sequence[Any]) -> str:
+    for claim in claims:
+        reason = explain_claim(alloc, claim)
+        if reason is not None:
+            return reason
+    claim = claims[0]
+    if len(claims) == 1:
+        if claim.constraints:
+            cons = "; ".join(c.describe() for c in claim.constraints)
+            text = f"claim {claim.label}: cannot be allocated: no combination of usable devices satisfies {cons}"
+        else:
+            text = (
+                f"claim {claim.label}: cannot be allocated: each request has usable devices, but not enough of "
+                "them at once (they compete for the same devices, counters or compatibility groups)"
+            )
+    else:
+        text = "claims " + ", ".join(c.label for c in claims) + ": cannot all be allocated together"
+    if invalid_pools:
+        text += "; invalid resource pools were encountered: " + ", ".join(f"{p.label} ({p.invalid})" for p in invalid_pools)
+    return text

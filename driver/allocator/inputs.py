@@ -1,0 +1,204 @@
+"""ResourceClaim / DeviceClass input checking and parsing into what the search needs.
+
+Every shape error becomes an InputError naming the object and the field path, e.g.
+`ResourceClaim default/c1: spec.devices.requests[0].exactly.selectors[1].cel.expression: ...`.
+Selectors are compiled here (once, cached by expression) so a bad expression is reported before
+any search starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from driver.celexpr import Selector, compile_selector
+from driver.errors import InputError
+from driver.model.quantity import parse_quantity
+
+MAX_RESULTS = 32  # resourceapi.AllocationResultsMaxSize
+
+
+def claim_label(claim: Mapping[str, Any]) -> str:
+    meta = claim.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name') or '?'}"
+
+
+@dataclass(frozen=True)
+class DeviceClass:
+    name: str
+    selectors: tuple[Selector, ...]
+    config: tuple[Mapping[str, Any], ...]
+
+
+def parse_class(obj: Mapping[str, Any]) -> DeviceClass:
+    name = (obj.get("metadata") or {}).get("name")
+    if not name:
+        raise InputError("DeviceClass: metadata.name: required")
+    spec = obj.get("spec") or {}
+    selectors = []
+    for i, sel in enumerate(spec.get("selectors") or ()):
+        where = f"DeviceClass {name}: spec.selectors[{i}].cel.expression"
+        expr = ((sel or {}).get("cel") or {}).get("expression")
+        if not isinstance(expr, str):
+            raise InputError(f"{where}: required (only CEL selectors are supported)")
+        selectors.append(compile_selector(expr, where))
+    return DeviceClass(str(name), tuple(selectors), tuple(spec.get("config") or ()))
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request or firstAvailable subrequest, as the search sees it."""
+
+    name: str  # "req" or "req/sub" (the name used in results)
+    top: str  # the top-level request name (constraints may name either)
+    class_name: str
+    selectors: tuple[Selector, ...]
+    mode: str  # ExactCount | All
+    count: int
+    admin_access: bool
+    has_admin_access: bool
+    tolerations: tuple[Mapping[str, Any], ...]
+    capacity: Mapping[str, Fraction] | None  # raw key -> amount; None when no capacity requests
+    where: str
+
+    @property
+    def selector_key(self) -> tuple[str, tuple[str, ...]]:
+        return (self.class_name, tuple(s.expression for s in self.selectors))
+
+
+@dataclass(frozen=True)
+class Constraint:
+    kind: str  # matchAttribute | distinctAttribute
+    attribute: str
+    requests: frozenset[str]  # empty = all requests
+
+    def applies(self, request: Request) -> bool:
+        return not self.requests or request.top in self.requests or request.name in self.requests
+
+    def describe(self) -> str:
+        scope = f" over requests {', '.join(sorted(self.requests))}" if self.requests else ""
+        return f"constraint {self.kind} {self.attribute}{scope}"
+
+
+@dataclass(frozen=True)
+class Claim:
+    label: str
+    obj: Mapping[str, Any]
+    requests: tuple[tuple[Request, ...], ...]  # per top-level request: the alternatives, in order
+    constraints: tuple[Constraint, ...]
+    has_first_available: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _parse_exact(raw: Mapping[str, Any], name: str, top: str, where: str) -> Request:
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{where}: must be an object")
+    class_name = raw.get("deviceClassName")
+    if not class_name:
+        raise InputError(f"{where}.deviceClassName: required")
+    selectors = []
+    for i, sel in enumerate(raw.get("selectors") or ()):
+        at = f"{where}.selectors[{i}].cel.expression"
+        expr = ((sel or {}).get("cel") or {}).get("expression")
+        if not isinstance(expr, str):
+            raise InputError(f"{at}: required (only CEL selectors are supported)")
+        selectors.append(compile_selector(expr, at))
+    mode = raw.get("allocationMode") or "ExactCount"
+    if mode not in ("ExactCount", "All"):
+        raise InputError(f"{where}.allocationMode: must be ExactCount or All, got {mode!r}")
+    count = raw.get("count", 1) if mode == "ExactCount" else 0
+    if mode == "ExactCount" and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+        raise InputError(f"{where}.count: must be a positive integer, got {count!r}")
+    capacity = None
+    cap = raw.get("capacity")
+    if cap is not None:
+        requests = (cap or {}).get("requests") or {}
+        if not isinstance(requests, Mapping):
+            raise InputError(f"{where}.capacity.requests: must be a map of name to quantity")
+        capacity = {}
+        for key, value in requests.items():
+            try:
+                capacity[str(key)] = parse_quantity(value)
+            except InputError as exc:
+                raise InputError(f"{where}.capacity.requests[{key}]: {exc}") from None
+    tolerations = tuple(raw.get("tolerations") or ())
+    for i, tol in enumerate(tolerations):
+        op = tol.get("operator", "Equal")
+        if op not in ("Equal", "Exists"):
+            raise InputError(f"{where}.tolerations[{i}].operator: must be Equal or Exists, got {op!r}")
+    return Request(
+        name=name, top=top, class_name=str(class_name), selectors=tuple(selectors), mode=mode, count=int(count),
+        admin_access=bool(raw.get("adminAccess")), has_admin_access=raw.get("adminAccess") is not None,
+        tolerations=tolerations, capacity=capacity, where=where,
+    )
+
+
+def parse_claim(obj: Mapping[str, Any]) -> Claim:
+    label = claim_label(obj)
+    base = f"ResourceClaim {label}: spec.devices"
+    devices = (obj.get("spec") or {}).get("devices")
+    if not isinstance(devices, Mapping):
+        raise InputError(f"{base}: required")
+    raw_requests = devices.get("requests") or []
+    if not isinstance(raw_requests, list):
+        raise InputError(f"{base}.requests: must be a list")
+    requests = []
+    names: set[str] = set()
+    first_available = False
+    for i, req in enumerate(raw_requests):
+        where = f"{base}.requests[{i}]"
+        name = (req or {}).get("name")
+        if not name:
+            raise InputError(f"{where}.name: required")
+        if name in names:
+            raise InputError(f"{where}.name: duplicate request name {name!r}")
+        names.add(name)
+        exactly, subs = req.get("exactly"), req.get("firstAvailable")
+        if (exactly is None) == (subs is None):
+            # Older shape: exactly's fields inline on the request (resource.k8s.io/v1beta1).
+            if exactly is None and subs is None and req.get("deviceClassName"):
+                requests.append((_parse_exact(req, name, name, where),))
+                continue
+            raise InputError(f"{where}: set exactly one of exactly and firstAvailable")
+        if exactly is not None:
+            requests.append((_parse_exact(exactly, name, name, f"{where}.exactly"),))
+            continue
+        if not isinstance(subs, list) or not subs:
+            raise InputError(f"{where}.firstAvailable: must be a non-empty list")
+        first_available = True
+        alternatives = []
+        for j, sub in enumerate(subs):
+            at = f"{where}.firstAvailable[{j}]"
+            sub_name = (sub or {}).get("name")
+            if not sub_name:
+                raise InputError(f"{at}.name: required")
+            alternatives.append(_parse_exact(sub, f"{name}/{sub_name}", name, at))
+        requests.append(tuple(alternatives))
+    constraints = []
+    for i, con in enumerate(devices.get("constraints") or ()):
+        where = f"{base}.constraints[{i}]"
+        kinds = [k for k in ("matchAttribute", "distinctAttribute") if (con or {}).get(k)]
+        if len(kinds) != 1:
+            raise InputError(f"{where}: set exactly one of matchAttribute and distinctAttribute")
+        attribute = str(con[kinds[0]])
+        if "/" not in attribute:
+            raise InputError(f"{where}.{kinds[0]}: must be a fully qualified name (domain/name), got {attribute!r}")
+        scope = frozenset(str(r) for r in con.get("requests") or ())
+        unknown = sorted(r for r in scope if r.split("/")[0] not in names)
+        if unknown:
+            raise InputError(f"{where}.requests: unknown request {unknown[0]!r}")
+        constraints.append(Constraint(kinds[0], attribute, scope))
+    return Claim(label, obj, tuple(requests), tuple(constraints), first_available)
+
+
+def allocated_results(obj: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+    """Results of an already allocated claim, checked for the fields accounting needs."""
+    label = claim_label(obj)
+    results = ((((obj.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")) or []
+    for i, r in enumerate(results):
+        for key in ("driver", "pool", "device"):
+            if not isinstance(r, Mapping) or not r.get(key):
+                raise InputError(f"ResourceClaim {label}: status.allocation.devices.results[{i}].{key}: required")
+    return results

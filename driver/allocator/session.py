@@ -1,0 +1,216 @@
+"""`Allocator`: pools + in-use state for one node, allocating claim after claim.
+
+Built once from the cluster objects (slices, classes, already-allocated claims), it answers
+`allocate([claim, ...])` with `status.allocation` dicts exactly as the API shapes them, or raises
+AllocationError with a reason in words. Successful allocations are committed, so the next call
+sees them in use — the way `fake-dra allocate` processes claims in file order and the way the e2e
+harness plays the scheduler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+from driver.allocator.devices import Capacity, CounterKey, DeviceInfo, DeviceKey, qualify
+from driver.allocator.engine import DEFAULT_BUDGET, Placement, Search, SearchState, qualified, selector_matches
+from driver.allocator.explain import explain_failure
+from driver.allocator.inputs import Claim, DeviceClass, Request, allocated_results, parse_claim, parse_class
+from driver.allocator.pools import Node, Pool, counter_totals, gather_pools, index_slices
+from driver.allocator.render import render_allocation
+from driver.allocator.rules import CounterLedger, GroupIntersection, parse_consumed_counters
+from driver.celexpr import device_variable
+from driver.errors import AllocationError, InputError
+from driver.features import Features
+from driver.model.quantity import parse_quantity
+
+
+class Allocator:
+    """Allocation state of one node. Not thread-safe; one instance per scheduling simulation."""
+
+    def __init__(
+        self,
+        *,
+        slices: Sequence[Mapping[str, Any]],
+        classes: Sequence[Mapping[str, Any]] | Mapping[str, DeviceClass],
+        node: Node | str,
+        features: Features = Features(),
+        allocated: Sequence[Mapping[str, Any]] = (),
+        budget: int = DEFAULT_BUDGET,
+    ):
+        self.node = node if isinstance(node, Node) else Node(str(node))
+        self.features = features
+        self.budget = budget
+        if isinstance(classes, Mapping):
+            self.classes = dict(classes)
+        else:
+            self.classes = {}
+            for obj in classes:
+                cls = parse_class(obj)
+                self.classes[cls.name] = cls
+        self.pools: list[Pool] = gather_pools(index_slices(slices), self.node, features)
+        self.index: dict[DeviceKey, tuple[DeviceInfo, Pool]] = {}
+        for pool in self.pools:
+            for dev in pool.devices + pool.other_devices:
+                self.index[dev.key] = (dev, pool)
+        self.ledger = CounterLedger(counter_totals(self.pools))
+        self.state = SearchState()
+        self._charged: set[DeviceKey] = set()
+        self._match: dict[tuple, bool] = {}
+        self._vars: dict[DeviceKey, dict] = {}
+        self._caps: dict[DeviceKey, dict[str, Capacity]] = {}
+        self._over: dict[tuple[str, str], str | None] = {}
+        for obj in allocated:
+            self.commit_existing(obj)
+
+    # ---- helpers used by the search -----------------------------------------------------------
+    def caps(self, dev: DeviceInfo) -> dict[str, Capacity]:
+        caps = self._caps.get(dev.key)
+        if caps is None:
+            caps = self._caps[dev.key] = dev.capacity_by_qualified_name()
+        return caps
+
+    def qualified_requests(self, req: Request, dev: DeviceInfo) -> dict[str, Fraction]:
+        return qualified(req.capacity, dev.driver)
+
+    def selectable(self, claim: Claim, req: Request, dev: DeviceInfo) -> bool:
+        key = (dev.key, req.selector_key)
+        hit = self._match.get(key)
+        if hit is None:
+            variable = self._vars.get(dev.key)
+            if variable is None:
+                variable = self._vars[dev.key] = device_variable(dev.driver, dev.raw)
+            hit = self._match[key] = selector_matches(claim, req, self.classes[req.class_name], dev, variable)
+        return hit
+
+    def fold_groups(self, dev: DeviceInfo, undo: list[Callable[[], None]]) -> str | None:
+        """Admit `dev` into the rolling group intersection of each counter set it uses, or name the blocker."""
+        groups = self.state.groups
+        for cons in dev.consumes:
+            key = dev.counter_key(cons.counter_set)
+            cur = groups.get(key)
+            if cur is None:
+                cur = GroupIntersection()
+            if not cur.admits(cons.groups):
+                return cons.counter_set
+            existed = key in groups
+            groups[key] = cur.add(cons.groups)
+            undo.append(lambda k=key, c=cur, e=existed: groups.__setitem__(k, c) if e else groups.pop(k, None))
+        return None
+
+    def pool_overcommitted(self, pool: Pool) -> str | None:
+        """A counter set already over its total from existing allocations blocks the whole pool (upstream)."""
+        pid = (pool.driver, pool.name)
+        if pid not in self._over:
+            self._over[pid] = next(
+                (cs for cs in sorted(pool.counter_sets) if self.ledger.over((pool.driver, pool.name, cs))), None
+            )
+        return self._over[pid]
+
+    def charge_counters(
+        self, dev: DeviceInfo, pool: Pool, request_counters, charge_static: bool, undo: list[Callable[[], None]]
+    ) -> str | None:
+        over = self.pool_overcommitted(pool)
+        if over is not None:
+            return over
+        per_set: dict[CounterKey, dict[str, Fraction]] = {}
+        if charge_static:
+            for cons in dev.consumes:
+                bucket = per_set.setdefault(dev.counter_key(cons.counter_set), {})
+                for name, amount in cons.static.items():
+                    bucket[name] = bucket.get(name, 0) + amount
+        for counter_set, amounts in request_counters:
+            bucket = per_set.setdefault(dev.counter_key(counter_set), {})
+            for name, amount in amounts.items():
+                bucket[name] = bucket.get(name, 0) + amount
+        for key, amounts in per_set.items():
+            if not self.ledger.fits(key, amounts):
+                return key[2]
+        for key, amounts in per_set.items():
+            self.ledger.add(key, amounts)
+        undo.append(lambda: [self.ledger.add(k, a, -1) for k, a in per_set.items()])
+        return None
+
+    # ---- committed state ----------------------------------------------------------------------
+    def commit_existing(self, obj: Mapping[str, Any]) -> None:
+        """Account an already allocated claim: its devices are in use, its counters/capacity consumed."""
+        label = f"{(obj.get('metadata') or {}).get('namespace') or 'default'}/{(obj.get('metadata') or {}).get('name')}"
+        for i, r in enumerate(allocated_results(obj)):
+            if r.get("adminAccess"):
+                continue  # admin access never makes a device unavailable
+            key = (str(r["driver"]), str(r["pool"]), str(r["device"]))
+            where = f"ResourceClaim {label}: status.allocation.devices.results[{i}]"
+            if r.get("shareID") is not None:
+                self.state.shared.add(key)
+                bucket = self.state.capacity_used.setdefault(key, {})
+                for name, value in (r.get("consumedCapacity") or {}).items():
+                    try:
+                        amount = parse_quantity(value)
+                    except InputError as exc:
+                        raise InputError(f"{where}.consumedCapacity[{name}]: {exc}") from None
+                    qn = qualify(str(name), key[0])
+                    bucket[qn] = bucket.get(qn, 0) + amount
+            else:
+                self.state.in_use.add(key)
+            found = self.index.get(key)
+            if found is None:
+                continue
+            dev, _ = found
+            if key not in self._charged and self.features.partitionable_devices:
+                self._charged.add(key)
+                for cons in dev.consumes:
+                    ckey = dev.counter_key(cons.counter_set)
+                    self.ledger.add(ckey, cons.static)
+                    if self.features.compatibility_groups:
+                        self.state.groups[ckey] = self.state.groups.get(ckey, GroupIntersection()).add(cons.groups)
+                    elif cons.groups:
+                        self.state.grouped_sets.add(ckey)
+            if self.features.shared_consumable_capacity and self.features.partitionable_devices:
+                for counter_set, amounts in parse_consumed_counters(r.get("consumedCounters"), where):
+                    self.ledger.add((key[0], key[1], counter_set), amounts)
+        self._over.clear()
+
+    def _commit(self, placements: list[Placement]) -> None:
+        for p in placements:
+            key = p.device.key
+            if p.share_id is not None:
+                self.state.shared.add(key)
+                bucket = self.state.capacity_used.setdefault(key, {})
+                for name, amount in (p.consumed_capacity or {}).items():
+                    bucket[name] = bucket.get(name, 0) + amount
+            elif not p.request.admin_access:
+                self.state.in_use.add(key)
+            if p.device.consumes and not p.request.admin_access:
+                self._charged.add(key)
+
+    # ---- public --------------------------------------------------------------------------------
+    def check_claim(self, claim: Claim) -> None:
+        """Gate and class checks upstream does before searching (errors for the claim)."""
+        for alternatives in claim.requests:
+            for req in alternatives:
+                if claim.has_first_available and not self.features.prioritized_list:
+                    raise AllocationError(f"claim {claim.label}, request {req.top}: has subrequests, but the DRAPrioritizedList feature is disabled")
+                if req.capacity is not None and not self.features.consumable_capacity:
+                    raise AllocationError(f"claim {claim.label}, request {req.name}: has capacity requests, but the DRAConsumableCapacity feature is disabled")
+                if req.has_admin_access and not self.features.admin_access:
+                    raise AllocationError(f"claim {claim.label}, request {req.name}: admin access is requested, but the DRAAdminAccess feature is disabled")
+                if req.class_name not in self.classes:
+                    raise AllocationError(f"claim {claim.label}, request {req.name}: could not retrieve device class {req.class_name}: not found")
+
+    def allocate(self, claims: Sequence[Mapping[str, Any] | Claim]) -> list[dict[str, Any]]:
+        """Allocate claims together (all or nothing); returns one `status.allocation` per claim."""
+        parsed = [c if isinstance(c, Claim) else parse_claim(c) for c in claims]
+        for claim in parsed:
+            self.check_claim(claim)
+        search = Search(self, parsed, self.classes, self.budget)
+        if not search.run():
+            invalid = [p for p in self.pools if p.invalid]
+            raise AllocationError(explain_failure(self, parsed, invalid))
+        out = []
+        for ci, claim in enumerate(parsed):
+            out.append(render_allocation(self, claim, search.results[ci], search.selected, ci))
+            self._commit(search.results[ci])
+        self.state.allocating.clear()
+        self.state.allocating_capacity.clear()
+        return out

@@ -1,0 +1,170 @@
+"""The DRA CEL environment: compile device selectors once, evaluate them against devices.
+
+Mirrors k8s.io/dynamic-resource-allocation/cel: the only variable is `device` with `driver`,
+`attributes` and `capacity` (maps domain -> identifier -> value, unqualified names in the driver's
+domain), plus `allowMultipleAllocations`. Looking up an unknown *domain* yields an empty map (so
+`device.attributes["other.com"].x` is a "no such key" runtime error, not a domain error), looking up
+a missing attribute is a runtime error, and the result must be a bool. Upstream treats a runtime
+error as an error for the whole claim, not as "device does not match"; callers get
+`CelRuntimeError` and decide.
+
+Differences from cel-go, because the `cel` library parses but does not type-check: unknown
+functions and unbound variables are rejected at compile time by inspecting the program's references;
+type errors surface at evaluation time. The empty-map default for unknown domains is provided for
+domains written as string literals in the expression (the way selectors are written in practice).
+`cel.bind` is not available in the library.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import cel
+from cel import stdlib
+
+from driver.celexpr.values import FUNCTIONS, CelValueError, quantity_value, semver_value
+from driver.errors import InputError
+from driver.model.quantity import parse_quantity
+
+_STRING_LITERAL = re.compile(r"""'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)\"""")
+_BINDER = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
+
+_CORE_FUNCTIONS = {
+    "size", "contains", "startsWith", "endsWith", "matches", "has", "all", "exists", "exists_one",
+    "map", "filter", "int", "uint", "double", "string", "bytes", "bool", "type", "dyn", "timestamp",
+    "duration", "min", "max",
+}
+_STDLIB = ["core", "strings", "lists", "sets", "math"]
+
+
+def _known_functions() -> frozenset[str]:
+    ctx = cel.Context()
+    stdlib.add_stdlib_to_context(ctx, _STDLIB)
+    return frozenset(_CORE_FUNCTIONS | set(ctx.functions) | set(FUNCTIONS))
+
+
+KNOWN_FUNCTIONS = _known_functions()
+
+
+class CelRuntimeError(Exception):
+    """Evaluating a selector failed for a device (missing attribute, type error, ...)."""
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A compiled selector expression."""
+
+    expression: str
+    program: Any
+    domains: tuple[str, ...]  # string literals: candidate domains that default to an empty map
+
+    def matches(self, device: Mapping[str, Any]) -> bool:
+        """Evaluate against a `device` variable built by `device_variable`."""
+        variable = device
+        missing = [d for d in self.domains if d not in device["attributes"] or d not in device["capacity"]]
+        if missing:
+            variable = dict(device)
+            variable["attributes"] = {**{d: {} for d in missing}, **device["attributes"]}
+            variable["capacity"] = {**{d: {} for d in missing}, **device["capacity"]}
+        ctx = _context()
+        ctx.add_variable("device", variable)
+        try:
+            result = self.program.execute(ctx)
+        except KeyError as exc:
+            raise CelRuntimeError(f"no such key: {exc.args[0] if exc.args else exc}") from None
+        except (CelValueError, ValueError, TypeError, RuntimeError, ZeroDivisionError, OverflowError) as exc:
+            raise CelRuntimeError(str(exc)) from None
+        if not isinstance(result, bool):
+            raise CelRuntimeError(f"must evaluate to bool, got {type(result).__name__} {result!r}")
+        return result
+
+
+_local = threading.local()
+
+
+def _context() -> Any:
+    ctx = getattr(_local, "ctx", None)
+    if ctx is None:
+        ctx = cel.Context()
+        stdlib.add_stdlib_to_context(ctx, _STDLIB)
+        for name, fn in FUNCTIONS.items():
+            ctx.add_function(name, fn)
+        _local.ctx = ctx
+    return ctx
+
+
+@lru_cache(maxsize=4096)
+def _compile(expression: str) -> Selector | str:
+    """Compiled selector, or the error text (cached too, so a bad expression is parsed once)."""
+    if not expression.strip():
+        return "expression is empty"
+    try:
+        program = cel.compile(expression)
+    except (ValueError, RuntimeError) as exc:
+        text = str(exc).replace(f"Failed to parse expression '{expression}': ", "")
+        return f"compilation failed: {text}"
+    unknown = sorted(
+        f for f in program.functions() if not f.startswith(("_", "!", "@")) and f not in KNOWN_FUNCTIONS
+    )
+    if unknown:
+        return f"compilation failed: undeclared reference to function(s) {', '.join(unknown)}"
+    binders = set(_BINDER.findall(expression))
+    unbound = sorted(v for v in program.variables() if v != "device" and v not in binders)
+    if unbound:
+        return f"compilation failed: undeclared reference to {', '.join(unbound)} (only `device` is defined)"
+    literals = tuple(sorted({a or b for a, b in _STRING_LITERAL.findall(expression) if (a or b)}))
+    return Selector(expression, program, literals)
+
+
+def compile_selector(expression: str, where: str) -> Selector:
+    """Compile (cached) a selector; InputError names `where` (object and field path) on failure."""
+    result = _compile(expression)
+    if isinstance(result, str):
+        raise InputError(f"{where}: {result}")
+    return result
+
+
+def _split_name(name: str, driver: str) -> tuple[str, str]:
+    domain, sep, ident = name.partition("/")
+    return (domain, ident) if sep else (driver, name)
+
+
+def _attribute_value(value: Mapping[str, Any]) -> Any:
+    if "int" in value:
+        return int(value["int"])
+    if "bool" in value:
+        return bool(value["bool"])
+    if "string" in value:
+        return str(value["string"])
+    if "version" in value:
+        try:
+            return semver_value(str(value["version"]))
+        except (CelValueError, ValueError):
+            raise CelRuntimeError(f"invalid semantic version {value['version']!r}") from None
+    for key in ("ints", "bools", "strings", "versions"):
+        if key in value:
+            return list(value[key])
+    raise CelRuntimeError(f"unsupported attribute value {dict(value)!r}")
+
+
+def device_variable(driver: str, device: Mapping[str, Any]) -> dict[str, Any]:
+    """The CEL `device` variable for a ResourceSlice device (v1 JSON shape)."""
+    attributes: dict[str, dict[str, Any]] = {}
+    for name, value in (device.get("attributes") or {}).items():
+        domain, ident = _split_name(str(name), driver)
+        attributes.setdefault(domain, {})[ident] = _attribute_value(value or {})
+    capacity: dict[str, dict[str, Any]] = {}
+    for name, cap in (device.get("capacity") or {}).items():
+        domain, ident = _split_name(str(name), driver)
+        capacity.setdefault(domain, {})[ident] = quantity_value(parse_quantity((cap or {}).get("value", 0)))
+    return {
+        "driver": driver,
+        "attributes": attributes,
+        "capacity": capacity,
+        "allowMultipleAllocations": bool(device.get("allowMultipleAllocations")),
+    }
