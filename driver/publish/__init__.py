@@ -11,9 +11,10 @@ from driver.publish.backend import LocalGateConfig, SliceBackend, StoreSliceBack
 from driver.publish.gates import GateDetector, GateReport, GateState, parse_feature_metrics
 from driver.publish.publisher import PublishResult, Publisher
 from driver.publish.reconcile import ReconcileStats, delete_all, reconcile, slice_name
+from driver.publish.wiring import make_detector
 
 __all__ = [
     "GateDetector", "GateReport", "GateState", "LocalGateConfig", "PublishResult", "Publisher",
     "ReconcileStats", "SliceBackend", "StoreSliceBackend", "delete_all", "parse_feature_metrics",
-    "reconcile", "slice_name", "store_backend",
+    "make_detector", "reconcile", "slice_name", "store_backend",
 ]

@@ -253,3 +253,45 @@ def fixed_report(features: Features, source: str = "--features override") -> Gat
         for g in DETECTED_GATES
     }
     return GateReport(features, states)
+
+
+def http_metrics_source(
+    url: str, *, token_file: str | None = None, ca_file: str | None = None, insecure: bool = False,
+    timeout_s: float = 5.0,
+) -> SchedulerSource:
+    """Scheduler gates from a Prometheus endpoint, e.g. https://127.0.0.1:10259/metrics.
+
+    kube-scheduler serves /metrics over HTTPS with authentication: pass a bearer token file (a
+    service account allowed `get` on the `/metrics` non-resource URL) and its CA, or `insecure`.
+    """
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    def fetch() -> Mapping[str, bool]:
+        headers = {"Accept": "text/plain"}
+        if token_file:
+            try:
+                headers["Authorization"] = "Bearer " + open(token_file).read().strip()
+            except OSError as exc:
+                raise FakeDraError(f"--metrics-token-file {token_file}: {exc.strerror}") from None
+        ctx = None
+        if url.startswith("https:"):
+            ctx = ssl.create_default_context(cafile=ca_file)
+            if insecure:
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+        req = urllib.request.Request(url, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout_s, context=ctx) as resp:
+                text = resp.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as exc:
+            raise FakeDraError(f"{url}: HTTP {exc.code}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise FakeDraError(f"{url}: {getattr(exc, 'reason', exc)}") from None
+        gates = parse_feature_metrics(text)
+        if not gates:
+            raise FakeDraError(f"{url}: no kubernetes_feature_enabled samples (not a Kubernetes component's /metrics?)")
+        return gates
+
+    return fetch

@@ -1,0 +1,63 @@
+"""Build a GateDetector for a backend from command-line style settings (shared by publish, gates, run).
+
+The detector itself only knows callables; this module decides where they come from:
+- apiserver probes: the backend's dry-run create (API server, or the local store simulating one);
+- scheduler gates: `--scheduler-metrics-url` (a URL, or `apiserver` for the apiserver's own /metrics
+  through the authenticated client), or in local mode the `scheduler:` section of
+  STORE/featuregates.yaml; else `--scheduler-features`; else assumed equal to the apiserver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from driver.errors import InputError
+from driver.features import Features
+from driver.publish.backend import GATE_CONFIG_FILE, SliceBackend
+from driver.publish.gates import GateDetector, SchedulerSource, http_metrics_source, parse_feature_metrics
+
+
+def make_detector(
+    backend: SliceBackend,
+    *,
+    node_name: str,
+    driver_name: str,
+    overrides: Mapping[str, bool] | None = None,
+    scheduler_metrics_url: str | None = None,
+    scheduler_flags: Mapping[str, bool] | None = None,
+    metrics_token_file: str | None = None,
+    metrics_ca_file: str | None = None,
+    metrics_insecure: bool = False,
+    interval_s: float = 30.0,
+    base: Features | None = None,
+) -> GateDetector:
+    source: SchedulerSource | None = None
+    label = "scheduler metrics"
+    if scheduler_metrics_url == "apiserver":
+        metrics_text = getattr(backend, "metrics_text", None)
+        if metrics_text is None:
+            raise InputError("--scheduler-metrics-url apiserver needs an API server (not the local store)")
+        source = lambda: parse_feature_metrics(metrics_text())  # noqa: E731
+        label = "apiserver /metrics (standing in for the scheduler's)"
+    elif scheduler_metrics_url:
+        if not scheduler_metrics_url.startswith(("http://", "https://")):
+            raise InputError(f"--scheduler-metrics-url {scheduler_metrics_url!r}: expected an http(s) URL or 'apiserver'")
+        source = http_metrics_source(scheduler_metrics_url, token_file=metrics_token_file, ca_file=metrics_ca_file,
+                                     insecure=metrics_insecure)
+        label = f"scheduler metrics {scheduler_metrics_url}"
+    elif backend.kind == "store":
+        gate_config = getattr(backend, "gate_config")
+        source = lambda: gate_config().scheduler_gates()  # noqa: E731
+        label = f"STORE/{GATE_CONFIG_FILE}"
+    return GateDetector(
+        node_name=node_name,
+        driver_name=driver_name,
+        dry_run=backend.dry_run_create_slice,
+        apiserver_label="apiserver dry-run" if backend.kind == "apiserver" else f"local store dry-run (STORE/{GATE_CONFIG_FILE})",
+        scheduler_source=source,
+        scheduler_label=label,
+        scheduler_flags=scheduler_flags,
+        overrides=dict(overrides or {}),
+        base=base or Features(),
+        interval_s=interval_s,
+    )
