@@ -252,7 +252,8 @@ def _timeshare_devices(gpu: Gpu, ctx: RenderContext, common: dict, parent: str, 
     if not kinds:
         return []
     step = ctx.config.timeshare_memory_step_mib
-    if model.memory_mib < step:
+    if model.memory_mib < 2 * step:
+        # The apiserver requires min + step <= capacity; such a GPU is too small to share this way.
         return []
     top = (model.memory_mib // step) * step  # validRange.max must be min + k*step and <= the capacity
     policy = {

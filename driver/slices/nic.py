@@ -63,7 +63,7 @@ def render_nic(nic: NicPF, ctx: RenderContext) -> Rendered:
         bandwidth: dict = {"value": mbps_quantity(speed)}
         if value_from:
             step = ctx.config.bandwidth_step_mbps
-            if speed >= step:
+            if speed >= 2 * step:  # validRange needs min + step <= the counter value
                 default = max(step, (share // step) * step)
                 top = (speed // step) * step
                 bandwidth["requestPolicy"] = {

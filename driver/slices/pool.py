@@ -105,6 +105,7 @@ def render_pool(
     for nic in sorted(inventory.nics, key=lambda n: n.index):
         total.extend(render_nic(nic, ctx))
     _check_unique(total)
+    _clip_strings(total)
 
     base = {"driver": driver_name, "pool": {"name": node_name}, "nodeName": node_name}
     slices: list[dict] = []
@@ -130,6 +131,17 @@ def _check_unique(total: Rendered) -> None:
         if cs["name"] in seen:
             raise InputError(f"inventory yields counter set {cs['name']!r} twice (duplicate GPU/NIC index)")
         seen.add(cs["name"])
+
+
+def _clip_strings(total: Rendered) -> None:
+    """String attributes longer than the API's 64 characters (e.g. a product name from a config
+    file) are cut, with a warning, instead of making the whole pool unpublishable."""
+    for dev in total.devices:
+        for name, value in dev["attributes"].items():
+            text = value.get("string")
+            if text is not None and len(text) > MAX_STRING_LEN:
+                value["string"] = text[:MAX_STRING_LEN]
+                total.warnings.append(f"{dev['name']}: attribute {name} cut to {MAX_STRING_LEN} characters")
 
 
 def slice_name_prefix(node_name: str, driver_name: str) -> str:

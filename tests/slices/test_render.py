@@ -217,3 +217,23 @@ def test_unknown_mdev_type_is_a_warning_not_a_device():
     pool = render(Inventory(gpus=(gpu(0, mdev=("A100-4C", "A100-3Q")),)))
     assert len(of_type(pool, "vgpu")) == 10
     assert any("A100-3Q" in w and "gpu-0" in w for w in pool.warnings)
+
+
+def test_over_long_strings_are_cut_with_a_warning():
+    from dataclasses import replace
+
+    long_model = replace(A100_40GB, product_name="NVIDIA " + "X" * 80)
+    pool = render(Inventory(gpus=(gpu(0, model=long_model),)))
+    assert len(pool.devices()["gpu-0"]["attributes"]["productName"]["string"]) == 64
+    assert any("gpu-0: attribute productName cut to 64" in w for w in pool.warnings)
+    assert check_pool(pool) == []
+
+
+def test_tiny_gpus_get_no_shared_devices_and_slow_links_no_policy():
+    from dataclasses import replace
+
+    tiny = replace(A100_40GB, memory_mib=1536, mig_memory_slices=0, mig_profiles=(), vgpu_profiles=())
+    pool = render(Inventory(gpus=(gpu(0, model=tiny),), nics=(nic(0, vfs=1, speed=150),)))
+    assert of_type(pool, "timeshare") == {}
+    assert pool.counter_sets()["nic-0-counters"]["counters"]["bandwidth"] == {"value": "150M"}
+    assert check_pool(pool) == []
