@@ -28,6 +28,8 @@ def _describe(code: str, count: int, alloc: Any) -> str:
         return f"{count} blocked by {detail}"
     if kind == "taint":
         return f"{count} tainted without a matching toleration"
+    if code == "counter request policy":
+        return f"{count} rejected: the requested amount violates the counter requestPolicy (validRange/validValues)"
     if kind == "capacity":
         return f"{count} without enough capacity for the request"
     return f"{count} {code}"
