@@ -44,7 +44,8 @@ def holders(claims: Iterable[Mapping[str, Any]], driver: str) -> list[Holder]:
             if r.get("driver") != driver:
                 continue
             consumed = {
-                c["counterSet"]: {k: parse_quantity(v) for k, v in (c.get("counters") or {}).items()}
+                c["counterSet"]: {k: parse_quantity(v["value"] if isinstance(v, Mapping) else v)
+                                  for k, v in (c.get("counters") or {}).items()}
                 for c in r.get("consumedCounters") or []
             }
             out.append(Holder(f"{meta.get('namespace', '')}/{meta.get('name', '')}".lstrip("/"), r["device"], consumed))

@@ -1,0 +1,81 @@
+"""`fake-dra e2e`: run the MIG/vGPU scenarios on the local backend or against a kind cluster.
+
+    fake-dra e2e [--backend local|kind] [--scenario NAME ...] [--junit FILE]
+    fake-dra e2e --list
+    fake-dra e2e --render-manifests deploy     (regenerate deploy/ DeviceClasses + examples)
+
+Exit 0 when every scenario passed (or was skipped), 1 when a check failed, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from driver.commands import common
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "e2e",
+        help="run the e2e scenarios (local: no cluster; kind: against $KUBECONFIG)",
+        description="Run e2e scenarios. local: the reference allocator plays the scheduler and the harness "
+        "plays the kubelet over the real plugin sockets. kind: a real cluster; the reference allocator "
+        "predicts each outcome and the harness compares it with what the cluster did.",
+    )
+    parser.add_argument("--backend", choices=["local", "kind"], default="local", help="where to run (default local)")
+    parser.add_argument("--scenario", action="append", default=[], metavar="NAME",
+                        help="run only this scenario (repeatable; default all)")
+    parser.add_argument("--scenarios-dir", default=None, help="directory of scenario YAML files (default: bundled)")
+    parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
+    parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    parser.add_argument("--keep", action="store_true", help="local: keep each scenario's temp dir (logs, store, CDI)")
+    parser.add_argument("--render-manifests", metavar="DEPLOY_DIR",
+                        help="write the generated manifests (DeviceClasses, examples) under DEPLOY_DIR and exit")
+    common.add_flag(parser, "--kubeconfig", None, "kind: kubeconfig (default $KUBECONFIG)")
+    common.add_driver_name(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from driver.e2e.manifests import claim_object, render_deploy_files
+    from driver.e2e.report import render_table, write_junit
+    from driver.e2e.runner import run_all
+    from driver.e2e.scenario import load_scenarios
+
+    scenarios = load_scenarios(args.scenarios_dir, args.scenario)
+    if args.list:
+        for s in scenarios:
+            print(f"{s.name:<24} {'' if s.kind else '(local only) '}{s.reason}")
+        return 0
+    if args.render_manifests:
+        root = Path(args.render_manifests)
+        for rel, text in render_deploy_files(load_scenarios(args.scenarios_dir), args.driver_name).items():
+            target = root / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+            print(f"wrote {target}")
+        return 0
+
+    def make_claim(name, requests, **kw):
+        return claim_object(name, requests, driver_name=args.driver_name, **kw)
+
+    if args.backend == "local":
+        from driver.e2e.local import LocalBackend
+
+        report = run_all(scenarios, LocalBackend(driver_name=args.driver_name, keep=args.keep), make_claim)
+    else:
+        from driver.e2e.kind import KindBackend, unreachable_reason
+
+        why = unreachable_reason(args.kubeconfig)
+        if why is not None:
+            print(f"fake-dra e2e --backend kind: skipped: {why}", file=sys.stderr)
+            return 0
+        backend = KindBackend(kubeconfig=args.kubeconfig, driver_name=args.driver_name)
+        report = run_all(scenarios, backend, make_claim, skip=backend.skip_reason)
+    print(render_table(report))
+    if args.junit:
+        write_junit(report, args.junit)
+        print(f"JUnit XML written to {args.junit}")
+    return 0 if report.ok else 1

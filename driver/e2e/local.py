@@ -1,0 +1,385 @@
+"""The local backend: a one-node cluster simulated around the real plugin process.
+
+Roles, each played by the component a real cluster uses for it where we have one:
+- API server: the local object store (driver.store), the same one `fake-dra run` reads and writes;
+- node: a fake sysfs tree of the scenario's profile (driver.discovery.make_sysfs);
+- kubelet plugin: `python -m driver run` as a child process (plugin_proc), publishing its slices;
+- kube-scheduler: the reference allocator (driver.allocator) against the slices the plugin published;
+  a "skewed" scheduler sees them with compatibility groups stripped (a scheduler that predates
+  KEP-5963), which is how version skew reaches preparation;
+- kubelet: this module, over the plugin's real unix sockets (KubeletClient), with the kubelet's
+  bookkeeping: a claim is prepared once per node, unprepared when its last pod on the node is gone;
+- resourceclaim controller: reservedFor upkeep and deallocation once nothing reserves the claim.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from driver import DEFAULT_DRIVER_NAME
+from driver.allocator.session import Allocator
+from driver.discovery import discover, make_sysfs, set_fault
+from driver.e2e import partition_map
+from driver.e2e.manifests import NAMESPACE, device_classes
+from driver.e2e.observe import Observation
+from driver.e2e.plugin_proc import PluginDirs, PluginProcess
+from driver.e2e.scenario import Scenario
+from driver.errors import AllocationError, InputError, NotFoundError
+from driver.features import parse_features
+from driver.hardware import load_catalog
+from driver.plugin.client import ClaimResult
+from driver.slices import render_pool
+from driver.store.objectstore import ObjectStore
+
+NODE = "e2e-node"
+CLAIMS = "resourceclaims"
+
+
+@dataclass
+class FinalState:
+    """The cluster at the end of a scenario, for the demo's "after" partition map."""
+
+    slices: list[dict[str, Any]]
+    claims: list[dict[str, Any]]
+
+
+@dataclass
+class _Pod:
+    name: str
+    uid: str
+    claims: list[str]
+    podgroup: str | None
+    running: bool = False
+
+
+@dataclass
+class _Prepared:
+    """The kubelet's record of one claim prepared on this node."""
+
+    ref: tuple[str, str, str]
+    result: ClaimResult
+    pods: set[str] = field(default_factory=set)
+
+
+def flatten(dev: Mapping[str, Any]) -> dict[str, Any]:
+    """Device dict -> {name, attribute: value} with the driver's own (unqualified) attributes."""
+    out: dict[str, Any] = {"name": dev["name"]}
+    for key, value in (dev.get("attributes") or {}).items():
+        if "/" not in key and value:
+            out[key] = next(iter(value.values()))
+    return out
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(self, *, driver_name: str = DEFAULT_DRIVER_NAME, keep: bool = False, settle_s: float = 20.0) -> None:
+        self.driver_name = driver_name
+        self.keep = keep
+        self.settle_s = settle_s
+        self.final_states: dict[str, FinalState] = {}
+        self._scenario: Scenario | None = None
+        self._slice_key: tuple = ("unset",)
+        self._slice_cache: list[dict[str, Any]] = []
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def start(self, scenario: Scenario) -> None:
+        self._scenario = scenario
+        # Short path: AF_UNIX socket paths are limited to 107 bytes.
+        self.dirs = PluginDirs(Path(tempfile.mkdtemp(prefix="fdra-", dir="/tmp")))
+        self._slice_key = ("unset",)
+        make_sysfs(scenario.profile, self.dirs.sysfs)
+        self.store = ObjectStore(self.dirs.store)
+        for dc in device_classes(self.driver_name):
+            self.store.create("deviceclasses", dc)
+        self.features = scenario.features
+        self.pods: dict[str, _Pod] = {}
+        self.podgroups: dict[str, str] = {}
+        self.prepared: dict[str, _Prepared] = {}  # claim uid -> kubelet record
+        self.plugin = PluginProcess(self.dirs, node_name=NODE, driver_name=self.driver_name, features=self.features)
+        self.client = self.plugin.start()
+        self._wait_for_pool()
+
+    def stop(self) -> None:
+        scenario, self._scenario = self._scenario, None
+        try:
+            if scenario is not None and hasattr(self, "store"):
+                self.final_states[scenario.name] = FinalState(self._slices(), self.store.list(CLAIMS, NAMESPACE))
+        finally:
+            if hasattr(self, "plugin"):
+                self.plugin.stop("TERM")
+            if not self.keep and hasattr(self, "dirs"):
+                shutil.rmtree(self.dirs.root, ignore_errors=True)
+
+    def _expected_devices(self) -> set[str]:
+        pool = render_pool(discover(self.dirs.sysfs, load_catalog()), self.features, node_name=NODE,
+                           driver_name=self.driver_name)
+        return set(pool.devices())
+
+    def _wait_for_pool(self) -> None:
+        """Until the store holds a complete pool with exactly the devices the plugin should publish."""
+        want = self._expected_devices()
+        deadline = time.monotonic() + self.settle_s
+        seen: set[str] = set()
+        while time.monotonic() < deadline:
+            slices = self._slices()
+            seen = {d["name"] for s in slices for d in s["spec"].get("devices") or []}
+            gens = {s["spec"]["pool"]["generation"] for s in slices}
+            complete = len(gens) == 1 and all(s["spec"]["pool"]["resourceSliceCount"] == len(slices) for s in slices)
+            if complete and seen == want:
+                return
+            time.sleep(0.05)
+        raise InputError(f"the plugin did not publish the expected pool within {self.settle_s:.0f} s "
+                         f"({len(seen)} of {len(want)} devices): {self.plugin.log_tail()}")
+
+    # ---- reads -----------------------------------------------------------------------------
+    def _slices(self) -> list[dict[str, Any]]:
+        """This driver's slices. Parsing YAML dominates a step, so reuse them while no file changed."""
+        folder = self.dirs.store / "resourceslices" / "_cluster"
+        try:
+            key = tuple(sorted((e.name, e.inode(), e.stat().st_mtime_ns, e.stat().st_size) for e in os.scandir(folder)
+                               if e.name.endswith(".yaml")))
+        except FileNotFoundError:
+            key = ()
+        if key != self._slice_key:
+            self._slice_cache = [s for s in self.store.list("resourceslices")
+                                 if s["spec"].get("driver") == self.driver_name]
+            self._slice_key = key
+        return copy.deepcopy(self._slice_cache)
+
+    def published_devices(self) -> list[dict[str, Any]]:
+        return [flatten(d) for s in self._slices() for d in s["spec"].get("devices") or []]
+
+    def _claim(self, name: str) -> dict[str, Any]:
+        return self.store.get(CLAIMS, NAMESPACE, name)
+
+    def claim_devices(self) -> dict[str, list[dict[str, Any]]]:
+        devices = {d["name"]: d for d in self.published_devices()}
+        out = {}
+        for claim in self.store.list(CLAIMS, NAMESPACE):
+            results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+            out[claim["metadata"]["name"]] = [devices.get(r["device"], {"name": r["device"]}) for r in results]
+        return out
+
+    def _counters(self) -> dict:
+        claims = self.store.list(CLAIMS, NAMESPACE)
+        return partition_map.remaining_counters(self._slices(), partition_map.holders(claims, self.driver_name))
+
+    def _health(self, until: tuple[str, str] | None = None, timeout_s: float = 5.0) -> dict[str, str]:
+        """Device -> health from the plugin's stream; with `until`, wait for that device to reach that state."""
+        last: dict[str, str] = {}
+        deadline = time.monotonic() + timeout_s
+        for snapshot in self.client.watch_health(timeout=timeout_s):
+            last = {d.device_name: d.health for d in snapshot}
+            if until is None or last.get(until[0]) == until[1] or time.monotonic() > deadline:
+                break
+        return last
+
+    # ---- scheduler -------------------------------------------------------------------------
+    def _schedule(self, names: Sequence[str], skewed: bool) -> tuple[list[str], str]:
+        """Allocate the unallocated claims among `names`; returns (newly allocated, reason if not)."""
+        claims = {n: self._claim(n) for n in names}
+        todo = [n for n in names if not (claims[n].get("status") or {}).get("allocation")]
+        if not todo:
+            return [], ""
+        slices = self._slices()
+        features = self.features
+        if skewed:
+            # A scheduler from before KEP-5963 decodes slices without the field it does not know.
+            slices = copy.deepcopy(slices)
+            for s in slices:
+                for d in s["spec"].get("devices") or []:
+                    for cc in d.get("consumesCounters") or []:
+                        cc.pop("compatibilityGroups", None)
+            features = parse_features("DRADeviceCompatibilityGroups=false", base=features)
+        allocated = [c for c in self.store.list(CLAIMS, NAMESPACE) if (c.get("status") or {}).get("allocation")]
+        try:
+            alloc = Allocator(slices=slices, classes=self.store.list("deviceclasses"), node=NODE,
+                              features=features, allocated=allocated)
+            results = alloc.allocate([claims[n] for n in todo])
+        except AllocationError as exc:
+            return [], str(exc)
+        for name, allocation in zip(todo, results):
+            claim = claims[name]
+            claim["status"] = {**(claim.get("status") or {}), "allocation": allocation}
+            self.store.update(CLAIMS, claim)
+        return todo, ""
+
+    def _reserve(self, name: str, consumer: dict[str, str]) -> None:
+        claim = self._claim(name)
+        status = claim.setdefault("status", {})
+        reserved = status.setdefault("reservedFor", [])
+        if not any(r["uid"] == consumer["uid"] for r in reserved):
+            reserved.append(consumer)
+            self.store.update(CLAIMS, claim)
+
+    def _unreserve(self, name: str, uid: str) -> None:
+        """Drop one consumer; deallocate when nothing reserves the claim (resourceclaim controller)."""
+        claim = self._claim(name)
+        status = claim.get("status") or {}
+        status["reservedFor"] = [r for r in status.get("reservedFor") or [] if r["uid"] != uid]
+        if not status["reservedFor"]:
+            status.pop("reservedFor")
+            status.pop("allocation", None)
+        claim["status"] = status
+        self.store.update(CLAIMS, claim)
+
+    # ---- kubelet ---------------------------------------------------------------------------
+    def _cdi_env(self, cdi_ids: Sequence[str]) -> dict[str, str]:
+        wanted = {i.split("=", 1)[1] for i in cdi_ids if "=" in i}
+        env: dict[str, str] = {}
+        for path in sorted(self.dirs.cdi.glob("*.json")):
+            spec = json.loads(path.read_text())
+            for dev in spec.get("devices") or []:
+                if dev.get("name") in wanted:
+                    for item in (dev.get("containerEdits") or {}).get("env") or []:
+                        key, _, value = item.partition("=")
+                        env[key] = value
+        return env
+
+    def _prepare(self, pod: _Pod, obs: Observation) -> None:
+        errors, same = [], True
+        cdi: list[str] = []
+        for name in pod.claims:
+            claim = self._claim(name)
+            uid = claim["metadata"]["uid"]
+            ref = (NAMESPACE, name, uid)
+            record = self.prepared.get(uid)
+            answer = self.client.prepare([ref]).get(uid, ClaimResult(error="no answer for this claim"))
+            if record is not None:
+                # The kubelet prepares a claim once per node; asking again (as a restarted kubelet
+                # would) must give the identical answer.
+                same = same and answer == record.result
+            elif not answer.error:
+                record = self.prepared[uid] = _Prepared(ref, answer)
+            if answer.error:
+                errors.append(f"{name}: {answer.error}")
+                continue
+            record.pods.add(pod.name)
+            cdi.extend(i for d in answer.devices for i in d.cdi_device_ids)
+        obs.prepared = not errors
+        obs.prepare_error = "; ".join(errors)
+        obs.cdi_devices = cdi
+        obs.env = self._cdi_env(cdi)
+        obs.prepare_calls_same = same
+        pod.running = not errors
+
+    def _release_pod(self, pod: _Pod) -> None:
+        for name in pod.claims:
+            claim = self._claim(name)
+            uid = claim["metadata"]["uid"]
+            record = self.prepared.get(uid)
+            if record is not None:
+                record.pods.discard(pod.name)
+                if not record.pods:
+                    errors = self.client.unprepare([record.ref])
+                    if errors.get(uid):
+                        raise InputError(f"unprepare of claim {name} failed: {errors[uid]}")
+                    del self.prepared[uid]
+            if pod.podgroup is None:
+                self._unreserve(name, pod.uid)
+
+    def _released(self, names: Sequence[str]) -> bool:
+        for name in names:
+            try:
+                claim = self._claim(name)
+            except NotFoundError:
+                continue
+            uid = claim["metadata"]["uid"]
+            if (claim.get("status") or {}).get("allocation") or uid in self.prepared:
+                return False
+            if any(self.dirs.cdi.glob(f"*{uid}*")):
+                return False
+        return True
+
+    # ---- actions ---------------------------------------------------------------------------
+    def create_claim(self, name: str, obj: dict[str, Any]) -> Observation:
+        self.store.create(CLAIMS, obj)
+        return Observation()
+
+    def run_pod(self, name: str, claims: Sequence[str], podgroup: str | None, skewed: bool) -> Observation:
+        if name in self.pods:
+            raise InputError(f"pod {name} already exists")
+        pod = _Pod(name, f"pod-{name}-uid", list(claims), podgroup)
+        if podgroup is not None:
+            if podgroup not in self.podgroups:
+                raise InputError(f"pod {name}: podgroup {podgroup} does not exist")
+            if self.podgroups[podgroup] not in pod.claims:
+                pod.claims.append(self.podgroups[podgroup])
+        self.pods[name] = pod
+        obs = Observation()
+        _, reason = self._schedule(pod.claims, skewed)
+        obs.scheduled = not reason
+        obs.reason = reason
+        if reason:
+            obs.counters = self._counters()
+            return obs
+        for c in pod.claims:
+            if podgroup is not None and c == self.podgroups[podgroup]:
+                self._reserve(c, {"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": podgroup,
+                                  "uid": f"podgroup-{podgroup}-uid"})
+            else:
+                self._reserve(c, {"resource": "pods", "name": name, "uid": pod.uid})
+        devices = self.claim_devices()
+        obs.devices = [d for c in pod.claims for d in devices.get(c, [])]
+        self._prepare(pod, obs)
+        obs.counters = self._counters()
+        return obs
+
+    def delete_pod(self, name: str) -> Observation:
+        pod = self.pods.pop(name, None)
+        if pod is None:
+            raise InputError(f"delete-pod: pod {name} does not exist")
+        self._release_pod(pod)
+        return Observation(released=self._released(pod.claims), counters=self._counters())
+
+    def delete_claim(self, name: str) -> Observation:
+        users = [p.name for p in self.pods.values() if name in p.claims]
+        if users:
+            raise InputError(f"delete-claim: claim {name} is still used by pods {', '.join(users)}")
+        self.store.delete(CLAIMS, NAMESPACE, name)
+        return Observation(released=True, counters=self._counters())
+
+    def create_podgroup(self, name: str, claim: str) -> Observation:
+        self.podgroups[name] = claim
+        return Observation()
+
+    def delete_podgroup(self, name: str) -> Observation:
+        claim = self.podgroups.pop(name, None)
+        if claim is None:
+            raise InputError(f"delete-podgroup: podgroup {name} does not exist")
+        for pod in [p for p in self.pods.values() if p.podgroup == name]:
+            del self.pods[pod.name]
+            self._release_pod(pod)
+        self._unreserve(claim, f"podgroup-{name}-uid")
+        return Observation(released=self._released([claim]), counters=self._counters())
+
+    def set_gates(self, gates: Mapping[str, bool]) -> Observation:
+        self.features = self.features.with_gates(gates)
+        self.client = self.plugin.restart("TERM", self.features)
+        self._wait_for_pool()
+        return Observation(notes=[f"gates now {self.features}"])
+
+    def fault(self, device: str, message: str, clear: bool) -> Observation:
+        dev = next((d for d in self.published_devices() if d["name"] == device), None)
+        if dev is None or not dev.get("pciBusID"):
+            raise InputError(f"fault: no published device {device!r} with a pciBusID")
+        set_fault(self.dirs.sysfs, str(dev["pciBusID"]), None if clear else message)
+        return Observation(health=self._health(until=(device, "HEALTHY" if clear else "UNHEALTHY")))
+
+    def restart_plugin(self, signal: str) -> Observation:
+        self.client = self.plugin.restart(signal)
+        self._wait_for_pool()
+        return Observation(health=self._health(), counters=self._counters())
+
+    def observe(self) -> Observation:
+        return Observation(health=self._health(), counters=self._counters())
