@@ -86,4 +86,9 @@ def kube_backend(kubeconfig: str | None = None, *, host: str | None = None, time
     return KubeSliceBackend(RawApi(client, timeout_s=timeout_s))
 
 
-__all__ = ["KubeApiError", "KubeSliceBackend", "kube_backend"]
+__all__ = ["KubeApiError", "KubeSliceBackend", "api_backend", "kube_backend"]
+
+
+def api_backend(args: Any) -> KubeSliceBackend:
+    """Backend from parsed CLI flags: `--kubeconfig`, else the in-cluster service account."""
+    return kube_backend(getattr(args, "kubeconfig", None))

@@ -19,6 +19,7 @@ from driver import DEFAULT_DRIVER_NAME
 from driver.errors import FakeDraError
 from driver.features import Features
 from driver.publish.backend import SliceBackend
+from driver.publish.fields import strip_disabled
 from driver.publish.gates import GateDetector, GateReport, fixed_report
 from driver.publish.reconcile import PoolLike, ReconcileStats, delete_all, reconcile
 
@@ -30,6 +31,12 @@ class PublishResult:
     stats: ReconcileStats
     report: GateReport
     features: Features
+
+
+@dataclass(frozen=True)
+class _StrippedPool:
+    name: str
+    slices: tuple[dict[str, Any], ...]
 
 
 class Publisher:
@@ -64,6 +71,8 @@ class Publisher:
         self._owner_uid: str | None = None
         self._owner_looked_up = False
         self._node: str | None = node_name
+        self._tolerated: set[str] = set()  # gates whose fields the server drops despite an override
+        self._tolerated_for: Features | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -91,6 +100,10 @@ class Publisher:
 
     def _publish(self, report: GateReport) -> ReconcileStats:
         pool = self.render(report.features)
+        if report.features != self._tolerated_for:
+            self._tolerated, self._tolerated_for = set(), report.features
+        if self._tolerated:
+            pool = _StrippedPool(pool.name, tuple(strip_disabled(s, self._tolerated) for s in pool.slices))
         node = self.node_name or pool.name
         self._node = node
         return reconcile(
@@ -111,7 +124,13 @@ class Publisher:
                     new_report = self._report()
                     log.warning("republishing after dropped fields", extra={
                         "gates": sorted(gates), "before": str(report.features), "after": str(new_report.features)})
-                    if new_report.features != report.features:
+                    if new_report.features == report.features:
+                        # Only an explicit --features override keeps the gate on: publish what the
+                        # server can store from now on, instead of rewriting the slices every pass.
+                        self._tolerated |= gates
+                        log.error("the apiserver drops fields that --features says to publish; publishing "
+                                  "without them", extra={"gates": sorted(gates)})
+                    else:
                         first = stats
                         report, stats = new_report, self._publish(new_report)
                         stats.created += first.created

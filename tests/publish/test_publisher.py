@@ -201,3 +201,15 @@ def _wait(cond, timeout=10.0):
     while not cond():
         assert time.monotonic() < end, "timed out"
         time.sleep(0.01)
+
+
+def test_override_against_a_stripping_apiserver_settles_instead_of_rewriting(api, server):
+    server.state.apiserver_gates[GROUPS] = False
+    det = make_detector(api, node_name=NODE, driver_name=DRIVER, overrides={GROUPS: True},
+                        scheduler_metrics_url=server.url + "/metrics")
+    inv = inventory()
+    pub = Publisher(api, lambda f: render(inv, f), det, 30, node_name=NODE, driver_name=DRIVER)
+    first = pub.run_once()
+    assert first.features.compatibility_groups is True  # the override still wins...
+    assert GROUPS in first.stats.dropped_gate_names()   # ...but the server dropped the field
+    assert pub.run_once().stats.writes == 0              # and we do not fight it every pass

@@ -1,0 +1,190 @@
+"""`fake-dra publish`: reconcile this node's ResourceSlices once (`--once`) or continuously.
+
+Also the one place that turns command-line flags into a slice backend, a gate detector and a
+Publisher, so `fake-dra run` (driver/commands/run.py) and `fake-dra gates` wire them identically:
+`add_publish_flags`, `backend_from_args`, `detector_from_args`, `build_publisher`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from driver.commands import common
+from driver.errors import InputError
+from driver.features import Features, parse_gates
+
+log = logging.getLogger("fake-dra.publish")
+
+
+def add_publish_flags(parser: argparse.ArgumentParser) -> None:
+    """Gate-detection and publishing flags (add_node_flags supplies the rest)."""
+    common.add_flag(parser, "--scheduler-metrics-url", None,
+                    "kube-scheduler /metrics URL to read kubernetes_feature_enabled from, or 'apiserver' "
+                    "for the apiserver's /metrics through the client (local store: STORE/featuregates.yaml)")
+    common.add_flag(parser, "--scheduler-features", None,
+                    "kube-scheduler gates G=true|false,... when its metrics are unreachable")
+    common.add_flag(parser, "--metrics-token-file", None, "bearer token file for --scheduler-metrics-url")
+    common.add_flag(parser, "--metrics-ca-file", None, "CA bundle for an https --scheduler-metrics-url")
+    parser.add_argument("--metrics-insecure-skip-verify", action="store_true",
+                        help="do not verify the TLS certificate of --scheduler-metrics-url")
+    common.add_flag(parser, "--gate-interval", None, "seconds between gate re-detections (default: the publish interval)")
+    parser.add_argument("--delete-slices-on-exit", action="store_true",
+                        default=common.env_default("--delete-slices-on-exit", "") in ("1", "true"),
+                        help="delete this node's slices on shutdown (default: leave them; the kubelet wipes "
+                             "them if the plugin stays away) (env FAKE_DRA_DELETE_SLICES_ON_EXIT)")
+
+
+def _in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and Path(
+        "/var/run/secrets/kubernetes.io/serviceaccount/token").exists()
+
+
+def default_store_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "fake-dra" / "store"
+
+
+def backend_from_args(args: argparse.Namespace) -> Any:
+    """API server with --kubeconfig (or in-cluster without --store), else the local object store."""
+    if getattr(args, "kubeconfig", None) or (_in_cluster() and not getattr(args, "store", None)):
+        from driver.kube.slices import api_backend
+
+        return api_backend(args)
+    from driver.publish import store_backend
+    from driver.store.objectstore import ObjectStore
+
+    return store_backend(ObjectStore(getattr(args, "store", None) or default_store_dir()))
+
+
+def _seconds(value: Any, flag: str) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{flag}: expected seconds, got {value!r}") from None
+    if out <= 0:
+        raise InputError(f"{flag}: must be positive, got {value!r}")
+    return out
+
+
+def detector_from_args(args: argparse.Namespace, backend: Any, interval_s: float) -> Any:
+    from driver.publish import make_detector
+
+    gate_interval = _seconds(args.gate_interval, "--gate-interval") if getattr(args, "gate_interval", None) else interval_s
+    try:
+        sched = parse_gates(args.scheduler_features) if getattr(args, "scheduler_features", None) else None
+    except InputError as exc:
+        raise InputError(str(exc).replace("--features", "--scheduler-features")) from None
+    return make_detector(
+        backend, node_name=common.require_node_name(args), driver_name=args.driver_name,
+        overrides=parse_gates(getattr(args, "features", None)),
+        scheduler_metrics_url=getattr(args, "scheduler_metrics_url", None), scheduler_flags=sched,
+        metrics_token_file=getattr(args, "metrics_token_file", None),
+        metrics_ca_file=getattr(args, "metrics_ca_file", None),
+        metrics_insecure=bool(getattr(args, "metrics_insecure_skip_verify", False)), interval_s=gate_interval,
+    )
+
+
+def renderer_from_args(args: argparse.Namespace) -> Any:
+    """features -> Pool, re-discovering the sysfs tree on every call (picks up hotplug)."""
+    from driver.discovery import discover
+    from driver.hardware import load_catalog
+    from driver.slices import SliceConfig, render_pool
+
+    node = common.require_node_name(args)
+    config = common.load_driver_config(getattr(args, "driver_config", None))
+    catalog = load_catalog(config.get("hardware"))
+    slice_config = SliceConfig.from_dict(config.get("slices"))
+    root = common.existing_dir(args.sysfs_root, "--sysfs-root")
+
+    def render(features: Features) -> Any:
+        return render_pool(discover(root, catalog), features, node_name=node, driver_name=args.driver_name,
+                           config=slice_config)
+    return render
+
+
+def build_publisher(args: argparse.Namespace, backend: Any, render: Any, interval_s: float,
+                    metrics_registry: Any = None) -> Any:
+    """Publisher with gate detection (explicit --features still win per gate)."""
+    from driver.publish import Publisher
+    from driver.publish.metrics import PublishMetrics
+
+    detector = detector_from_args(args, backend, interval_s)
+    return Publisher(backend, render, detector, interval_s, node_name=common.require_node_name(args),
+                     driver_name=args.driver_name, delete_on_exit=bool(getattr(args, "delete_slices_on_exit", False)),
+                     metrics=PublishMetrics(metrics_registry))
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "publish", help="reconcile this node's ResourceSlices (once or continuously)",
+        description="Discover devices, detect feature gates and make the stored ResourceSlices match.")
+    common.add_node_flags(parser)
+    add_publish_flags(parser)
+    parser.add_argument("--once", action="store_true", help="one reconcile, print its statistics, exit")
+    common.add_flag(parser, "--interval", "30", "seconds between reconciles (default 30)")
+    parser.add_argument("-o", "--output", choices=["text", "json"], default="text", help="statistics format")
+    parser.set_defaults(func=run)
+
+
+def _print(result: Any, backend: Any, output: str) -> None:
+    stats = result.stats.as_dict()
+    stats["requests"] = getattr(backend, "requests", None)
+    stats["backend"] = backend.kind
+    stats["features"] = str(result.features)
+    if output == "json":
+        print(json.dumps(stats, indent=2))
+        return
+    print(f"backend={backend.kind} slices={stats['slices']} devices={stats['devices']} generation={stats['generation']}")
+    print(f"writes={stats['writes']} (created={stats['created']} updated={stats['updated']} deleted={stats['deleted']}) "
+          f"unchanged={stats['unchanged']} conflicts={stats['conflicts']} requests={stats['requests']}")
+    print(f"features={stats['features']}")
+    for d in stats["dropped"]:
+        print(f"dropped fields in {d['slice']}: {', '.join(sorted(d['gates']))}")
+    for name in stats["protectedGroups"]:
+        print(f"kept published compatibility groups of allocated device {name}")
+
+
+def run(args: argparse.Namespace) -> int:
+    interval = _seconds(args.interval, "--interval")
+    backend = backend_from_args(args)
+    publisher = build_publisher(args, backend, renderer_from_args(args), interval)
+    if args.once:
+        _print(publisher.run_once(), backend, args.output)
+        if args.delete_slices_on_exit:
+            publisher.stop()
+        return 0
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    signal.signal(signal.SIGHUP, lambda *_: publisher.trigger())  # re-scan the inventory now
+    watcher = _hotplug_watcher(args, publisher)
+    publisher.start()
+    log.info("publishing", extra={"interval_s": interval, "backend": backend.kind})
+    done.wait()
+    if watcher is not None:
+        watcher.stop()
+    publisher.stop()
+    return 0
+
+
+def _hotplug_watcher(args: argparse.Namespace, publisher: Any) -> Any:
+    """udev events on a real host trigger a pass; fake sysfs roots rely on the interval and SIGHUP."""
+    from driver.discovery import udev
+
+    if not udev.udev_usable(args.sysfs_root):
+        return None
+    watcher = udev.HotplugWatcher(lambda event: publisher.trigger())
+    try:
+        watcher.start()
+    except Exception as exc:  # noqa: BLE001 - hotplug is an optimisation; the interval still re-scans
+        print(f"warning: udev hotplug monitoring unavailable: {exc}", file=sys.stderr)
+        return None
+    return watcher
