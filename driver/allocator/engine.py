@@ -86,6 +86,12 @@ class Search:
         self.selected: dict[tuple[int, int], int] = {}
         self.all_devices: dict[tuple[int, int, int], list[tuple[DeviceInfo, Pool]]] = {}
         self.last_reason: dict[tuple[int, int, int], dict[str, int]] = {}
+        self.applied: list[Callable[[], None]] = []  # undo of every placement currently held
+
+    def rollback(self) -> None:
+        """Undo a successful run (used when the solution is only needed for diagnosis)."""
+        while self.applied:
+            self.applied[-1]()
 
     # ---- entry -----------------------------------------------------------------------------
     def run(self) -> bool:
@@ -95,6 +101,11 @@ class Search:
                     if req.mode == "All":
                         self.all_devices[(ci, ri, si)] = self._collect_all(claim, req)
         return self._one(0, 0, 0, 0, False, (0, 0))
+
+    def run_and_rollback(self) -> bool:
+        ok = self.run()
+        self.rollback()
+        return ok
 
     def _collect_all(self, claim: Claim, req: Request) -> list[tuple[DeviceInfo, Pool]]:
         out = []
@@ -287,7 +298,9 @@ class Search:
         def undo() -> None:
             for step in reversed(undo_steps):
                 step()
+            self.applied.remove(undo)
 
+        self.applied.append(undo)
         return undo
 
     def _share_id(self, ci: int, req: Request, dev: DeviceInfo) -> str:

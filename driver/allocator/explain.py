@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from driver.allocator.inputs import Claim, Request
@@ -48,6 +49,9 @@ def _request_report(alloc: Any, claim: Claim, req: Request, search: Any) -> tupl
                 continue
             matching += 1
             reasons: dict[str, int] = {}
+            if search._in_use_skip(0, req, dev):
+                blockers.update(["in use"])
+                continue
             undo = search._allocate_device(0, req, dev, pool, must=False, reasons=reasons)
             if undo is not None:
                 undo()
@@ -67,18 +71,43 @@ def _request_report(alloc: Any, claim: Claim, req: Request, search: Any) -> tupl
     return usable, text
 
 
+def _prefix(claim: Claim, n: int) -> Claim:
+    return replace(claim, requests=claim.requests[:n])
+
+
+def _reports(alloc: Any, claim: Claim, alternatives: tuple[Request, ...], search: Any) -> list[str] | None:
+    reports = [_request_report(alloc, claim, req, search) for req in alternatives]
+    if all(usable < (req.count if req.mode == "ExactCount" else 1) for (usable, _), req in zip(reports, alternatives)):
+        return [text for _, text in reports]
+    return None
+
+
 def explain_claim(alloc: Any, claim: Claim) -> str | None:
-    """A reason when some request of `claim` cannot be served even alone, else None."""
+    """A reason naming the request that cannot be served and its blockers, or None if none found."""
     from driver.allocator.engine import Search  # local: engine imports nothing from here
 
-    search = Search(alloc, [claim], alloc.classes, alloc.budget)
     lines = []
     for alternatives in claim.requests:
-        reports = [_request_report(alloc, claim, req, search) for req in alternatives]
-        if all(usable < (req.count if req.mode == "ExactCount" else 1) for (usable, _), req in zip(reports, alternatives)):
-            lines.extend(text for _, text in reports)
+        lines.extend(_reports(alloc, claim, alternatives, Search(alloc, [claim], alloc.classes, alloc.budget)) or ())
     if lines:
         return f"claim {claim.label}: cannot be allocated: " + "; ".join(lines)
+    # Every request can be served alone: find the first request that cannot join the earlier ones
+    # and diagnose it against the search's first solution for those.
+    for k in range(1, len(claim.requests)):
+        if Search(alloc, [_prefix(claim, k + 1)], alloc.classes, alloc.budget).run_and_rollback():
+            continue
+        earlier = Search(alloc, [_prefix(claim, k)], alloc.classes, alloc.budget)
+        if not earlier.run():
+            break
+        try:
+            chosen = ", ".join(p.device.name for p in earlier.results[0])
+            found = _reports(alloc, _prefix(claim, k + 1), claim.requests[k], earlier)
+        finally:
+            earlier.rollback()
+        if found:
+            return (f"claim {claim.label}: cannot be allocated: with the earlier requests on {chosen}, "
+                    + "; ".join(found))
+        break
     return None
 
 
