@@ -77,16 +77,19 @@ class CdiWriter:
         }
 
     def write(self, claim: ClaimRef, devices: Sequence[PreparedDevice]) -> Path:
+        """Write the claim's spec atomically, without fsync: the CDI root is normally a tmpfs
+        (/var/run/cdi), and after a power loss the boot ID changes, so every claim is prepared —
+        and its spec rewritten — again anyway."""
         path = self.spec_path(claim.uid)
         body = json.dumps(self.render(claim, devices), indent=2, sort_keys=True).encode() + b"\n"
-        atomic_write(path, body, SPEC_MODE)
+        atomic_write(path, body, SPEC_MODE, fsync=False)
         return path
 
     def exists(self, claim_uid: str) -> bool:
         return self.spec_path(claim_uid).is_file()
 
     def remove(self, claim_uid: str) -> bool:
-        return remove(self.spec_path(claim_uid))
+        return remove(self.spec_path(claim_uid), sync_dir=False)
 
     def read_prepared(self) -> list[tuple[ClaimRef, list[PreparedDevice]]]:
         """Every claim recorded in our spec files (used to rebuild a corrupt checkpoint).

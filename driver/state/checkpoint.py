@@ -93,8 +93,8 @@ class CheckpointStore:
             aside = self.path.with_name(f"{FILE_NAME}.corrupt-{int(time.time())}")
             os.replace(self.path, aside)
             log.error(
-                "checkpoint is corrupt; moved aside and rebuilding state from CDI specs",
-                extra={"path": str(self.path), "moved_to": str(aside), "error": str(exc)},
+                "checkpoint %s is corrupt (%s); moved it to %s and rebuilding state from the CDI specs",
+                self.path, exc, aside.name, extra={"path": str(self.path), "moved_to": str(aside)},
             )
             return None
 
@@ -111,7 +111,8 @@ class CheckpointStore:
             raise ValueError("claims must be an object")
         return Checkpoint({uid: ClaimEntry.from_json(uid, entry) for uid, entry in claims.items()})
 
-    def save(self, cp: Checkpoint) -> None:
+    def save(self, cp: Checkpoint, durable: bool = True) -> None:
+        """Write atomically; `durable=False` skips the fsyncs (intermediate PrepareStarted records)."""
         doc = {
             "kind": KIND,
             "version": VERSION,
@@ -120,7 +121,7 @@ class CheckpointStore:
             "bootID": self.boot_id,
             "claims": {uid: e.to_json() for uid, e in sorted(cp.claims.items())},
         }
-        atomic_write(self.path, json.dumps(doc, separators=(",", ":")).encode(), 0o600)
+        atomic_write(self.path, json.dumps(doc, separators=(",", ":")).encode(), 0o600, fsync=durable)
 
 
 def read_boot_id(path: str | os.PathLike[str] = "/proc/sys/kernel/random/boot_id") -> str:

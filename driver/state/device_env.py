@@ -35,6 +35,10 @@ def device_env(
         env[prefix + "MEMORY"] = mem
     # What the claim was granted wins over the device's full capacity (consumable capacity).
     granted = (result.get("consumedCapacity") or {}).get("bandwidth")
+    for entry in result.get("consumedCounters") or ():  # KEP-5941: bandwidth drawn from the PF
+        counter = (entry.get("counters") or {}).get("bandwidth") if isinstance(entry, Mapping) else None
+        if granted is None and counter is not None:
+            granted = counter.get("value") if isinstance(counter, Mapping) else counter
     bw = str(granted) if granted is not None else capacity(dict(device), "bandwidth")
     if bw is not None:
         env[prefix + "BANDWIDTH"] = bw

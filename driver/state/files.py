@@ -11,7 +11,13 @@ import os
 from pathlib import Path
 
 
-def atomic_write(path: Path, data: bytes, mode: int) -> None:
+def atomic_write(path: Path, data: bytes, mode: int, sync_dir: bool = True, fsync: bool = True) -> None:
+    """Write via tmp (+ fsync) + rename (+ directory fsync).
+
+    The rename alone is atomic for process crashes (SIGKILL): the page cache survives them. The
+    fsyncs only add durability across power loss, so callers skip them for intermediate states
+    whose loss is equivalent to "the step never happened" (see driver.state.prepare).
+    """
     # The temp name starts with "." and does not end in .json, so neither a CDI runtime scanning
     # the directory nor our own loaders ever pick up a half-written file.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -21,11 +27,13 @@ def atomic_write(path: Path, data: bytes, mode: int) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        os.fsync(fd)
+        if fsync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if sync_dir and fsync:
+        fsync_dir(path.parent)
 
 
 def fsync_dir(directory: Path) -> None:
@@ -37,11 +45,12 @@ def fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-def remove(path: Path) -> bool:
-    """Remove a file; True if it existed. Durable like the writes."""
+def remove(path: Path, sync_dir: bool = True) -> bool:
+    """Remove a file; True if it existed. Durable like the writes unless the caller batches."""
     try:
         path.unlink()
     except FileNotFoundError:
         return False
-    fsync_dir(path.parent)
+    if sync_dir:
+        fsync_dir(path.parent)
     return True

@@ -1,0 +1,217 @@
+"""Prepare/unprepare semantics of driver.state.prepare.DeviceState (no gRPC, real files)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from driver.state.checkpoint import COMPLETED
+from driver.state.types import ClaimRef
+from state.conftest import DRIVER, result
+
+
+def _mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_prepare_writes_cdi_and_checkpoint(env):
+    ref = env.claims.add("c1", [result("gpu-0-mig-1g5gb-0", "gpu")])
+    st = env.state()
+    out = st.prepare([ref])
+    assert out[ref.uid].error == ""
+    (dev,) = out[ref.uid].devices
+    assert (dev.pool, dev.device, dev.request_names) == ("n1", "gpu-0-mig-1g5gb-0", ("gpu",))
+    assert dev.cdi_device_ids == (f"k8s.{DRIVER}/device={ref.uid}-gpu-0-mig-1g5gb-0",)
+
+    spec_path = env.cdi_root / f"k8s.{DRIVER}_device_{ref.uid}.json"
+    spec = json.loads(spec_path.read_text())
+    assert spec["cdiVersion"] == "0.6.0" and spec["kind"] == f"k8s.{DRIVER}/device"
+    assert [d["name"] for d in spec["devices"]] == [f"{ref.uid}-gpu-0-mig-1g5gb-0"]
+    env_vars = dict(e.split("=", 1) for e in spec["devices"][0]["containerEdits"]["env"])
+    assert env_vars["FAKE_DRA_GPU_0_MIG_1G5GB_0_TYPE"] == "mig"
+    assert env_vars["FAKE_DRA_GPU_0_MIG_1G5GB_0_PROFILE"] == "1g.5gb"
+    assert env_vars["FAKE_DRA_GPU_0_MIG_1G5GB_0_PCI_BUS_ID"] == "0000:07:00.0"
+    assert env_vars["FAKE_DRA_GPU_0_MIG_1G5GB_0_PARENT_UUID"].startswith("GPU-")
+    assert env_vars["FAKE_DRA_GPU_0_MIG_1G5GB_0_UUID"].startswith("MIG-")
+    assert env_vars["FAKE_DRA_GPU_0_MIG_1G5GB_0_CLAIM"] == "default/c1"
+
+    cp = json.loads((env.state_dir / "checkpoint.json").read_text())
+    assert cp["kind"] == "FakeDraCheckpoint" and cp["version"] == 1 and cp["bootID"] == "boot-1"
+    assert cp["claims"][ref.uid]["state"] == COMPLETED
+    assert cp["claims"][ref.uid]["devices"][0]["device"] == "gpu-0-mig-1g5gb-0"
+    # Files: CDI readable by the runtime, checkpoint private.
+    assert _mode(spec_path) == 0o644
+    assert _mode(env.state_dir / "checkpoint.json") == 0o600
+    assert _mode(env.state_dir) == 0o700
+    assert _mode(env.state_dir / "lock") == 0o600
+
+
+def test_prepare_is_idempotent_and_recreates_a_lost_cdi_spec(env):
+    ref = env.claims.add("c1", [result("gpu-0", "gpu")])
+    st = env.state()
+    first = st.prepare([ref])[ref.uid]
+    (spec,) = env.cdi_root.glob("*.json")
+    spec.unlink()
+    second = st.prepare([ref])[ref.uid]
+    assert second == first
+    assert spec.exists(), "a missing CDI spec must be recreated on an idempotent prepare"
+
+
+def test_prepare_after_restart_answers_from_checkpoint(env):
+    ref = env.claims.add("c1", [result("gpu-0", "gpu")])
+    first = env.state().prepare([ref])[ref.uid]
+    again = env.state().prepare([ref])[ref.uid]  # new process, same dirs
+    assert again == first
+
+
+def test_changed_boot_id_re_prepares(env):
+    ref = env.claims.add("c1", [result("gpu-0", "gpu")])
+    env.state().prepare([ref])
+    env.boot_id = "boot-2"
+    for p in env.cdi_root.glob("*.json"):
+        p.unlink()  # /var/run is a tmpfs: gone after a reboot
+    out = env.state().prepare([ref])[ref.uid]
+    assert out.error == ""
+    cp = json.loads((env.state_dir / "checkpoint.json").read_text())
+    assert cp["claims"][ref.uid]["bootID"] == "boot-2"
+    assert len(env.cdi_files()) == 1
+
+
+def test_unprepare_removes_everything_and_is_idempotent(env):
+    ref = env.claims.add("c1", [result("gpu-0", "gpu")])
+    st = env.state()
+    st.prepare([ref])
+    assert st.unprepare([ref]) == {ref.uid: ""}
+    assert env.cdi_files() == []
+    assert st.prepared() == {}
+    assert st.unprepare([ref]) == {ref.uid: ""}
+
+
+def test_unprepare_works_after_claim_deleted_and_after_restart(env):
+    ref = env.claims.add("c1", [result("gpu-0", "gpu")])
+    env.state().prepare([ref])
+    del env.claims.claims[("default", "c1")]
+    reads = env.claims.reads
+    st = env.state()
+    assert st.unprepare([ref]) == {ref.uid: ""}
+    assert env.claims.reads == reads, "unprepare must not need the claim object"
+    assert env.cdi_files() == [] and st.prepared() == {}
+
+
+def test_unprepare_unknown_uid_succeeds(env):
+    st = env.state()
+    assert st.unprepare([ClaimRef("default", "never", "0000-1111")]) == {"0000-1111": ""}
+
+
+def test_unknown_claim(env):
+    st = env.state()
+    out = st.prepare([ClaimRef("default", "missing", "abc-1")])
+    assert out["abc-1"].error == "claim default/missing not found"
+
+
+def test_uid_mismatch(env):
+    ref = env.claims.add("c1", [result("gpu-0")])
+    out = env.state().prepare([ClaimRef("default", "c1", "some-other-uid")])
+    assert "UID mismatch" in out["some-other-uid"].error and ref.uid in out["some-other-uid"].error
+
+
+def test_unallocated_claim(env):
+    ref = env.claims.add("c1", None)
+    assert env.state().prepare([ref])[ref.uid].error == "claim default/c1 is not allocated"
+
+
+def test_results_for_other_drivers_only_prepare_nothing(env):
+    ref = env.claims.add("c1", [{"request": "r", "driver": "other.example.com", "pool": "n1", "device": "x"}])
+    st = env.state()
+    out = st.prepare([ref])[ref.uid]
+    assert out.error == "" and out.devices == ()
+    assert env.cdi_files() == [] or all(ref.uid in f for f in env.cdi_files())
+
+
+def test_device_not_in_inventory(env):
+    ref = env.claims.add("c1", [result("gpu-7")])
+    out = env.state().prepare([ref])[ref.uid]
+    assert out.error == "claim default/c1: device gpu-7 of pool n1 is not in the current inventory"
+    assert env.cdi_files() == []
+
+
+def test_device_of_another_pool(env):
+    ref = env.claims.add("c1", [{**result("gpu-0"), "pool": "n2"}])
+    out = env.state().prepare([ref])[ref.uid]
+    assert "is in pool 'n2', not this node's pool 'n1'" in out.error
+
+
+def test_duplicate_claims_in_one_request(env):
+    ref = env.claims.add("c1", [result("gpu-0")])
+    st = env.state()
+    out = st.prepare([ref, ref, ref])
+    assert list(out) == [ref.uid] and out[ref.uid].error == ""
+    clash = st.prepare([ref, ClaimRef("default", "c2", ref.uid)])
+    assert "listed twice with different names" in clash[ref.uid].error
+
+
+@pytest.mark.parametrize(
+    "ref, fragment",
+    [
+        (ClaimRef("../../etc", "c", "u-1"), "invalid claim namespace"),
+        (ClaimRef("default", "a/b", "u-1"), "invalid claim name"),
+        (ClaimRef("default", "c", "../../x"), "invalid claim UID"),
+        (ClaimRef("default", "c", "a" * 65), "invalid claim UID"),
+        (ClaimRef("default", "x" * 300, "u-1"), "invalid claim name"),
+    ],
+)
+def test_hostile_names_are_rejected_before_any_file_is_touched(env, ref, fragment):
+    st = env.state()
+    out = st.prepare([ref])
+    assert fragment in out[ref.uid].error
+    assert env.claims.reads == 0
+    assert env.cdi_files() == []
+
+
+def test_hostile_device_name_in_allocation(env):
+    ref = env.claims.add("c1", [result("../../../etc/passwd")])
+    out = env.state().prepare([ref])[ref.uid]
+    assert "results[0].device" in out.error and "DNS label" in out.error
+    assert env.cdi_files() == []
+
+
+def test_unprepare_hostile_uid(env):
+    out = env.state().unprepare([ClaimRef("default", "c", "../x")])
+    assert "invalid claim UID" in out["../x"]
+
+
+def test_one_bad_claim_does_not_fail_the_others(env):
+    good = env.claims.add("good", [result("gpu-1")])
+    bad = env.claims.add("bad", [result("gpu-9")])
+    out = env.state().prepare([good, ClaimRef("default", "gone", "g-1"), bad])
+    assert out[good.uid].error == "" and out["g-1"].error and out[bad.uid].error
+    assert len(env.cdi_files()) == 1
+
+
+def test_thousands_of_claims_in_one_request(env):
+    # gpu-0-timeslicing allows multiple allocations: 2000 claims can share it.
+    refs = [env.claims.add(f"c{i}", [result("gpu-0-timeslicing", shareID=f"share-{i}")]) for i in range(2000)]
+    refs += [ClaimRef("default", f"missing-{i}", f"m-{i}") for i in range(500)]
+    st = env.state()
+    out = st.prepare(refs)
+    assert len(out) == 2500
+    assert sum(1 for r in out.values() if not r.error) == 2000
+    assert len(env.cdi_files()) == 2000
+    assert st.unprepare(refs) == {r.uid: "" for r in refs}
+    assert env.cdi_files() == []
+
+
+def test_checkpoint_write_failure_leaves_nothing_behind(env, monkeypatch):
+    ref = env.claims.add("c1", [result("gpu-0")])
+    st = env.state()
+
+    def boom(cp, durable=True):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(st._store, "save", boom)
+    out = st.prepare([ref])[ref.uid]
+    assert "writing checkpoint" in out.error and "No space left" in out.error
+    assert st.prepared() == {} and env.cdi_files() == []
