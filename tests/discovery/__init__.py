@@ -1,0 +1,1 @@
+"""Tests of driver.discovery and the discover/make-sysfs/show commands."""

@@ -1,0 +1,91 @@
+"""make_sysfs writes the kernel's layout, deterministically; set_fault/read_fault round-trip."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from driver.discovery import FAULT_FILE, PROFILES, make_sysfs, read_fault, set_fault
+from driver.errors import InputError
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            rel = str(p.relative_to(root))
+            if p.is_symlink():
+                out[rel] = "-> " + os.readlink(p)
+            elif p.is_file():
+                out[rel] = p.read_text()
+    return out
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_deterministic(profile, tmp_path, pristine) -> None:
+    make_sysfs(profile, tmp_path / "again")
+    assert snapshot(tmp_path / "again") == snapshot(pristine(profile))
+
+
+def test_kernel_layout(pristine) -> None:
+    root = pristine("demo")
+    link = root / "bus/pci/devices/0000:0f:00.0"
+    assert link.is_symlink() and not os.path.isabs(os.readlink(link))
+    assert os.readlink(link) == "../../../devices/pci0000:00/0000:00:01.0/0000:0d:00.0/0000:0e:00.0/0000:0f:00.0"
+    dev = link.resolve()
+    assert (dev / "vendor").read_text() == "0x10de\n"
+    assert (dev / "device").read_text() == "0x20b0\n"
+    assert (dev / "class").read_text() == "0x030200\n"
+    assert (dev / "numa_node").read_text() == "0\n"
+    assert (dev / "sriov_numvfs").read_text() == "16\n"
+    vf = (dev / "virtfn0").resolve()
+    assert vf.name == "0000:0f:00.4" and vf.parent == dev.parent
+    assert (vf / "physfn").resolve() == dev
+    assert (vf / "mdev_supported_types/nvidia-475/name").read_text() == "NVIDIA A100-4C\n"
+    net = root / "class/net/ens3f0"
+    assert net.is_symlink() and (net / "speed").read_text() == "100000\n"
+    assert (net / "device").resolve() == (root / "bus/pci/devices/0000:0c:00.0").resolve()
+    # Every regular file ends with a newline, like sysfs attributes.
+    assert all(v.endswith("\n") for k, v in snapshot(root).items() if not v.startswith("-> "))
+
+
+def test_unknown_profile_lists_the_known_ones(tmp_path) -> None:
+    with pytest.raises(InputError) as info:
+        make_sysfs("dgx-b300", tmp_path / "x")
+    assert "unknown sysfs profile 'dgx-b300'" in str(info.value)
+    for name in PROFILES:
+        assert name in str(info.value)
+
+
+def test_refuses_non_empty_output(tmp_path) -> None:
+    (tmp_path / "keep.txt").write_text("mine")
+    with pytest.raises(InputError, match="not an empty directory"):
+        make_sysfs("demo", tmp_path)
+    assert (tmp_path / "keep.txt").read_text() == "mine"
+
+
+def test_empty_existing_directory_is_fine(tmp_path) -> None:
+    make_sysfs("no-gpu", tmp_path)
+    assert (tmp_path / "bus/pci/devices").is_dir()
+
+
+def test_fault_round_trip(tree) -> None:
+    root = tree("demo")
+    assert read_fault(root, "0000:07:00.0") is None
+    set_fault(root, "0000:07:00.0", "XID 79: GPU has fallen off the bus\nsecond line")
+    assert read_fault(root, "0000:07:00.0") == "XID 79: GPU has fallen off the bus second line"
+    assert (root / "bus/pci/devices/0000:07:00.0" / FAULT_FILE).resolve().parent.name == "0000:07:00.0"
+    assert read_fault(root, "0000:0f:00.0") is None
+    set_fault(root, "0000:07:00.0", None)
+    assert read_fault(root, "0000:07:00.0") is None
+    set_fault(root, "0000:07:00.0", None)  # clearing twice is fine
+
+
+def test_fault_on_unknown_device(tree) -> None:
+    root = tree("demo")
+    with pytest.raises(InputError, match="no PCI device 0000:99:00.0"):
+        set_fault(root, "0000:99:00.0", "boom")
+    assert read_fault(root, "0000:99:00.0") is None

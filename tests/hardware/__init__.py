@@ -1,0 +1,1 @@
+"""Tests of driver.hardware (tables, loader, overrides)."""

@@ -1,0 +1,111 @@
+"""Driver-config `hardware:` overrides: additions, field overrides, inheritance, and every error path."""
+
+from __future__ import annotations
+
+import pytest
+
+from driver.errors import ConfigError
+from driver.hardware import load_catalog
+from driver.hardware.merge import deep_merge, resolve_inherits
+
+
+def test_deep_merge_rules() -> None:
+    base = {"a": 1, "m": {"x": 1, "y": 2}, "l": [1, 2]}
+    assert deep_merge(base, {"m": {"y": 3, "z": 4}, "l": [9], "a": None}) == {"m": {"x": 1, "y": 3, "z": 4}, "l": [9]}
+    assert base == {"a": 1, "m": {"x": 1, "y": 2}, "l": [1, 2]}  # inputs untouched
+
+
+def test_inherits_list_applies_in_order_then_self() -> None:
+    entries = {"a": {"v": 1, "w": 1}, "b": {"v": 2}, "c": {"inherits": ["a", "b"], "x": 3}}
+    assert resolve_inherits(entries, "t")["c"] == {"v": 2, "w": 1, "x": 3}
+
+
+def test_add_simulated_model_inheriting_an_existing_one() -> None:
+    catalog = load_catalog({
+        "gpus": {
+            "a100-sim": {
+                "inherits": "a100-40gb",
+                "device_id": 0xBEEF,
+                "product_name": "Simulated A100",
+                "vgpu": None,  # null deletes the inherited vGPU table
+            }
+        }
+    })
+    sim = catalog.gpu(0xBEEF)
+    assert sim.name == "a100-sim" and sim.product_name == "Simulated A100"
+    assert sim.mig_profiles == catalog.gpu(0x20B0).mig_profiles
+    assert sim.vgpu_profiles == ()
+    assert catalog.gpu(0x20B0) is not None  # the original stays
+
+
+def test_override_field_of_existing_model() -> None:
+    catalog = load_catalog({"gpus": {"t4": {"memory_mib": 15360, "vgpu": {"profiles": ["15C", "5C"], "board_gb": 15}}}})
+    t4 = catalog.gpu(0x1EB8)
+    assert t4.memory_mib == 15360
+    assert [(p.name, p.max_instances) for p in t4.vgpu_profiles] == [("T4-15C", 1), ("T4-5C", 3)]
+
+
+def test_new_layout_and_explicit_vgpu_profiles() -> None:
+    catalog = load_catalog({
+        "mig_layouts": {"2-slice": {"memory_slices": 2, "shapes": {"1g": {"compute_slices": 1, "memory_slices": 1, "placements": [0, 1]},
+                                                                   "2g": {"compute_slices": 2, "memory_slices": 2, "placements": [0]}}}},
+        "gpus": {"tiny": {
+            "device_id": 0x1234, "product_name": "Tiny", "architecture": "Test", "memory_mib": 2048,
+            "multiprocessors": 4, "copy_engines": 2,
+            "mig": {"layout": "2-slice", "profiles": {"1g.1gb": {"shape": "1g", "sms": 2, "mib": 1024, "ce": 1},
+                                                       "2g.2gb": {"shape": "2g", "sms": 4, "mib": 2048, "ce": 2}}},
+            "vgpu": {"profiles": [{"name": "Tiny-1C", "framebuffer_mib": 1024, "max_instances": 2}]},
+        }},
+        "nics": {"1d0f:efa1": {"name": "efa", "product_name": "Elastic Fabric Adapter"}},
+    })
+    tiny = catalog.gpu(0x1234)
+    assert tiny.mig_memory_slices == 2 and [p.name for p in tiny.mig_profiles] == ["2g.2gb", "1g.1gb"]
+    assert tiny.vgpu_profiles[0].name == "Tiny-1C"
+    assert catalog.nics[(0x1D0F, 0xEFA1)].name == "efa"
+
+
+BAD = [
+    ({"gpus": {"t4": {"memry_mib": 1}}}, "hardware.gpus.t4: unknown field(s) ['memry_mib']"),
+    ({"gpus": {"t4": {"memory_mib": "lots"}}}, "hardware.gpus.t4.memory_mib: must be an integer"),
+    ({"gpus": {"t4": {"memory_mib": 0}}}, "hardware.gpus.t4.memory_mib: must be >= 1"),
+    ({"gpus": {"x": {"inherits": "t4", "device_id": 0x1EB8}}}, "hardware.gpus.x.device_id: 0x1eb8 already used by model 't4'"),
+    ({"gpus": {"x": {"inherits": "nope"}}}, "hardware.gpus.x.inherits: unknown model 'nope'"),
+    ({"gpus": {"x": {"inherits": "y"}, "y": {"inherits": "x"}}}, "inheritance cycle"),
+    ({"gpus": {"x": {"inherits": "t4"}}}, "hardware.gpus.x.device_id"),  # duplicate of t4's ID
+    ({"gpus": {"x": {"device_id": 0x9999}}}, "hardware.gpus.x.product_name: required field missing"),
+    ({"gpus": {"x": {"device_id": 0x10000, "product_name": "p"}}}, "hardware.gpus.x.device_id: must be in [0, 65535]"),
+    ({"gpus": {"x": "text"}}, "hardware.gpus.x: must be a mapping"),
+    ({"gpus": {"a100-40gb": {"mig": {"layout": "9-slice"}}}}, "hardware.gpus.a100-40gb.mig.layout: unknown MIG layout '9-slice'"),
+    ({"gpus": {"a100-40gb": {"mig": {"profiles": {"1g.5gb": {"shape": "5g"}}}}}},
+     "hardware.gpus.a100-40gb.mig.profiles.1g.5gb.shape: unknown shape '5g'"),
+    ({"gpus": {"a100-40gb": {"mig": {"profiles": {"1g.5gb": {"sms": 500}}}}}},
+     "hardware.gpus.a100-40gb.mig.profiles.1g.5gb.sms: 500 exceeds the GPU's multiprocessors (108)"),
+    ({"gpus": {"a100-40gb": {"mig": {"profiles": {"1g.5gb": {"colour": 1}}}}}},
+     "hardware.gpus.a100-40gb.mig.profiles.1g.5gb: unknown field(s) ['colour']"),
+    ({"mig_layouts": {"8-slice": {"shapes": {"2g": {"placements": [0, 4, 2]}}}}},
+     "hardware.mig_layouts.8-slice.shapes.2g.placements: must be strictly increasing"),
+    ({"mig_layouts": {"8-slice": {"shapes": {"2g": {"placements": [0, 7]}}}}},
+     "hardware.mig_layouts.8-slice.shapes.2g.placements: start 7 + 2 memory slice(s) exceeds the 8 memory slices"),
+    ({"mig_layouts": {"8-slice": {"shapes": {"2g": {"placements": []}}}}}, "placements: must be a non-empty list"),
+    ({"gpus": {"t4": {"vgpu": {"profiles": ["16Q"]}}}}, "hardware.gpus.t4.vgpu.profiles[0]: '16Q' is not a C-series suffix"),
+    ({"gpus": {"t4": {"vgpu": {"profiles": ["32C"]}}}}, "hardware.gpus.t4.vgpu.profiles[0]: 32C framebuffer exceeds board_gb 16"),
+    ({"gpus": {"t4": {"vgpu": {"profiles": ["4C", "4C"]}}}}, "duplicate vGPU profile names"),
+    ({"gpus": {"t4": {"vgpu": {"profiles": [{"name": "T4-X", "framebuffer_mib": 16384, "max_instances": 2}]}}}},
+     "hardware.gpus.t4.vgpu.profiles[0]: 2 x 16384 MiB exceeds the GPU's memory_mib (16384)"),
+    ({"nics": {"mellanox": {"name": "x", "product_name": "y"}}}, "hardware.nics.mellanox: key must be '<vendor>:<device>'"),
+    ({"nics": {"15b3:abcd": {"name": "x"}}}, "hardware.nics.15b3:abcd.product_name: required field missing"),
+    ({"gpu": {}}, "hardware: unknown section(s) ['gpu']"),
+    ({"gpus": ["t4"]}, "hardware.gpus: must be a mapping, got list"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "message"), BAD, ids=[m[:50] for _, m in BAD])
+def test_bad_overrides_name_model_and_field(overrides, message) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_catalog(overrides)
+    assert message in str(info.value)
+
+
+def test_overrides_must_be_a_mapping() -> None:
+    with pytest.raises(ConfigError, match="hardware: must be a mapping"):
+        load_catalog(["gpus"])  # type: ignore[arg-type]
