@@ -1,0 +1,122 @@
+"""check_pool really finds each apiserver rule violation (so 'check_pool(...) == []' means something)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from builders import demo_like
+
+from driver.features import Features
+from driver.slices import check_pool, render_pool
+
+POOL = render_pool(demo_like(), Features(), node_name="node-1", driver_name="fake-dra.example.com")
+
+
+def specs():
+    return copy.deepcopy(list(POOL.slices))
+
+
+def first_device(s):
+    return s[1]["devices"][0]
+
+
+def mutate_too_many_devices(s):
+    s[1]["devices"].extend(s[2]["devices"][:1])
+    del s[2]["devices"][0]
+
+
+def mutate_nine_counter_sets(s):
+    s[0]["sharedCounters"] = [dict(s[0]["sharedCounters"][0], name=f"set-{k}") for k in range(9)]
+
+
+def mutate_33_counters(s):
+    s[0]["sharedCounters"][0]["counters"].update({f"c{k}": {"value": "1"} for k in range(33)})
+
+
+def mutate_three_groups(s):
+    first_device(s)["consumesCounters"][0]["compatibilityGroups"] = ["a", "b", "c"]
+
+
+def mutate_group_not_dns(s):
+    first_device(s)["consumesCounters"][0]["compatibilityGroups"] = ["Mig"]
+
+
+def mutate_three_consumptions(s):
+    dev = first_device(s)
+    dev["consumesCounters"] = [dict(dev["consumesCounters"][0], counterSet=f"x{k}") for k in range(3)]
+
+
+def mutate_device_name(s):
+    first_device(s)["name"] = "gpu-0-mig-1g.5gb-0"
+
+
+def mutate_counter_name(s):
+    s[0]["sharedCounters"][0]["counters"]["memorySlice0"] = {"value": "1"}
+
+
+def mutate_long_string(s):
+    first_device(s)["attributes"]["productName"] = {"string": "x" * 65}
+
+
+def mutate_33_attributes(s):
+    first_device(s)["attributes"].update({f"a{k}": {"int": k} for k in range(32)})
+
+
+def mutate_both_in_one_slice(s):
+    s[1]["sharedCounters"] = s[0]["sharedCounters"]
+
+
+def mutate_two_node_selectors(s):
+    s[1]["allNodes"] = True
+
+
+def mutate_dangling_counter_set(s):
+    first_device(s)["consumesCounters"][0]["counterSet"] = "gpu-9-counters"
+
+
+def mutate_unknown_counter(s):
+    first_device(s)["consumesCounters"][0]["counters"]["bogus"] = {"value": "1"}
+
+
+def mutate_duplicate_device(s):
+    s[2]["devices"].append(copy.deepcopy(first_device(s)))
+
+
+def mutate_policy_on_exclusive(s):
+    first_device(s)["capacity"]["memory"]["requestPolicy"] = {"default": "1Gi"}
+
+
+def mutate_value_and_value_from(s):
+    counters = first_device(s)["consumesCounters"][0]["counters"]
+    counters["memory"]["valueFrom"] = {"capacityName": "memory"}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needle"),
+    [
+        (mutate_too_many_devices, "65 devices > 64"),
+        (mutate_nine_counter_sets, "9 counter sets > 8"),
+        (mutate_33_counters, "counters (1..32)"),
+        (mutate_three_groups, "at most 2"),
+        (mutate_group_not_dns, "group 'Mig' is not a DNS label"),
+        (mutate_three_consumptions, "3 consumesCounters entries > 2"),
+        (mutate_device_name, "device name is not a DNS label"),
+        (mutate_counter_name, "'memorySlice0' is not a DNS label"),
+        (mutate_long_string, "longer than 64"),
+        (mutate_33_attributes, "attributes+capacities > 32"),
+        (mutate_both_in_one_slice, "devices and sharedCounters in one slice"),
+        (mutate_two_node_selectors, "exactly one of nodeName"),
+        (mutate_dangling_counter_set, "unknown counter set gpu-9-counters"),
+        (mutate_unknown_counter, "unknown counters ['bogus']"),
+        (mutate_duplicate_device, "defined twice"),
+        (mutate_policy_on_exclusive, "allowMultipleAllocations is not true"),
+        (mutate_value_and_value_from, "exactly one of value or valueFrom"),
+    ],
+)
+def test_each_violation_is_reported(mutate, needle):
+    s = specs()
+    assert check_pool(s) == []
+    mutate(s)
+    problems = check_pool(s)
+    assert any(needle in p for p in problems), problems
