@@ -100,7 +100,10 @@ class Search:
                 for si, req in enumerate(alternatives):
                     if req.mode == "All":
                         self.all_devices[(ci, ri, si)] = self._collect_all(claim, req)
-        return self._one(0, 0, 0, 0, False, (0, 0))
+        try:
+            return self._one(0, 0, 0, 0, False, (0, 0))
+        except _MaxResults:
+            return False
 
     def run_and_rollback(self) -> bool:
         ok = self.run()
@@ -128,7 +131,8 @@ class Search:
             raise AllocationError(f"claim {claim.label}, request {req.name}: device {dev.name}: {exc}") from None
 
     # ---- recursion (mirrors upstream allocateOne) -------------------------------------------
-    def _one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int]) -> bool:
+    def _tick(self, ci: int) -> None:
+        # One step = one recursion or one candidate check: proportional to the work done.
         self.steps += 1
         if self.steps > self.budget:
             label = self.claims[min(ci, len(self.claims) - 1)].label
@@ -136,6 +140,9 @@ class Search:
                 f"claim {label}: gave up after {self.budget} search steps without deciding; the request is "
                 "too combinatorial (many similar devices with constraints?) — raise the budget or simplify it"
             )
+
+    def _one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int]) -> bool:
+        self._tick(ci)
         if ci >= len(self.claims):
             return True
         claim = self.claims[ci]
@@ -194,6 +201,7 @@ class Search:
                     continue
                 if not self.alloc.selectable(claim, req, dev):
                     continue
+                self._tick(ci)
                 undo = self._allocate_device(ci, req, dev, pool, must=False, reasons=reasons)
                 if undo is None:
                     continue

@@ -16,7 +16,7 @@ from typing import Any
 from driver.allocator.devices import Capacity, CounterKey, DeviceInfo, DeviceKey, qualify
 from driver.allocator.engine import DEFAULT_BUDGET, Placement, Search, SearchState, qualified, selector_matches
 from driver.allocator.explain import explain_failure
-from driver.allocator.inputs import Claim, DeviceClass, Request, allocated_results, parse_claim, parse_class
+from driver.allocator.inputs import MAX_RESULTS, Claim, DeviceClass, Request, allocated_results, parse_claim, parse_class
 from driver.allocator.pools import Node, Pool, counter_totals, gather_pools, index_slices
 from driver.allocator.render import render_allocation
 from driver.allocator.rules import CounterLedger, GroupIntersection, parse_consumed_counters
@@ -187,6 +187,9 @@ class Allocator:
     # ---- public --------------------------------------------------------------------------------
     def check_claim(self, claim: Claim) -> None:
         """Gate and class checks upstream does before searching (errors for the claim)."""
+        minimum = sum(min(r.count for r in alternatives) for alternatives in claim.requests)
+        if minimum > MAX_RESULTS:
+            raise AllocationError(f"claim {claim.label}: number of requested devices {minimum} exceeds the claim limit of {MAX_RESULTS}")
         for alternatives in claim.requests:
             for req in alternatives:
                 if claim.has_first_available and not self.features.prioritized_list:
