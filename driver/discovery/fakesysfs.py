@@ -296,6 +296,11 @@ def make_sysfs(profile: str, out: Path) -> None:
     spec = PROFILES.get(profile)
     if spec is None:
         raise InputError(f"unknown sysfs profile {profile!r}; known profiles: {', '.join(sorted(PROFILES))}")
+    write_profile(spec, out)
+
+
+def write_profile(spec: SysfsProfile, out: Path) -> None:
+    """Write a custom SysfsProfile (e.g. a variant of PROFILES[...] made with dataclasses.replace)."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError(f"output {out} exists and is not an empty directory")

@@ -231,7 +231,9 @@ class _Walker:
         return out
 
 
-def _merge_mdev(types: list[MdevType], walker: _Walker, gpu_address: str) -> tuple[MdevType, ...]:
+def _merge_mdev(
+    types: list[MdevType], walker: _Walker, gpu_address: str, paths: dict[str, Path]
+) -> tuple[MdevType, ...]:
     """Fold per-function mdev types into one entry per type id (instances summed, parents listed)."""
     merged: dict[str, MdevType] = {}
     for t in types:
@@ -240,7 +242,7 @@ def _merge_mdev(types: list[MdevType], walker: _Walker, gpu_address: str) -> tup
             merged[t.type_id] = t
         elif seen.name != t.name:
             walker.warn(
-                f"{t.parents[0]}/mdev_supported_types/{t.type_id}/name",
+                paths[t.parents[0]] / "mdev_supported_types" / t.type_id / "name",
                 f"name {t.name!r} differs from {seen.name!r} on {seen.parents[0]}; ignoring it for GPU {gpu_address}",
             )
         else:
@@ -290,9 +292,11 @@ def _gpu(walker: _Walker, catalog: HardwareCatalog, item: _Found, index: int) ->
         return None
     # Pre-Ampere vGPU: types on the PF. Ampere+ SR-IOV vGPU: types on each VF (virtfnN).
     types = walker.mdev_types(path, pci.address)
+    paths = {pci.address: path}
     for _, vf_path in walker.virtfns(path, f"GPU {pci.address}"):
         types += walker.mdev_types(vf_path, vf_path.name)
-    return Gpu(index=index, pci=pci, model=model, mdev_types=_merge_mdev(types, walker, pci.address))
+        paths[vf_path.name] = vf_path
+    return Gpu(index=index, pci=pci, model=model, mdev_types=_merge_mdev(types, walker, pci.address, paths))
 
 
 def _nic(

@@ -7,6 +7,8 @@ naming the model and field instead of publishing impossible partitions.
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 from collections.abc import Mapping
 from importlib import resources
@@ -33,9 +35,14 @@ _VGPU_SUFFIX = re.compile(r"^(\d+)C$")
 _NIC_KEY = re.compile(r"^([0-9a-fA-F]{4}):([0-9a-fA-F]{4})$")
 
 
+# libyaml when present: the tables are parsed at every start-up and on every `slices`/`discover` run.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@functools.cache
 def _read_builtin(name: str) -> dict[str, Any]:
     text = resources.files("driver.hardware.data").joinpath(name).read_text(encoding="utf-8")
-    data = yaml.safe_load(text) or {}
+    data = yaml.load(text, Loader=_Loader) or {}  # noqa: S506 - a safe loader
     if not isinstance(data, dict):  # pragma: no cover - our own files
         raise ConfigError(f"built-in hardware table {name}: not a mapping")
     return data
@@ -43,7 +50,8 @@ def _read_builtin(name: str) -> dict[str, Any]:
 
 def builtin_tables() -> dict[str, Any]:
     """The raw built-in tables (gpus.yaml + nics.yaml) as one mapping, before inheritance."""
-    return deep_merge(_read_builtin("gpus.yaml"), _read_builtin("nics.yaml"))
+    # Deep copy: callers (and overrides) must never alter the cached parse.
+    return copy.deepcopy(deep_merge(_read_builtin("gpus.yaml"), _read_builtin("nics.yaml")))
 
 
 def load_catalog(overrides: Mapping[str, Any] | None = None) -> HardwareCatalog:

@@ -223,13 +223,15 @@ def test_garbled_sriov_counts_skip_the_nic(tree, catalog) -> None:
 def test_garbled_mdev_type_skips_only_that_type(tree, catalog) -> None:
     root = tree()
     vf0 = (dev(root, GPU1) / "virtfn0").resolve()
+    vf1 = (dev(root, GPU1) / "virtfn1").resolve()
     (vf0 / "mdev_supported_types/nvidia-475/available_instances").write_text("lots\n")
     (vf0 / "mdev_supported_types/nvidia-474/name").unlink()
+    (vf1 / "mdev_supported_types/nvidia-474/name").write_text("NVIDIA A100-3C\n")  # disagrees with nothing left
     inv = discover(root, catalog)
     types = {t.type_id: t for t in inv.gpus[1].mdev_types}
-    assert len(types) == 6
-    assert types["nvidia-475"].available_instances == 15 and vf0.name not in types["nvidia-475"].parents
-    assert types["nvidia-473"].available_instances == 16
+    assert sorted(types) == ["nvidia-474", "nvidia-475"]
+    assert types["nvidia-475"].available_instances == 1 and types["nvidia-475"].parents == (vf1.name,)
+    assert types["nvidia-474"].parents == (vf1.name,) and types["nvidia-474"].profile == "A100-3C"
     one_warning(inv, f"{vf0.name}/mdev_supported_types/nvidia-475/available_instances", "want an integer")
     one_warning(inv, f"{vf0.name}/mdev_supported_types/nvidia-474/name: missing")
 
@@ -262,13 +264,13 @@ def test_warnings_are_logged_with_the_path(tree, catalog, caplog) -> None:
     assert len(records) == 1 and records[0].path.endswith(f"{GPU0}/vendor")
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(8))
 def test_random_damage_never_crashes(tree, catalog, seed) -> None:
     """Overwrite, delete or re-link random entries; discovery must finish and only ever shrink."""
     rng = random.Random(seed)
-    root = tree("vgpu-host")
+    root = tree("mini")
     entries = sorted(str(p) for p in root.rglob("*"))
-    for path in map(Path, rng.sample(entries, 40)):
+    for path in map(Path, rng.sample(entries, 25)):
         if not (path.exists() or path.is_symlink()):
             continue
         action = rng.choice(["garbage", "delete", "loop", "binary"])
@@ -284,5 +286,15 @@ def test_random_damage_never_crashes(tree, catalog, seed) -> None:
         elif action == "binary":
             path.write_bytes(bytes(rng.randrange(256) for _ in range(8)))
     inv = discover(root, catalog)
-    assert len(inv.gpus) <= 5 and len(inv.nics) <= 2
+    assert len(inv.gpus) <= 2 and len(inv.nics) <= 1
     assert all(isinstance(w, str) and w for w in inv.warnings)
+
+
+def test_conflicting_mdev_type_names_across_vfs(tree, catalog) -> None:
+    root = tree()
+    vf1 = (dev(root, GPU1) / "virtfn1").resolve()
+    (vf1 / "mdev_supported_types/nvidia-475/name").write_text("NVIDIA A100-5C\n")
+    inv = discover(root, catalog)
+    t = {t.type_id: t for t in inv.gpus[1].mdev_types}["nvidia-475"]
+    assert t.profile == "A100-4C" and t.available_instances == 1
+    one_warning(inv, str(vf1 / "mdev_supported_types/nvidia-475/name"), "differs from 'NVIDIA A100-4C'")
