@@ -21,7 +21,7 @@ from driver.model.inventory import Inventory
 from driver.slices.common import Rendered, RenderContext
 from driver.slices.config import SliceConfig
 from driver.slices.gpu import render_gpu
-from driver.slices.names import is_dns_subdomain
+from driver.slices.names import is_dns_label, is_dns_subdomain
 from driver.slices.nic import render_nic
 
 MAX_COUNTER_SETS_PER_SLICE = 8
@@ -104,6 +104,7 @@ def render_pool(
         total.extend(render_gpu(gpu, ctx))
     for nic in sorted(inventory.nics, key=lambda n: n.index):
         total.extend(render_nic(nic, ctx))
+    _drop_unnamable(total)
     _check_unique(total)
     _clip_strings(total)
 
@@ -131,6 +132,20 @@ def _check_unique(total: Rendered) -> None:
         if cs["name"] in seen:
             raise InputError(f"inventory yields counter set {cs['name']!r} twice (duplicate GPU/NIC index)")
         seen.add(cs["name"])
+
+
+def _drop_unnamable(total: Rendered) -> None:
+    """A device whose name or group is not a DNS label (a config-file profile with a very long or
+    odd name) would make the apiserver reject its whole slice: leave it out and say so."""
+    kept = []
+    for dev in total.devices:
+        groups = [g for e in dev.get("consumesCounters", ()) for g in e.get("compatibilityGroups", ())]
+        bad = [n for n in (dev["name"], *groups) if not is_dns_label(n)]
+        if bad:
+            total.warnings.append(f"{dev['name']}: {bad[0]!r} is not a DNS label (<= 63 characters); device not published")
+            continue
+        kept.append(dev)
+    total.devices = kept
 
 
 def _clip_strings(total: Rendered) -> None:

@@ -237,3 +237,16 @@ def test_tiny_gpus_get_no_shared_devices_and_slow_links_no_policy():
     assert of_type(pool, "timeshare") == {}
     assert pool.counter_sets()["nic-0-counters"]["counters"]["bandwidth"] == {"value": "150M"}
     assert check_pool(pool) == []
+
+
+def test_profiles_too_long_for_a_dns_label_are_left_out_with_a_warning():
+    from dataclasses import replace
+
+    from driver.model.hardware import VgpuProfile
+
+    odd = replace(A100_40GB, vgpu_profiles=(VgpuProfile("A100-" + "X" * 60 + "-4C", 4096, 2),
+                                             VgpuProfile("A100-4C", 4096, 10)))
+    pool = render(Inventory(gpus=(gpu(0, model=odd, mdev=("A100-" + "X" * 60 + "-4C", "A100-4C")),)))
+    assert len(of_type(pool, "vgpu")) == 10
+    assert sum("is not a DNS label" in w for w in pool.warnings) == 2
+    assert check_pool(pool) == []
