@@ -10,9 +10,11 @@ resourceslice) so that a cluster sees the same behaviour as from a Go driver:
 - existing slices are matched to desired ones by the index in their name; slices of an older pool
   generation, of another pool, or with an unparsable/out-of-range index are obsolete and deleted
   (first, so devices that are gone disappear even if the rest fails);
-- `pool.generation` is kept when at most one existing slice changes and none is created (one
-  object update is atomic, so no reader can see a mixed pool), and bumped otherwise, which then
-  rewrites every slice; `resourceSliceCount` is the number of desired slices;
+- `pool.generation` is kept when a single write suffices (one update, or one create restoring a
+  slice someone deleted: one object write is atomic, so no reader can see a mixed pool), and
+  bumped otherwise, which then rewrites every slice. The Go helper also bumps for a single create;
+  we do not, so an externally deleted slice costs one request, not a rewrite of the pool.
+  `resourceSliceCount` is the number of desired slices;
 - every slice carries spec.nodeName and, when the Node's UID is known, a controller ownerReference
   to the Node so garbage collection removes slices with the node;
 - a conflict (409) or a vanished object restarts the pass from a fresh list (bounded attempts);
@@ -198,7 +200,7 @@ def _attempt(
         or (owner and not _has_owner(s, owner_uid))
     }
     new = [i for i in range(len(specs)) if i not in matched]
-    if generation == 0 or new or len(changed) > 1:
+    if generation == 0 or len(new) + len(changed) > 1:
         generation += 1
         changed = set(matched)  # every slice must carry the new generation
     stats.generation = generation
