@@ -10,6 +10,7 @@ partition map before and after the tour scenario. No cluster, no container engin
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -20,8 +21,8 @@ from typing import Any, TextIO
 
 from driver import DEFAULT_DRIVER_NAME
 from driver.commands import common
+from driver.e2e.local import NODE as DEMO_NODE
 
-DEMO_NODE = "demo-node"
 TOUR = "tour"
 
 
@@ -104,11 +105,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         out.write(partition_map.render(to_resource_slices(pool), [], DEFAULT_DRIVER_NAME) + "\n")
         if args.inventory_only:
             return 0
-        try:
-            import driver.e2e.local  # noqa: F401 - the local backend lands with the plugin client
-        except ImportError as exc:
-            out.write(f"\n(e2e scenarios skipped: local backend not available: {exc})\n")
-            return 0
         return _run_e2e(args, out, started)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -118,18 +114,23 @@ def _run_e2e(args: argparse.Namespace, out: TextIO, started: float) -> int:
     from driver.e2e import partition_map
     from driver.e2e.local import LocalBackend
     from driver.e2e.manifests import claim_object
-    from driver.e2e.report import render_table, write_junit
+    from driver.e2e.report import RunReport, render_summary, render_table, write_junit
     from driver.e2e.runner import run_all
     from driver.e2e.scenario import load_scenarios
 
     scenarios = load_scenarios(names=args.scenario)
-    backend = LocalBackend()
-    report = run_all(scenarios, backend, claim_object)
-    _section(out, f"E2E scenarios on the local backend ({len(scenarios)} scenarios)")
-    for s in scenarios:
-        out.write(f"  {s.name:<24} {s.reason}\n")
-    out.write("\n" + render_table(report) + "\n")
-    final = backend.final_states.get(TOUR)
+    finals: dict = {}
+    jobs = max(1, min(4, os.cpu_count() or 1))
+    report = run_all(scenarios, lambda: LocalBackend(final_states=finals), claim_object, jobs=jobs)
+    tour = next((r for r in report.scenarios if r.name == TOUR), None)
+    if tour is not None:
+        _section(out, f"Scenario {TOUR!r} step by step (expected vs observed)")
+        out.write(f"{tour.reason}\n\n")
+        out.write(render_table(RunReport(report.backend, [tour])) + "\n")
+    _section(out, f"E2E report: {len(scenarios)} scenarios on the local backend "
+                  "(reference allocator as scheduler, real plugin over its gRPC sockets)")
+    out.write(render_summary(report) + "\n")
+    final = finals.get(TOUR)
     if final is not None:
         _section(out, f"GPU partition map (after scenario {TOUR!r})")
         out.write(partition_map.render(final.slices, final.claims, DEFAULT_DRIVER_NAME) + "\n")

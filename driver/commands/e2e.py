@@ -10,10 +10,16 @@ Exit 0 when every scenario passed (or was skipped), 1 when a check failed, 2 for
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from driver.commands import common
+from driver.errors import InputError
+
+
+def default_jobs() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,6 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
     parser.add_argument("--keep", action="store_true", help="local: keep each scenario's temp dir (logs, store, CDI)")
+    parser.add_argument("--jobs", type=int, default=default_jobs(),
+                        help="local: scenarios run side by side (default: CPUs, at most 4)")
     parser.add_argument("--render-manifests", metavar="DEPLOY_DIR",
                         help="write the generated manifests (DeviceClasses, examples) under DEPLOY_DIR and exit")
     common.add_flag(parser, "--kubeconfig", None, "kind: kubeconfig (default $KUBECONFIG)")
@@ -64,7 +72,10 @@ def run(args: argparse.Namespace) -> int:
     if args.backend == "local":
         from driver.e2e.local import LocalBackend
 
-        report = run_all(scenarios, LocalBackend(driver_name=args.driver_name, keep=args.keep), make_claim)
+        if args.jobs < 1:
+            raise InputError(f"--jobs must be at least 1, got {args.jobs}")
+        report = run_all(scenarios, lambda: LocalBackend(driver_name=args.driver_name, keep=args.keep), make_claim,
+                         jobs=args.jobs)
     else:
         from driver.e2e.kind import KindBackend, unreachable_reason
 
@@ -73,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"fake-dra e2e --backend kind: skipped: {why}", file=sys.stderr)
             return 0
         backend = KindBackend(kubeconfig=args.kubeconfig, driver_name=args.driver_name)
-        report = run_all(scenarios, backend, make_claim, skip=backend.skip_reason)
+        report = run_all(scenarios, lambda: backend, make_claim, skip=backend.skip_reason)
     print(render_table(report))
     if args.junit:
         write_junit(report, args.junit)

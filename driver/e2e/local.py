@@ -40,7 +40,7 @@ from driver.plugin.client import ClaimResult
 from driver.slices import render_pool
 from driver.store.objectstore import ObjectStore
 
-NODE = "e2e-node"
+NODE = "node-1"
 CLAIMS = "resourceclaims"
 
 
@@ -82,11 +82,13 @@ def flatten(dev: Mapping[str, Any]) -> dict[str, Any]:
 class LocalBackend:
     name = "local"
 
-    def __init__(self, *, driver_name: str = DEFAULT_DRIVER_NAME, keep: bool = False, settle_s: float = 20.0) -> None:
+    def __init__(self, *, driver_name: str = DEFAULT_DRIVER_NAME, keep: bool = False, settle_s: float = 20.0,
+                 final_states: dict[str, FinalState] | None = None) -> None:
         self.driver_name = driver_name
         self.keep = keep
         self.settle_s = settle_s
-        self.final_states: dict[str, FinalState] = {}
+        # Shared between the backends of one run (one per scenario), for the demo's "after" map.
+        self.final_states: dict[str, FinalState] = final_states if final_states is not None else {}
         self._scenario: Scenario | None = None
         self._slice_key: tuple = ("unset",)
         self._slice_cache: list[dict[str, Any]] = []

@@ -141,3 +141,21 @@ def summarize_failures(results: Sequence[ScenarioResult]) -> list[str]:
             out.append(f"{s.name}: {s.error}")
         out.extend(f"{s.name} {c.step}: {c.what}: expected {c.expected}, observed {c.observed}" for c in s.checks if not c.ok)
     return out
+
+
+def render_summary(report: RunReport) -> str:
+    """One line per scenario (status, checks, time, reason), then every failed check in full."""
+    width = max([len(s.name) for s in report.scenarios] + [8])
+    lines = [f"{'scenario':<{width}}  result  checks  seconds  why it matters", "-" * (width + 40)]
+    for s in report.scenarios:
+        ok = sum(c.ok for c in s.checks)
+        lines.append(f"{s.name:<{width}}  {s.status:<6}  {ok:>3}/{len(s.checks):<3} {s.seconds:>7.1f}  {s.reason}")
+    failures = summarize_failures(report.scenarios)
+    if failures:
+        lines.append("")
+        lines.append("failed checks:")
+        lines.extend(f"  {f}" for f in failures)
+    counts = report.counts()
+    lines.append("")
+    lines.append(f"{report.backend} backend: {counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
+    return "\n".join(lines)

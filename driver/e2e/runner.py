@@ -12,6 +12,7 @@ import logging
 import re
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -140,15 +141,28 @@ def run_scenario(scenario: Scenario, backend: Backend, make_claim: Callable[...,
 
 def run_all(
     scenarios: Sequence[Scenario],
-    backend: Backend,
+    new_backend: Callable[[], Backend],
     make_claim: Callable[..., dict[str, Any]],
     skip: Callable[[Scenario], str | None] = lambda s: None,
+    jobs: int = 1,
 ) -> RunReport:
-    report = RunReport(backend.name)
-    for scenario in scenarios:
+    """Run every scenario on a fresh backend; with jobs > 1 scenarios run side by side.
+
+    Parallel runs are safe only for backends whose scenarios share nothing (the local backend
+    gives each its own directory, plugin process and sockets); results keep scenario order.
+    """
+    probe = new_backend()
+    report = RunReport(probe.name)
+
+    def one(scenario: Scenario) -> ScenarioResult:
         why_not = skip(scenario)
         if why_not is not None:
-            report.scenarios.append(ScenarioResult(scenario.name, scenario.reason, skipped=why_not))
-            continue
-        report.scenarios.append(run_scenario(scenario, backend, make_claim))
+            return ScenarioResult(scenario.name, scenario.reason, skipped=why_not)
+        return run_scenario(scenario, new_backend(), make_claim)
+
+    if jobs <= 1 or len(scenarios) <= 1:
+        report.scenarios.extend(one(s) for s in scenarios)
+    else:
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="e2e") as pool:
+            report.scenarios.extend(pool.map(one, scenarios))
     return report
