@@ -1,0 +1,106 @@
+"""The DRA CEL environment: quantity and semver libraries, attribute lookup rules, error mapping."""
+
+from __future__ import annotations
+
+import pytest
+
+from driver.celexpr import CelRuntimeError, compile_selector, device_variable
+from driver.errors import InputError
+
+DEVICE = device_variable(
+    "gpu.example.com",
+    {
+        "name": "d",
+        "allowMultipleAllocations": True,
+        "attributes": {
+            "type": {"string": "mig"},
+            "cores": {"int": 7},
+            "healthy": {"bool": True},
+            "fw": {"version": "1.10.0-beta.2"},
+            "resource.kubernetes.io/pcieRoot": {"string": "pci0000:00"},
+        },
+        "capacity": {"memory": {"value": "40Gi"}, "other.example.com/bw": {"value": "10G"}},
+    },
+)
+
+
+def ev(expr: str) -> bool:
+    return compile_selector(expr, "test").matches(DEVICE)
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "device.driver == 'gpu.example.com'",
+        "device.attributes['gpu.example.com'].type == 'mig'",
+        "device.attributes['gpu.example.com'].cores > 5",
+        "device.attributes['gpu.example.com'].healthy",
+        "device.attributes['resource.kubernetes.io'].pcieRoot.startsWith('pci')",
+        "device.allowMultipleAllocations",
+        "device.capacity['gpu.example.com'].memory == quantity('40960Mi')",
+        "device.capacity['gpu.example.com'].memory.compareTo(quantity('40Gi')) == 0",
+        "device.capacity['gpu.example.com'].memory.isGreaterThan(quantity('39Gi'))",
+        "device.capacity['gpu.example.com'].memory.isLessThan(quantity('41Gi'))",
+        "device.capacity['other.example.com'].bw.sub(quantity('1G')) == quantity('9G')",
+        "device.capacity['other.example.com'].bw.add(5).asInteger() == 10000000005",
+        "quantity('1.5').asApproximateFloat() == 1.5",
+        "quantity('-1').sign() == -1 && quantity('500m').isInteger() == false",
+        "isQuantity('1Gi') && !isQuantity('x')",
+        "device.attributes['gpu.example.com'].fw.isGreaterThan(semver('1.9.0'))",
+        "device.attributes['gpu.example.com'].fw.isLessThan(semver('1.10.0'))",
+        "device.attributes['gpu.example.com'].fw.isGreaterThan(semver('1.10.0-beta.1'))",
+        "device.attributes['gpu.example.com'].fw.isGreaterThan(semver('1.10.0-alpha'))",
+        "semver('1.2.3').major() == 1 && semver('1.2.3').minor() == 2 && semver('1.2.3').patch() == 3",
+        "semver('v1.2', true) == semver('1.2.0')",
+        "isSemver('1.0.0') && !isSemver('1.0') && isSemver('01.0', true)",
+        "semver('1.0.0-2').compareTo(semver('1.0.0-10')) < 0",
+        "!has(device.attributes['unknown.example.com'].x)",
+        "device.attributes['gpu.example.com'].type.lowerAscii() == 'mig'",
+        "['a', 'b'].exists(x, x == 'b')",
+    ],
+)
+def test_true_expressions(expr):
+    assert ev(expr) is True
+
+
+@pytest.mark.parametrize(
+    "expr,message",
+    [
+        ("device.attributes['gpu.example.com'].nope == 1", "no such key: nope"),
+        ("device.attributes['unknown.example.com'].x == 1", "no such key: x"),
+        ("device.driver", "must evaluate to bool"),
+        ("quantity('bad') == quantity('1')", "invalid quantity"),
+        ("semver('1.0') == semver('1.0.0')", "invalid semantic version"),
+        ("quantity('1.5').asInteger() == 1", "cannot convert quantity"),
+        ("device.capacity['gpu.example.com'].memory.compareTo(semver('1.0.0')) == 0", "expected a quantity"),
+        ("1 / 0 == 1", "division by zero"),
+    ],
+)
+def test_runtime_errors(expr, message):
+    with pytest.raises(CelRuntimeError, match=message.replace("(", r"\(")):
+        ev(expr)
+
+
+@pytest.mark.parametrize(
+    "expr,message",
+    [
+        ("device.driver ==", "compilation failed"),
+        ("", "expression is empty"),
+        ("nosuch(device)", "undeclared reference to function(s) nosuch"),
+        ("other == 1", "undeclared reference to other"),
+    ],
+)
+def test_compile_errors_name_the_field(expr, message):
+    with pytest.raises(InputError) as err:
+        compile_selector(expr, "ResourceClaim ns/c: spec.devices.requests[0].exactly.selectors[0].cel.expression")
+    assert str(err.value).startswith("ResourceClaim ns/c: spec.devices.requests[0].exactly.selectors[0].cel.expression: ")
+    assert message in str(err.value)
+
+
+def test_compiled_once():
+    assert compile_selector("device.driver == 'x'", "a") is compile_selector("device.driver == 'x'", "b")
+
+
+def test_bad_version_attribute_is_a_runtime_error():
+    with pytest.raises(CelRuntimeError, match="invalid semantic version"):
+        device_variable("d", {"name": "x", "attributes": {"v": {"version": "1.0"}}})
