@@ -35,6 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the node agent: kubelet plugin over unix sockets and the slice publisher.",
     )
     common.add_node_flags(parser)
+    from driver.commands.publish import add_publish_flags
+
+    add_publish_flags(parser)
     common.add_flag(parser, "--metrics-addr", None, "serve Prometheus metrics on HOST:PORT (default off)")
     common.add_flag(parser, "--health-interval", "5", "seconds between device health refreshes (kubelet lease is 30)")
     common.add_flag(parser, "--publish-interval", "30", "seconds between slice reconciliations")
@@ -74,61 +77,33 @@ def _in_cluster() -> bool:
         "/var/run/secrets/kubernetes.io/serviceaccount/token").is_file()
 
 
-def _claim_source(args: argparse.Namespace, deadline_s: float) -> tuple[Any, Any]:
-    """(claim source, object store or None). API server when configured, else the local store."""
+def _claim_source(args: argparse.Namespace, deadline_s: float) -> Any:
+    """API server when configured (--kubeconfig, or in-cluster without --store), else the local store."""
     if args.kubeconfig or (_in_cluster() and not args.store):
         from driver.kube.claims import KubeClaimSource, load_api_client
 
         api = load_api_client(args.kubeconfig)
         log.info("reading claims from the API server", extra={"kubeconfig": args.kubeconfig or "in-cluster"})
-        return KubeClaimSource(api, deadline_s=deadline_s), None
+        return KubeClaimSource(api, deadline_s=deadline_s)
     from driver.state.sources import StoreClaimSource
     from driver.store.objectstore import ObjectStore
+
+    from driver.commands.publish import default_store_dir
 
     root = args.store or default_store_dir()
     store = ObjectStore(root)
     log.info("reading claims from the local object store", extra={"store": str(root)})
-    return StoreClaimSource(store), store
+    return StoreClaimSource(store)
 
 
-def default_store_dir() -> Path:
-    """Local mode without --store: a per-user directory, so `run` works on a laptop as is."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "fake-dra" / "store"
-
-
-def _renderer(args: argparse.Namespace, node: str):
-    """features -> Pool: rediscovers the sysfs tree on every call (hotplug, faults)."""
-    from driver.discovery import discover
-    from driver.hardware import load_catalog
-    from driver.slices import SliceConfig, render_pool
-
-    config = common.load_driver_config(args.driver_config)
-    catalog = load_catalog(config.get("hardware"))
-    slice_config = SliceConfig.from_dict(config.get("slices"))
-    root = common.existing_dir(args.sysfs_root, "--sysfs-root")
-
-    def render(features: Features):
-        return render_pool(discover(root, catalog), features, node_name=node, driver_name=args.driver_name,
-                           config=slice_config)
-    return render
-
-
-def start_publisher(args: argparse.Namespace, store: Any, render, interval_s: float):
-    """The single place `run` wires slice publishing (driver.publish). None when disabled."""
+def start_publisher(args: argparse.Namespace, render, interval_s: float, registry: Any):
+    """The single place `run` wires slice publishing; the flag -> backend/detector/Publisher
+    translation is shared with `fake-dra publish` (driver.commands.publish). None when disabled."""
     if args.no_publish:
         return None
-    from driver.publish import Publisher, store_backend
+    from driver.commands.publish import backend_from_args, build_publisher
 
-    features = common.features_from(args)
-    if store is not None:
-        backend = store_backend(store)
-    else:
-        from driver.kube.slices import api_backend  # owned by the publisher area
-
-        backend = api_backend(args)
-    publisher = Publisher(backend, render, features, interval_s, node_name=args.node_name,
-                          driver_name=args.driver_name)
+    publisher = build_publisher(args, backend_from_args(args), render, interval_s, metrics_registry=registry)
     publisher.start()
     return publisher
 
@@ -147,10 +122,15 @@ def run(args: argparse.Namespace) -> int:
     driver_name = check_subdomain(args.driver_name, "--driver-name", 63)
     health_interval = _float(args.health_interval, "--health-interval")
     paths = SocketPaths.for_driver(args.kubelet_plugins_dir, args.kubelet_registry_dir, driver_name)
-    claims, store = _claim_source(args, _float(args.api_deadline, "--api-deadline"))
-    render = _renderer(args, node)
-    features = common.features_from(args)
-    pool_cache = PoolCache(lambda: render(features), max_age_s=max(30.0, 3 * health_interval))
+    claims = _claim_source(args, _float(args.api_deadline, "--api-deadline"))
+    from driver.commands.publish import renderer_from_args
+
+    render = renderer_from_args(args)
+    # The plugin checks claims against the hardware truth: the pool rendered with every gate on
+    # (all modes, compatibility groups, valueFrom), whatever the publisher detected for the
+    # scheduler. Device names do not depend on gates, so allocations from any published variant
+    # are found, and revalidation still knows which modes exclude each other (version skew).
+    pool_cache = PoolCache(lambda: render(Features()), max_age_s=max(30.0, 3 * health_interval))
     pool_cache.refresh()  # fail fast on a broken sysfs root or config
 
     state_dir = Path(args.state_dir or Path(args.kubelet_plugins_dir) / driver_name)
@@ -174,7 +154,9 @@ def run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
     server.start()
-    publisher = start_publisher(args, store, render, _float(args.publish_interval, "--publish-interval"))
+    publisher = start_publisher(args, render, _float(args.publish_interval, "--publish-interval"), metrics.registry)
+    if publisher is not None:
+        signal.signal(signal.SIGHUP, lambda *_: publisher.trigger())  # re-scan the inventory now
     try:
         done.wait()
     finally:

@@ -1,0 +1,33 @@
+"""Fixtures for the plugin integration tests (real process, real sockets)."""
+
+from __future__ import annotations
+
+import signal
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from plugin.harness import Plugin
+
+
+@pytest.fixture(scope="session")
+def sysfs_template() -> Path:
+    from driver.discovery import make_sysfs
+
+    root = Path(tempfile.mkdtemp(prefix="fdp-sys-", dir="/tmp")) / "sys"
+    make_sysfs("demo", root)
+    return root
+
+
+@pytest.fixture
+def make_plugin(sysfs_template):
+    plugins: list[Plugin] = []
+
+    def make(**kw) -> Plugin:
+        plugins.append(Plugin(sysfs_template, **kw))
+        return plugins[-1]
+    yield make
+    for p in plugins:
+        if p.proc is not None and p.proc.poll() is None:
+            p.stop(signal.SIGKILL)
