@@ -201,13 +201,19 @@ class Allocator:
                 if req.class_name not in self.classes:
                     raise AllocationError(f"claim {claim.label}, request {req.name}: could not retrieve device class {req.class_name}: not found")
 
-    def allocate(self, claims: Sequence[Mapping[str, Any] | Claim]) -> list[dict[str, Any]]:
-        """Allocate claims together (all or nothing); returns one `status.allocation` per claim."""
+    def allocate(self, claims: Sequence[Mapping[str, Any] | Claim], explain: bool = True) -> list[dict[str, Any]]:
+        """Allocate claims together (all or nothing); returns one `status.allocation` per claim.
+
+        `explain=False` skips working out the reason on failure (a scheduler trying many nodes).
+        """
         parsed = [c if isinstance(c, Claim) else parse_claim(c) for c in claims]
         for claim in parsed:
             self.check_claim(claim)
         search = Search(self, parsed, self.classes, self.budget)
         if not search.run():
+            if not explain:
+                labels = ", ".join(c.label for c in parsed)
+                raise AllocationError(f"claim {labels}: cannot be allocated on node {self.node.name}")
             invalid = [p for p in self.pools if p.invalid]
             raise AllocationError(explain_failure(self, parsed, invalid))
         out = []

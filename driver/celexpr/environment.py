@@ -27,6 +27,7 @@ from typing import Any
 import cel
 from cel import stdlib
 
+from driver.celexpr.fastpath import Declined, FastNoSuchKey, compile_fast
 from driver.celexpr.values import FUNCTIONS, CelValueError, quantity_value, semver_value
 from driver.errors import InputError
 from driver.model.quantity import parse_quantity
@@ -62,9 +63,17 @@ class Selector:
     expression: str
     program: Any
     domains: tuple[str, ...]  # string literals: candidate domains that default to an empty map
+    fast: Any = None  # direct evaluator for simple conjunctions (fastpath.py), same semantics
 
     def matches(self, device: Mapping[str, Any]) -> bool:
         """Evaluate against a `device` variable built by `device_variable`."""
+        if self.fast is not None:
+            try:
+                return self.fast(device)
+            except FastNoSuchKey as exc:
+                raise CelRuntimeError(f"no such key: {exc.args[0]}") from None
+            except Declined:
+                pass
         variable = device
         missing = [d for d in self.domains if d not in device["attributes"] or d not in device["capacity"]]
         if missing:
@@ -118,7 +127,7 @@ def _compile(expression: str) -> Selector | str:
     if unbound:
         return f"compilation failed: undeclared reference to {', '.join(unbound)} (only `device` is defined)"
     literals = tuple(sorted({a or b for a, b in _STRING_LITERAL.findall(expression) if (a or b)}))
-    return Selector(expression, program, literals)
+    return Selector(expression, program, literals, compile_fast(expression))
 
 
 def compile_selector(expression: str, where: str) -> Selector:

@@ -130,7 +130,7 @@ def _parse_step(raw: Any, index: int, where: str) -> Step:
     if action == "gates":
         if not isinstance(args["set"], Mapping):
             raise _fail(here, "gates.set must map gate names to true/false")
-        parse_features(",".join(f"{k}={'true' if v else 'false'}" for k, v in args["set"].items()))
+        _features(args["set"], here + " gates.set")
     if action == "restart-plugin" and args.get("signal", "TERM") not in SIGNALS:
         raise _fail(here, f"signal must be one of {', '.join(sorted(SIGNALS))}")
     if action == "pod" and args.get("scheduler", "default") not in ("default", "skewed"):
@@ -149,6 +149,16 @@ def _parse_step(raw: Any, index: int, where: str) -> Step:
     if not isinstance(why, str):
         raise _fail(here, "why must be a string")
     return Step(index=index, action=action, args=args, expect=dict(expect), why=why)
+
+
+def _features(gates: Mapping[str, Any], where: str) -> Features:
+    for name, value in gates.items():
+        if not isinstance(value, bool):
+            raise _fail(where, f"gate {name} must be true or false, got {value!r}")
+    try:
+        return parse_features(",".join(f"{k}={'true' if v else 'false'}" for k, v in gates.items()))
+    except InputError as exc:
+        raise _fail(where, str(exc).removeprefix("--features: ")) from None
 
 
 def _check_requests(requests: Any, where: str) -> None:
@@ -180,7 +190,7 @@ def parse_scenario(data: Any, path: str = "<memory>") -> Scenario:
     gates = data.get("features") or {}
     if not isinstance(gates, Mapping):
         raise _fail(where, "features must map gate names to true/false")
-    features = parse_features(",".join(f"{k}={'true' if v else 'false'}" for k, v in gates.items()))
+    features = _features(gates, where + " features")
     steps_raw = data.get("steps")
     if not isinstance(steps_raw, Sequence) or isinstance(steps_raw, str) or not steps_raw:
         raise _fail(where, "needs a non-empty list of steps")

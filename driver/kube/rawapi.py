@@ -14,6 +14,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import urllib3
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
@@ -47,7 +49,7 @@ def load_api_client(kubeconfig: str | None = None, *, context: str | None = None
             k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
         else:
             k8s_config.load_incluster_config(client_configuration=cfg)
-    except (ConfigException, OSError, TypeError, ValueError) as exc:
+    except (ConfigException, OSError, TypeError, ValueError, KeyError, yaml.YAMLError) as exc:
         where = f"--kubeconfig {kubeconfig}" if kubeconfig else "in-cluster config"
         raise ConfigError(f"{where}: cannot load Kubernetes client configuration: {exc}") from None
     return k8s.ApiClient(cfg)
@@ -90,8 +92,9 @@ class RawApi:
             resp.read()
         except k8s.ApiException as exc:  # raised for transport failures
             raise KubeApiError(f"{what}: {exc.reason or exc}", exc.status or 0) from None
-        except OSError as exc:
-            raise KubeApiError(f"{what}: {exc}") from None
+        except (OSError, urllib3.exceptions.HTTPError) as exc:
+            reason = getattr(exc, "reason", None) or exc
+            raise KubeApiError(f"{what}: {self.api_client.configuration.host}: {reason}") from None
         text = (resp.data or b"").decode("utf-8", "replace")
         if 200 <= resp.status < 300:
             return text

@@ -104,3 +104,56 @@ def test_compiled_once():
 def test_bad_version_attribute_is_a_runtime_error():
     with pytest.raises(CelRuntimeError, match="invalid semantic version"):
         device_variable("d", {"name": "x", "attributes": {"v": {"version": "1.0"}}})
+
+
+# ---- the fast path must agree with the CEL library ---------------------------------------------
+from dataclasses import replace  # noqa: E402
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from driver.celexpr.fastpath import compile_fast  # noqa: E402
+
+_values = st.one_of(st.sampled_from(["mig", "vgpu", ""]), st.integers(-2, 2), st.booleans())
+
+
+@st.composite
+def _term(draw):
+    op = draw(st.sampled_from(["==", "!="]))
+    literal = draw(_values)
+    text = repr(literal) if isinstance(literal, str) else str(literal).lower()
+    if draw(st.booleans()):
+        return f"device.driver {op} {text}"
+    domain = draw(st.sampled_from(["d.example.com", "other.example.com"]))
+    return f"device.attributes['{domain}'].{draw(st.sampled_from(['a', 'b']))} {op} {text}"
+
+
+def _outcome(selector, device):
+    try:
+        return selector.matches(device)
+    except CelRuntimeError as exc:
+        return "error: " + str(exc)
+
+
+@given(st.lists(_term(), min_size=1, max_size=3), st.dictionaries(st.sampled_from(["a", "b"]), _values, max_size=2))
+def test_fast_path_agrees_with_the_cel_library(terms, attrs):
+    expr = " && ".join(terms)
+    assert compile_fast(expr) is not None
+    raw = {"name": "x", "attributes": {k: ({"bool": v} if isinstance(v, bool) else {"int": v} if isinstance(v, int) else {"string": v}) for k, v in attrs.items()}}
+    device = device_variable("d.example.com", raw)
+    fast = compile_selector(expr, "t")
+    slow = replace(fast, fast=None)
+    fast_result, slow_result = _outcome(fast, device), _outcome(slow, device)
+    if isinstance(slow_result, str) and isinstance(fast_result, str):
+        assert fast_result.startswith("error: no such key")  # both fail; they may name different keys
+    elif isinstance(slow_result, str):
+        # Only when a false term meets an error: the CEL spec (and cel-go) make `&&` commutative
+        # over errors, so the fast path answers false where the library may report the error.
+        assert fast_result is False
+    else:
+        assert fast_result == slow_result
+
+
+def test_fast_path_declines_other_shapes():
+    for expr in ["device.driver == 'a' || true", "size(device.attributes) > 0", "(device.driver == 'a')", "device.attributes['x'].y > 1"]:
+        assert compile_fast(expr) is None

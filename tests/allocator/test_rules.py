@@ -141,3 +141,14 @@ def test_group_intersection_rolls():
     assert g.groups == {"foobar"}
     empty = GroupIntersection().add(frozenset())
     assert empty.admits(frozenset()) and not empty.admits(foo)
+
+
+def test_allocate_without_explanation_is_short():
+    from driver.allocator import Allocator
+    from driver.errors import AllocationError
+
+    cls = {"metadata": {"name": "c"}, "spec": {}}
+    alloc = Allocator(slices=slices(), classes=[cls], node="n1")
+    claim = {"metadata": {"name": "x"}, "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c", "count": 9}}]}}}
+    with pytest.raises(AllocationError, match="^claim default/x: cannot be allocated on node n1$"):
+        alloc.allocate([claim], explain=False)
