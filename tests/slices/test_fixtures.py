@@ -10,10 +10,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
-import kubernetes_validate
 import pytest
 import yaml
-from conftest import fits, groups_of, memory_slices, of_type
+from conftest import fits, groups_of, memory_slices, of_type, validate_all
 
 from driver.discovery import PROFILES, discover, make_sysfs
 from driver.features import Features
@@ -92,8 +91,7 @@ def test_overlapping_mig_placements_never_fit(inventories, profile):
 def test_every_slice_validates_against_137_strict(inventories, profile, gates):
     features = Features(partitionable_devices=gates[0], compatibility_groups=gates[1],
                         consumable_capacity=gates[2], shared_consumable_capacity=False)
-    for obj in to_resource_slices(render(inventories[profile], features)):
-        kubernetes_validate.validate(obj, "1.37", strict=True)
+    validate_all(to_resource_slices(render(inventories[profile], features)))
 
 
 @pytest.mark.parametrize("profile", sorted(EXPECTED))

@@ -13,12 +13,12 @@ import itertools
 import kubernetes_validate
 import pytest
 from builders import T4, demo_like, gpu, nic
+from conftest import validate_all
 
 from driver.features import Features
 from driver.model.inventory import Inventory
 from driver.slices import render_pool, to_resource_slices
 
-K8S = "1.37"
 INVENTORIES = {
     "demo-like": demo_like(),
     "t4-vgpu": Inventory(gpus=(gpu(0, model=T4, mdev=("T4-4C", "T4-16C")),)),
@@ -29,9 +29,11 @@ INVENTORIES = {
 }
 
 
-def validate_all(objects):
-    for obj in objects:
-        kubernetes_validate.validate(obj, K8S, strict=True)
+def test_validate_all_is_strict_about_each_item():
+    with pytest.raises(kubernetes_validate.ValidationError, match="bogus"):
+        validate_all([{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "x"},
+                       "spec": {"driver": "d", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                                "nodeName": "n", "bogus": 1}}])
 
 
 def test_compatibility_groups_are_in_the_137_schema():
