@@ -1,6 +1,7 @@
 """Crash-safe record of what this plugin prepared, so restarts and reboots do the right thing.
 
-Format (JSON, version 1, mode 0600 in a 0700 directory, atomic tmp+fsync+rename):
+Format (JSON, version 1, mode 0600 in a 0700 directory, atomic tmp+rename; fsynced for every
+record except the intermediate PrepareStarted one, see driver.state.prepare):
 
     {"kind": "FakeDraCheckpoint", "version": 1, "driver": ..., "node": ..., "bootID": <last writer>,
      "claims": {<uid>: {"namespace", "name", "state": "PrepareStarted" | "PrepareCompleted",
