@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from driver.model.quantity import parse_quantity
 from driver.slices.names import is_c_identifier, is_dns_label, is_dns_subdomain
 from driver.slices.pool import (
     MAX_ATTRIBUTES_AND_CAPACITIES,
@@ -53,6 +54,9 @@ def check_slice_spec(spec: dict, where: str = "slice") -> list[str]:
         if not counters or len(counters) > MAX_COUNTERS_PER_SET:
             problems.append(f"{where}: counter set {cs['name']} has {len(counters)} counters (1..{MAX_COUNTERS_PER_SET})")
         problems.extend(f"{where}: counter {cs['name']}/{n!r} is not a DNS label" for n in counters if not is_dns_label(n))
+        for n, counter in counters.items():
+            if counter.get("requestPolicy"):
+                problems.extend(policy_problems(counter["value"], counter["requestPolicy"], f"{where}: counter {cs['name']}/{n}"))
     devices = spec.get("devices") or []
     limit = MAX_DEVICES_WITH_COUNTERS if any(_needs_small_slice(d) for d in devices) else MAX_DEVICES_PER_SLICE
     if len(devices) > limit:
@@ -62,6 +66,35 @@ def check_slice_spec(spec: dict, where: str = "slice") -> list[str]:
         problems.append(f"{where}: duplicate device names")
     for dev in devices:
         problems.extend(check_device(dev, f"{where}/{dev['name']}"))
+    return problems
+
+
+def policy_problems(value: str, policy: dict, where: str) -> list[str]:
+    """The apiserver's requestPolicy rules (validateRequestPolicy in k8s.io/kubernetes): one of
+    validRange/validValues, a default inside it, min/max within the value, steps that land on max."""
+    problems: list[str] = []
+    total = parse_quantity(value)
+    default = policy.get("default")
+    rng, values = policy.get("validRange"), policy.get("validValues")
+    if rng and values:
+        return [f"{where}: requestPolicy sets both validRange and validValues"]
+    if (rng or values) and default is None:
+        return [f"{where}: requestPolicy needs a default with validRange/validValues"]
+    if values:
+        qs = [parse_quantity(v) for v in values]
+        if qs != sorted(qs) or any(q > total for q in qs) or parse_quantity(default) not in qs:
+            problems.append(f"{where}: validValues must be sorted, <= {value} and include the default")
+    if rng:
+        lo, d = parse_quantity(rng["min"]), parse_quantity(default)
+        hi = parse_quantity(rng["max"]) if "max" in rng else None
+        step = parse_quantity(rng["step"]) if "step" in rng else None
+        if lo > total or d < lo or (hi is not None and (lo > hi or hi > total or d > hi)):
+            problems.append(f"{where}: validRange needs min <= default <= max <= {value}")
+        if step is not None:
+            if step <= 0 or lo + step > total:
+                problems.append(f"{where}: validRange step {rng['step']} must be > 0 and min + step <= {value}")
+            elif (d - lo) % step or (hi is not None and (hi - lo) % step):
+                problems.append(f"{where}: validRange default and max must be min + a multiple of step")
     return problems
 
 
@@ -85,6 +118,8 @@ def check_device(dev: dict, where: str) -> list[str]:
             problems.append(f"{where}: capacity name {name!r} is not a qualified name")
         if cap.get("requestPolicy") and not dev.get("allowMultipleAllocations"):
             problems.append(f"{where}: capacity {name} has a requestPolicy but allowMultipleAllocations is not true")
+        if cap.get("requestPolicy"):
+            problems.extend(policy_problems(cap["value"], cap["requestPolicy"], f"{where}: capacity {name}"))
     consumes = dev.get("consumesCounters") or []
     if len(consumes) > MAX_CONSUMES_COUNTERS:
         problems.append(f"{where}: {len(consumes)} consumesCounters entries > {MAX_CONSUMES_COUNTERS}")

@@ -120,3 +120,31 @@ def test_each_violation_is_reported(mutate, needle):
     mutate(s)
     problems = check_pool(s)
     assert any(needle in p for p in problems), problems
+
+
+def counter_policy(s):
+    return s[0]["sharedCounters"][2]["counters"]["bandwidth"]["requestPolicy"]
+
+
+def capacity_policy(s):
+    return s[2]["devices"][next(i for i, d in enumerate(s[2]["devices"]) if d.get("allowMultipleAllocations"))][
+        "capacity"]["memory"]["requestPolicy"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needle"),
+    [
+        (lambda s: capacity_policy(s)["validRange"].update(max="41Gi"), "min <= default <= max <= 40Gi"),
+        (lambda s: capacity_policy(s).update(default="1536Mi"), "multiple of step"),
+        (lambda s: capacity_policy(s)["validRange"].update(step="40Gi"), "min + step <= 40Gi"),
+        (lambda s: capacity_policy(s).pop("default"), "needs a default"),
+        (lambda s: capacity_policy(s).update(validValues=["1Gi"]), "both validRange and validValues"),
+        (lambda s: counter_policy(s).update(default="50M"), "min <= default"),
+        (lambda s: counter_policy(s)["validRange"].update(max="99950M"), "multiple of step"),
+    ],
+)
+def test_request_policy_violations_are_reported(mutate, needle):
+    s = specs()
+    assert check_pool(s) == []
+    mutate(s)
+    assert any(needle in p for p in check_pool(s)), check_pool(s)
