@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 from driver.errors import InputError
 
@@ -47,6 +48,11 @@ def parse_quantity(value: str | int) -> Fraction:
         raise InputError(f"invalid quantity {value!r}: expected a string such as '40Gi' or an integer")
     if isinstance(value, int):
         return Fraction(value)
+    return _parse_text(value)
+
+
+@lru_cache(maxsize=8192)  # slices repeat the same few quantity strings thousands of times
+def _parse_text(value: str) -> Fraction:
     sign, number, suffix = _split(value.strip())
     amount = Fraction(number)
     if suffix in _BINARY:
