@@ -1,0 +1,80 @@
+"""Runner semantics without a plugin: template references, error containment, skipping."""
+
+from __future__ import annotations
+
+import pytest
+
+from driver.e2e.manifests import claim_object
+from driver.e2e.observe import Observation
+from driver.e2e.runner import resolve_refs, run_all
+from driver.e2e.scenario import parse_scenario
+from driver.errors import InputError
+
+
+class FakeBackend:
+    name = "fake"
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.fail_on = fail_on
+        self.claims: dict[str, dict] = {}
+        self.stopped = 0
+
+    def start(self, scenario):
+        pass
+
+    def stop(self):
+        self.stopped += 1
+
+    def create_claim(self, name, obj):
+        self.claims[name] = obj
+        return Observation()
+
+    def run_pod(self, name, claims, podgroup, skewed):
+        if name == self.fail_on:
+            raise RuntimeError("boom")
+        return Observation(scheduled=True, devices=[{"name": "gpu-0", "uuid": "GPU-0"}])
+
+    def claim_devices(self):
+        return {"a": [{"name": "gpu-0-mig", "parentUUID": "GPU-0"}], "full": [{"name": "gpu-1", "uuid": "GPU-1"}]}
+
+    def published_devices(self):
+        return [{"name": "gpu-0", "type": "gpu", "uuid": "GPU-0"}, {"name": "v", "type": "vgpu", "parentUUID": "GPU-1"}]
+
+
+def test_resolve_refs() -> None:
+    b = FakeBackend()
+    assert resolve_refs('x == "${claim:a.parentUUID}"', b) == 'x == "GPU-0"'
+    assert resolve_refs('"${claim:full.parentUUID}"', b) == '"GPU-1"', "a whole device is its own parent"
+    assert resolve_refs('"${device:type=vgpu.parentUUID}" "${device:name=gpu-0.uuid}"', b) == '"GPU-1" "GPU-0"'
+    with pytest.raises(InputError, match="claim 'zzz' has no allocated device"):
+        resolve_refs("${claim:zzz.uuid}", b)
+    with pytest.raises(InputError, match="no published device has type=nic"):
+        resolve_refs("${device:type=nic.uuid}", b)
+
+
+SCENARIO = {
+    "name": "s",
+    "reason": "r",
+    "steps": [
+        {"action": "claim", "name": "c", "requests": [{"name": "g", "class": "mig", "selector": '"${claim:a.parentUUID}"'}]},
+        {"action": "pod", "name": "p", "claims": ["c"], "expect": {"scheduled": True}},
+        {"action": "pod", "name": "boom", "claims": ["c"], "expect": {"scheduled": True}},
+    ],
+}
+
+
+def test_crash_is_contained_and_backend_stopped() -> None:
+    backend = FakeBackend(fail_on="boom")
+    report = run_all([parse_scenario(SCENARIO)], lambda: backend, claim_object)
+    (result,) = report.scenarios
+    assert result.status == "FAIL"
+    assert result.error == "3. pod boom: RuntimeError: boom"
+    assert [c.ok for c in result.checks] == [True]
+    assert backend.stopped == 1
+    sel = backend.claims["c"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"][0]["cel"]["expression"]
+    assert sel == '"GPU-0"', "references are resolved before the claim is created"
+
+
+def test_skip_hook() -> None:
+    report = run_all([parse_scenario(SCENARIO)], FakeBackend, claim_object, skip=lambda s: "not here")
+    assert report.scenarios[0].status == "SKIP" and report.ok
