@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from driver.errors import FakeDraError
+from driver.errors import FakeDraError, InputError
 from driver.features import GATE_FIELDS, Features
 from driver.publish.fields import CONSUMABLE, DETECTED_GATES, GROUPS, PARTITIONABLE, SHARED_CONSUMABLE
 
@@ -200,6 +200,8 @@ class GateDetector:
             obj, survived = probe_slice(gate, self.node_name, self.driver_name)
             try:
                 stored = self.dry_run(obj)
+            except InputError:
+                raise  # a broken local gate file is the user's to fix, not "gate unknown"
             except FakeDraError as exc:
                 if getattr(exc, "status", None) == 422:
                     out[gate] = (False, f"{self.apiserver_label}: probe rejected ({exc})")
@@ -222,6 +224,8 @@ class GateDetector:
         if self.scheduler_source is not None:
             try:
                 metrics = self.scheduler_source()
+            except InputError:
+                raise
             except (FakeDraError, OSError, ValueError) as exc:
                 failure = f"{self.scheduler_label} unreachable: {exc}"
                 warnings.append(failure)
