@@ -95,7 +95,7 @@ def test_daemonset_wiring() -> None:
     plugin = next(c for c in pod["containers"] if c["name"] == "plugin")
     env = {e["name"]: e for e in plugin["env"]}
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
-    assert "grpc" in plugin["livenessProbe"]
+    assert plugin["livenessProbe"]["exec"]["command"][:2] == ["fake-dra", "probe"]
     init = pod["initContainers"][0]
     assert init["args"][0] == "node-sysfs" and any(a.startswith("--default-profile=") for a in init["args"])
     for c in [plugin, init]:
