@@ -33,6 +33,9 @@ class Observation:
     released: bool | None = None
     counters: dict[str, dict[str, Fraction]] = field(default_factory=dict)  # counter set -> remaining
     notes: list[str] = field(default_factory=list)  # extra context for the report
+    # kind backend: what the reference allocator predicted (scheduled?, reason); compared with the
+    # real scheduler on every pod step, expectation or not.
+    predicted: tuple[bool, str] | None = None
 
 
 def _fmt(value: Any) -> str:
@@ -93,6 +96,10 @@ def check_step(step: Step, obs: Observation, claim_devices: Mapping[str, list[di
         checks.append(Check(step.label, what, _fmt(expected), _fmt(observed), ok))
 
     exp = step.expect
+    if obs.predicted is not None and obs.scheduled is not None:
+        guess, why = obs.predicted
+        add("allocator prediction", f"{_fmt(guess)}{': ' + why if why else ''}",
+            f"scheduler: {_fmt(obs.scheduled)}{': ' + obs.reason if obs.reason else ''}", guess == obs.scheduled)
     if "scheduled" in exp:
         seen = obs.scheduled
         add("scheduled", exp["scheduled"], f"{_fmt(seen)}{': ' + obs.reason if obs.reason and not seen else ''}",

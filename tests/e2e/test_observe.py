@@ -59,3 +59,10 @@ def test_health_released_counters() -> None:
     assert _checks({"counters": {"nic-0": {"bandwidth": "50G"}}}, obs) == {"counter left": False}
     assert _checks({"health": {"gpu-1": "HEALTHY"}}, obs) == {"health": False}
     assert _checks({"released": False}, Observation()) == {"released": False}
+
+
+def test_prediction_is_compared_on_every_pod_step() -> None:
+    agree = Observation(scheduled=True, predicted=(True, ""))
+    assert _checks({}, agree) == {"allocator prediction": True}
+    disagree = Observation(scheduled=False, reason="0/3 nodes available", predicted=(True, ""))
+    assert _checks({}, disagree) == {"allocator prediction": False}
