@@ -14,8 +14,12 @@ COPY pyproject.toml README.md ./
 COPY proto ./proto
 COPY hack/gen_protos.sh ./hack/gen_protos.sh
 COPY driver ./driver
+# hack/gen_protos.sh runs "$PYTHON" relative to the source tree (default .venv/bin/python), so a
+# two-line wrapper points that path at the image's virtualenv.
 RUN /opt/fake-dra/bin/pip install . \
- && PYTHON=/opt/fake-dra/bin/python bash hack/gen_protos.sh /tmp/regen \
+ && mkdir -p .venv/bin \
+ && printf '#!/bin/sh\nexec /opt/fake-dra/bin/python "$@"\n' > .venv/bin/python && chmod +x .venv/bin/python \
+ && bash hack/gen_protos.sh /tmp/regen \
  && diff -r -x __init__.py -x __pycache__ /tmp/regen/driver/plugin/gen driver/plugin/gen \
  && /opt/fake-dra/bin/fake-dra --help >/dev/null \
  && /opt/fake-dra/bin/python -c "import driver.plugin.gen.dra_v1_pb2_grpc, driver.plugin.gen.pluginregistration_v1_pb2_grpc"
