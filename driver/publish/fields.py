@@ -200,6 +200,8 @@ def _quantity(value: Any) -> Fraction | None:
 
 def semantic_equal(a: Any, b: Any) -> bool:
     """Deep equality ignoring omitted empties and quantity spelling (under quantity-valued keys)."""
+    if a == b:  # the common steady-state case, without building pruned copies
+        return True
     return _eq(prune_empty(a), prune_empty(b), quantity=False)
 
 

@@ -24,7 +24,6 @@ resourceslice) so that a cluster sees the same behaviour as from a Go driver:
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -151,7 +150,7 @@ def reconcile(
 
 
 def _desired_spec(spec: Mapping[str, Any], pool: str, node: str, driver: str) -> dict[str, Any]:
-    out = copy.deepcopy(dict(spec))
+    out = dict(spec)  # shallow: nested values are never mutated in place (groups.py copies)
     out["driver"] = driver
     out["nodeName"] = node
     out["pool"] = {"name": pool}
@@ -172,7 +171,8 @@ def _attempt(
 ) -> None:
     existing = [s for s in backend.list_slices(driver, node) if (s.get("spec") or {}).get("driver") == driver]
     ours = [s for s in existing if ((s.get("spec") or {}).get("pool") or {}).get("name") == pool]
-    obsolete = [s for s in existing if s not in ours]
+    ours_ids = {id(s) for s in ours}
+    obsolete = [s for s in existing if id(s) not in ours_ids]
     generation = max((int(s["spec"]["pool"].get("generation") or 0) for s in ours), default=0)
 
     matched: dict[int, dict[str, Any]] = {}
@@ -216,7 +216,8 @@ def _attempt(
         log.info("deleted obsolete slice", extra={"slice": s["metadata"]["name"]})
 
     for i in sorted(changed):
-        obj = copy.deepcopy(matched[i])
+        obj = dict(matched[i])
+        obj["metadata"] = dict(obj["metadata"])
         obj["spec"] = _with_pool(specs[i], pool_meta(generation))
         if owner:
             obj["metadata"]["ownerReferences"] = owner
@@ -240,7 +241,7 @@ def _attempt(
 
 
 def _with_pool(spec: Mapping[str, Any], pool_meta: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(dict(spec))
+    out = dict(spec)
     out["pool"] = dict(pool_meta)
     return out
 
