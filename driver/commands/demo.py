@@ -21,7 +21,6 @@ from typing import Any, TextIO
 
 from driver import DEFAULT_DRIVER_NAME
 from driver.commands import common
-from driver.e2e.local import NODE as DEMO_NODE
 
 TOUR = "tour"
 
@@ -84,6 +83,7 @@ def _slice_lines(pool: Any) -> list[str]:
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from driver.discovery import discover, make_sysfs
     from driver.e2e import partition_map
+    from driver.e2e.local import NODE as DEMO_NODE
     from driver.hardware import load_catalog
     from driver.slices import render_pool, to_resource_slices
 
