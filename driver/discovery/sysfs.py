@@ -8,6 +8,7 @@ never hide the others, so every problem becomes a warning that names the path an
 
 from __future__ import annotations
 
+import errno
 import logging
 import re
 from dataclasses import dataclass
@@ -90,8 +91,12 @@ class _Walker:
         """Resolve a symlink strictly inside ROOT/devices (a link may not escape the root)."""
         try:
             real = link.resolve(strict=True)
-        except (OSError, RuntimeError) as exc:  # broken link, loop (RuntimeError before 3.13)
-            self.warn(link, f"broken symlink or symlink loop ({exc.__class__.__name__}); skipping {what}")
+        except RuntimeError:  # Python < 3.13 reports loops this way
+            self.warn(link, f"symlink loop; skipping {what}")
+            return None
+        except OSError as exc:
+            problem = "symlink loop" if exc.errno == errno.ELOOP else f"broken symlink ({exc.strerror or exc})"
+            self.warn(link, f"{problem}; skipping {what}")
             return None
         if not real.is_relative_to(self.devices_root):
             self.warn(link, f"resolves to {real}, outside {self.devices_root}; skipping {what}")
