@@ -100,10 +100,29 @@ def _missing(written: Any, stored: Any, path: tuple[str, ...]) -> list[tuple[str
 def dropped_gates(written_spec: Mapping[str, Any], stored_spec: Mapping[str, Any]) -> dict[str, list[str]]:
     """Gate name -> dotted paths the server dropped; gate `unknown` for drops no table entry explains."""
     result: dict[str, list[str]] = {}
+    written = prune_empty(written_spec)
     for p in missing_paths(written_spec, stored_spec):
-        gate = gate_of_path(p) or "unknown"
-        result.setdefault(gate, []).append(".".join(p))
+        gate = _owned_exactly(p)
+        if gate is None:
+            # A map emptied by stripping disappears as a whole (`bw: {valueFrom}` -> gone): look inside.
+            inner = {gate_of_path(lp) for lp in _leaf_paths(_at(written, p), p)} - {None, PARTITIONABLE}
+            gate = min(inner) if inner else gate_of_path(p)
+        result.setdefault(gate or "unknown", []).append(".".join(p))
     return result
+
+
+def _at(value: Any, path: tuple[str, ...]) -> Any:
+    for i, key in enumerate(path):
+        if isinstance(value, Mapping):
+            value = value.get(key)
+        elif isinstance(value, list):
+            if path[i - 1:i] == ("devices",):
+                value = next((d for d in value if isinstance(d, Mapping) and d.get("name") == key), None)
+            else:
+                value = value[int(key)] if key.isdigit() and int(key) < len(value) else None
+        else:
+            return None
+    return value
 
 
 def gates_used(spec: Mapping[str, Any]) -> set[str]:
@@ -150,6 +169,8 @@ def _strip(value: Any, path: tuple[str, ...], drop: set[str]) -> None:
 
 def _owned_exactly(path: tuple[str, ...]) -> str | None:
     """The gate that owns exactly this field (not merely a parent of it)."""
+    if not path:
+        return None
     last = path[-1]
     if last == "compatibilityGroups":
         return GROUPS

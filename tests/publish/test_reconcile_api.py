@@ -191,3 +191,16 @@ def test_gate_off_pool_renders_and_publishes_without_groups(api, server):
     for o in server.state.slices.values():
         for d in o["spec"].get("devices", []):
             assert all("compatibilityGroups" not in e for e in d.get("consumesCounters", []))
+
+
+def test_quantities_respelled_by_the_server_are_not_a_change(api, server):
+    pool = render(inventory())
+    run(api, pool, server)
+    name = sorted(server.state.slices)[0]  # the counter slice
+
+    def respell(obj):
+        counters = obj["spec"]["sharedCounters"][0]["counters"]
+        counters["memory"]["value"] = "40Gi" if counters["memory"]["value"] == "40960Mi" else counters["memory"]["value"]
+        counters["memory-slice-0"]["value"] = "1000m"
+    server.state.external_edit(name, respell)
+    assert run(api, pool, server).writes == 0
