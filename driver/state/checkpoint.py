@@ -1,7 +1,7 @@
 """Crash-safe record of what this plugin prepared, so restarts and reboots do the right thing.
 
-Format (JSON, version 1, mode 0600 in a 0700 directory, atomic tmp+rename; fsynced for every
-record except the intermediate PrepareStarted one, see driver.state.prepare):
+Format (JSON, version 1, mode 0600 in a 0700 directory, atomic tmp + fsync + rename; only the
+intermediate PrepareStarted record skips the fsync, see driver.state.prepare):
 
     {"kind": "FakeDraCheckpoint", "version": 1, "driver": ..., "node": ..., "bootID": <last writer>,
      "claims": {<uid>: {"namespace", "name", "state": "PrepareStarted" | "PrepareCompleted",
@@ -9,7 +9,10 @@ record except the intermediate PrepareStarted one, see driver.state.prepare):
 
 There is deliberately no checksum: atomic renames already rule out torn files, and a checksum over
 re-serialized data is what made other drivers declare valid checkpoints "corrupt" after upgrades.
-A file that does not parse or validate is moved aside (`checkpoint.json.corrupt-<unix time>`)
+Durability across power loss matters less than it seems: a power cut changes the boot ID, the
+kubelet then prepares every claim in use again, and entries of an older boot are dropped at load
+(they reserve nothing any more: their containers and /var/run CDI specs are gone), so stale entries
+never accumulate. A file that does not parse or validate is moved aside (`checkpoint.json.corrupt-<unix time>`)
 with an error log, and the caller rebuilds from the CDI specs instead of crash-looping.
 """
 
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from driver.state.files import atomic_write
+from driver.state.files import atomic_write, fsync_dir
 from driver.state.names import check_uid
 from driver.state.types import ClaimRef, PreparedDevice
 
@@ -77,6 +80,7 @@ class CheckpointStore:
         self.driver_name = driver_name
         self.node_name = node_name
         self.boot_id = boot_id
+        self._fragments: dict[str, tuple[ClaimEntry, str]] = {}
 
     def ensure_dir(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -112,17 +116,41 @@ class CheckpointStore:
             raise ValueError("claims must be an object")
         return Checkpoint({uid: ClaimEntry.from_json(uid, entry) for uid, entry in claims.items()})
 
-    def save(self, cp: Checkpoint, durable: bool = True) -> None:
-        """Write atomically; `durable=False` skips the fsyncs (intermediate PrepareStarted records)."""
-        doc = {
-            "kind": KIND,
-            "version": VERSION,
-            "driver": self.driver_name,
-            "node": self.node_name,
-            "bootID": self.boot_id,
-            "claims": {uid: e.to_json() for uid, e in sorted(cp.claims.items())},
-        }
-        atomic_write(self.path, json.dumps(doc, separators=(",", ":")).encode(), 0o600, fsync=durable)
+    def encode(self, cp: Checkpoint) -> bytes:
+        """Serialise; per-claim fragments are cached (entries are replaced, never mutated), so a
+        node with hundreds of prepared claims does not re-encode all of them on every change."""
+        parts = []
+        cache: dict[str, tuple[ClaimEntry, str]] = {}
+        old = self._fragments
+        for uid, entry in cp.claims.items():
+            hit = old.get(uid)
+            if hit is not None and hit[0] is entry:
+                frag = hit[1]
+            else:
+                frag = json.dumps(uid) + ":" + json.dumps(entry.to_json(), separators=(",", ":"))
+            cache[uid] = (entry, frag)
+            parts.append(frag)
+        self._fragments = cache
+        head = json.dumps({"kind": KIND, "version": VERSION, "driver": self.driver_name, "node": self.node_name,
+                           "bootID": self.boot_id}, separators=(",", ":"))
+        return (head[:-1] + ',"claims":{' + ",".join(parts) + "}}").encode()
+
+    def write(self, data: bytes, durable: bool = False) -> None:
+        """Atomic replace (tmp, fsync when durable, rename). Without fsync it survives a process
+        crash, which is all the intermediate PrepareStarted record needs."""
+        atomic_write(self.path, data, 0o600, fsync=durable, sync_dir=False)
+
+    def sync(self) -> None:
+        """fsync the current file (it holds everything written so far)."""
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def save(self, cp: Checkpoint) -> None:
+        self.write(self.encode(cp), durable=True)
+        fsync_dir(self.dir)
 
 
 def read_boot_id(path: str | os.PathLike[str] = "/proc/sys/kernel/random/boot_id") -> str:

@@ -5,12 +5,16 @@ Order per request (compute, then act, then record; DESIGN.md §6):
 2. under the lock: idempotent answers for claims already prepared in this boot (recreating a lost
    CDI spec); for the rest check allocation/UID/driver/pool/device existence, parse opaque config
    and revalidate counters, compatibility groups and exclusivity together with every device
-   already prepared on the node (driver.allocator.rules.validate_combination — the allocator's
-   own rules);
-3. record PrepareStarted in the checkpoint, write the CDI specs, record PrepareCompleted.
+   already prepared on the node (driver.allocator.rules.validate_combination via
+   driver.state.revalidate — the allocator's own rules);
+3. under the lock: record PrepareStarted (atomic rename, no fsync), write the CDI specs, mark
+   PrepareCompleted in memory; then, outside the lock, make the checkpoint durable (fsync) before
+   answering. Concurrent calls share that fsync (group commit), so the lock is never held across
+   a disk flush.
 A crash anywhere leaves a state the retried call repairs: a PrepareStarted claim is simply
-prepared again, a CDI spec without a checkpoint entry is overwritten or removed.
+prepared again (its devices stay reserved meanwhile), a CDI spec always has a checkpoint record.
 Errors are per claim; only a failure to write the checkpoint fails the claims of that batch.
+The state directory is owned by one plugin process at a time (flock held for the lifetime).
 """
 
 from __future__ import annotations
@@ -20,10 +24,9 @@ import fcntl
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from driver.allocator.rules import PlacedDevice, validate_combination
 from driver.errors import FakeDraError, InputError, NotFoundError, PrepareError
 from driver.features import Features
 from driver.state.cdi import CdiWriter
@@ -32,10 +35,12 @@ from driver.state.config import configs_for_results
 from driver.state.device_env import device_env
 from driver.state.names import check_label, check_subdomain, check_uid
 from driver.state.pool import PoolCache, attr
+from driver.state.revalidate import PlacedIndex
 from driver.state.types import ClaimRef, ClaimSource, PreparedDevice, PrepareResult
 
 log = logging.getLogger("fake-dra.state")
 CrashHook = Callable[[str], None]
+Batch = tuple[ClaimRef, list[PreparedDevice]]
 
 
 def _no_crash(step: str) -> None:
@@ -62,40 +67,85 @@ class DeviceState:
         self._store = checkpoint
         self._crash = crash_hook
         self._lock = threading.Lock()
+        self._io_lock = threading.Lock()  # serialises checkpoint writes and fsyncs
+        self._stripes = [threading.Lock() for _ in range(64)]
+        self._version = self._written = self._synced = 0
         # Revalidation is strict regardless of the scheduler's gates: that is its point.
         self._features = Features()
         checkpoint.ensure_dir()
         cdi.ensure_root()
-        # Held for the process lifetime; 0600 like the checkpoint it guards.
-        self._lock_file = os.fdopen(os.open(checkpoint.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600), "r+")
+        self._lock_fd = os.open(checkpoint.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        self._own_state_dir()
         self._cp = self._load()
+        self._placed = PlacedIndex(self._cp, driver_name)
 
     # -- start-up -------------------------------------------------------------------------
 
-    def _load(self) -> Checkpoint:
-        with self._file_lock():
-            cp = self._store.load()
-            if cp is not None:
-                return cp
-            cp = Checkpoint()
-            for ref, devices in self._cdi.read_prepared():
-                # Boot ID unknown: the next prepare of such a claim redoes it, which is harmless.
-                cp.claims[ref.uid] = ClaimEntry(ref, COMPLETED, "", devices)
-            self._store.save(cp)
-            log.warning("rebuilt checkpoint from CDI specs", extra={"claims": len(cp.claims)})
-            return cp
-
-    @contextlib.contextmanager
-    def _file_lock(self) -> Iterator[None]:
-        # Two plugin processes (rolling upgrade) must never interleave checkpoint writes.
-        fcntl.flock(self._lock_file, fcntl.LOCK_EX)
+    def _own_state_dir(self) -> None:
+        # Two plugin processes (a surging rolling update) must never both own the checkpoint:
+        # the newcomer waits until the old one exits (the kernel drops the lock even on SIGKILL).
         try:
-            yield
-        finally:
-            fcntl.flock(self._lock_file, fcntl.LOCK_UN)
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("another plugin process owns the state directory; waiting for it to exit",
+                        extra={"state_dir": str(self._store.dir)})
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+
+    def _load(self) -> Checkpoint:
+        cp = self._store.load()
+        if cp is not None:
+            self._drop_previous_boot(cp)
+            return cp
+        cp = Checkpoint()
+        for ref, devices in self._cdi.read_prepared():
+            # Boot ID unknown: the next prepare of such a claim redoes it, which is harmless.
+            cp.claims[ref.uid] = ClaimEntry(ref, COMPLETED, "", devices)
+        self._store.save(cp)
+        log.warning("rebuilt checkpoint from CDI specs", extra={"claims": len(cp.claims)})
+        return cp
+
+    def _drop_previous_boot(self, cp: Checkpoint) -> None:
+        """After a reboot nothing is prepared any more: the kubelet re-prepares what is still in use
+        (from scratch), so older-boot entries would only reserve devices forever."""
+        boot = self._store.boot_id
+        old = [uid for uid, e in cp.claims.items() if boot and e.boot_id and e.boot_id != boot]
+        for uid in old:
+            self._cdi.remove(uid)  # a persistent --cdi-root keeps specs across reboots
+            del cp.claims[uid]
+        if old:
+            self._store.save(cp)
+            log.info("dropped claims prepared before the last reboot", extra={"claims": len(old)})
 
     def close(self) -> None:
-        self._lock_file.close()
+        """Release the state directory (the process exiting does the same)."""
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    # -- checkpoint persistence (group commit) ----------------------------------------------
+
+    def _persist(self, data: bytes, version: int, durable: bool) -> None:
+        with self._io_lock:
+            if version > self._written:
+                self._store.write(data, durable=durable)
+                self._written = version
+                if durable:
+                    self._synced = version
+            elif durable and self._synced < version:
+                self._store.sync()  # the newer file on disk covers this version too
+                self._synced = self._written
+
+    def _write_current(self, durable: bool) -> None:
+        """Outside self._lock: write (and optionally fsync) the checkpoint as of now. Concurrent
+        callers share the work: a newer snapshot already written or synced covers older ones."""
+        with self._lock:
+            if self._synced >= self._version or (not durable and self._written >= self._version):
+                return
+            data, version = self._store.encode(self._cp), self._version
+        self._persist(data, version, durable)
+
+    def _flush(self) -> None:
+        self._write_current(durable=True)
 
     def prepared(self) -> dict[str, ClaimEntry]:
         with self._lock:
@@ -112,9 +162,41 @@ class DeviceState:
                 fetched.append((ref, self._fetch(ref)))
             except FakeDraError as exc:
                 results[ref.uid] = PrepareResult(error=str(exc))
-        with self._lock, self._file_lock():
-            self._prepare_locked(fetched, results)
+        with self._claims_locked(ref.uid for ref, _ in fetched):
+            with self._lock:
+                pending, batch, before = self._prepare_locked(fetched, results)
+            if batch:
+                pending.extend(self._act(batch, before, results))
+            if pending:
+                try:
+                    self._flush()
+                except OSError as exc:
+                    # The claims stay recorded (and reserved); the kubelet's retry finishes them.
+                    for ref, _ in pending:
+                        results[ref.uid] = PrepareResult(
+                            error=f"claim {ref.namespace}/{ref.name}: writing checkpoint: {exc}")
+                    return results
+                self._crash("prepare-completed")
+        for ref, devs in pending:
+            results[ref.uid] = PrepareResult(devices=tuple(devs))
+        for ref, devs in batch:
+            if ref.uid in results and not results[ref.uid].error:
+                log.info("prepared claim", extra={"claim": f"{ref.namespace}/{ref.name}", "uid": ref.uid,
+                                                  "devices": [d.device for d in devs]})
         return results
+
+    @contextlib.contextmanager
+    def _claims_locked(self, uids: Iterable[str]) -> Iterator[None]:
+        """Per-claim mutual exclusion (striped locks, taken in order so calls cannot deadlock):
+        prepare/unprepare of the same claim serialise, different claims proceed in parallel."""
+        stripes = sorted({hash(uid) % len(self._stripes) for uid in uids})
+        for i in stripes:
+            self._stripes[i].acquire()
+        try:
+            yield
+        finally:
+            for i in reversed(stripes):
+                self._stripes[i].release()
 
     def _fetch(self, ref: ClaimRef) -> dict[str, Any]:
         try:
@@ -131,11 +213,18 @@ class DeviceState:
             raise PrepareError(f"claim {ref.namespace}/{ref.name} is not allocated")
         return claim
 
-    def _prepare_locked(self, fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult]) -> None:
+    def _prepare_locked(self, fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult]
+                        ) -> tuple[list[Batch], list[Batch], dict[str, ClaimEntry | None]]:
+        """Idempotent answers, validation and in-memory PrepareStarted records.
+
+        Returns (already prepared claims that only need a flush, claims to act on, their previous
+        checkpoint entries for rollback)."""
         boot = self._store.boot_id
         pool, devices = self._pool.get()
         batch: list[tuple[ClaimRef, list[PreparedDevice]]] = []
-        placed = _Placed(self._cp, self.driver_name)
+        placed = self._placed
+        placed.sync(self._cp)
+        pending: list[tuple[ClaimRef, list[PreparedDevice]]] = []
         for ref, claim in fetched:
             entry = self._cp.claims.get(ref.uid)
             if entry is not None and entry.state == COMPLETED and entry.boot_id == boot:
@@ -146,7 +235,10 @@ class DeviceState:
                     except OSError as exc:
                         results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: writing CDI spec: {exc}")
                         continue
-                results[ref.uid] = PrepareResult(devices=tuple(entry.devices))
+                if self._synced < self._version:  # recorded by a call whose flush failed
+                    pending.append((ref, entry.devices))
+                else:
+                    results[ref.uid] = PrepareResult(devices=tuple(entry.devices))
                 continue
             try:
                 prepared = self._compute(ref, claim, pool.name, devices)
@@ -160,8 +252,12 @@ class DeviceState:
                 continue
             placed.add(ref, prepared[1])
             batch.append((ref, prepared[1]))
+        before = {ref.uid: self._cp.claims.get(ref.uid) for ref, _ in batch}
+        for ref, devs in batch:
+            self._cp.claims[ref.uid] = ClaimEntry(ref, STARTED, boot, devs)
         if batch:
-            self._commit(batch, results, boot)
+            self._version += 1
+        return pending, batch, before
 
     def _compute(
         self, ref: ClaimRef, claim: dict[str, Any], pool_name: str, devices: Mapping[str, dict[str, Any]], final: bool = False
@@ -205,46 +301,39 @@ class DeviceState:
             ))
         return mine, prepared
 
-    def _commit(self, batch: list[tuple[ClaimRef, list[PreparedDevice]]], results: dict[str, PrepareResult], boot: str) -> None:
-        before = {ref.uid: self._cp.claims.get(ref.uid) for ref, _ in batch}
-        for ref, devs in batch:
-            self._cp.claims[ref.uid] = ClaimEntry(ref, STARTED, boot, devs)
+    def _act(self, batch: list[Batch], before: dict[str, ClaimEntry | None],
+             results: dict[str, PrepareResult]) -> list[Batch]:
+        """Outside the global lock (the claims' own locks are held): persist PrepareStarted, write
+        the CDI specs, mark PrepareCompleted. Returns the claims that succeeded."""
         try:
-            # Not fsynced: losing this record to a power cut equals never having started, and the
-            # boot ID change then makes the kubelet's retry prepare from scratch.
-            self._store.save(self._cp, durable=False)
+            self._write_current(durable=False)
         except OSError as exc:
-            for uid, old in before.items():
-                _restore(self._cp, uid, old)
+            with self._lock:
+                for uid, old in before.items():
+                    _restore(self._cp, uid, old)
+                self._version += 1
             for ref, _ in batch:
                 results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: writing checkpoint: {exc}")
-            return
+            return []
         self._crash("prepare-started")
-        ok: list[tuple[ClaimRef, list[PreparedDevice]]] = []
+        ok: list[Batch] = []
+        failed: list[ClaimRef] = []
         for ref, devs in batch:
             try:
                 self._cdi.write(ref, devs)
                 ok.append((ref, devs))
             except OSError as exc:
                 self._cdi.remove(ref.uid)
-                _restore(self._cp, ref.uid, before[ref.uid])
+                failed.append(ref)
                 results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: writing CDI spec: {exc}")
         self._crash("prepare-cdi-written")
-        for ref, devs in ok:
-            self._cp.claims[ref.uid] = ClaimEntry(ref, COMPLETED, boot, devs)
-        try:
-            self._store.save(self._cp)
-        except OSError as exc:
-            # The claims stay PrepareStarted (they are recorded, so revalidation still counts them);
-            # the kubelet retries and the retry completes them.
-            for ref, _ in ok:
-                results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: writing checkpoint: {exc}")
-            return
-        self._crash("prepare-completed")
-        for ref, devs in ok:
-            results[ref.uid] = PrepareResult(devices=tuple(devs))
-            log.info("prepared claim", extra={"claim": f"{ref.namespace}/{ref.name}", "uid": ref.uid,
-                                              "devices": [d.device for d in devs]})
+        with self._lock:
+            for ref, devs in ok:
+                self._cp.claims[ref.uid] = ClaimEntry(ref, COMPLETED, self._store.boot_id, devs)
+            for ref in failed:
+                _restore(self._cp, ref.uid, before[ref.uid])
+            self._version += 1
+        return ok
 
     # -- unprepare ------------------------------------------------------------------------
 
@@ -258,7 +347,7 @@ class DeviceState:
                 valid.append(ref)
             except FakeDraError as exc:
                 results[ref.uid] = str(exc)
-        with self._lock, self._file_lock():
+        with self._claims_locked(r.uid for r in valid):
             for ref in valid:
                 try:
                     self._cdi.remove(ref.uid)
@@ -266,110 +355,25 @@ class DeviceState:
                 except OSError as exc:
                     results[ref.uid] = f"claim {ref.namespace}/{ref.name}: removing CDI spec: {exc}"
             self._crash("unprepare-cdi-removed")
-            gone = [r for r in valid if not results[r.uid] and r.uid in self._cp.claims]
-            if gone:
-                removed = {r.uid: self._cp.claims.pop(r.uid) for r in gone}
-                try:
-                    self._store.save(self._cp)
-                except OSError as exc:
-                    self._cp.claims.update(removed)
-                    for r in gone:
-                        results[r.uid] = f"claim {r.namespace}/{r.name}: writing checkpoint: {exc}"
-                    return results
-                self._crash("unprepare-completed")
+            with self._lock:
+                gone = [r for r in valid if not results[r.uid] and r.uid in self._cp.claims]
                 for r in gone:
-                    log.info("unprepared claim", extra={"claim": f"{r.namespace}/{r.name}", "uid": r.uid})
+                    self._cp.claims.pop(r.uid)
+                if gone:
+                    self._version += 1
+            try:
+                # Also persists removals of an earlier call whose flush failed (its retry lands here).
+                self._flush()
+            except OSError as exc:
+                for r in valid:
+                    if not results[r.uid]:
+                        results[r.uid] = f"claim {r.namespace}/{r.name}: writing checkpoint: {exc}"
+                return results
+            if gone:
+                self._crash("unprepare-completed")
+        for r in gone:
+            log.info("unprepared claim", extra={"claim": f"{r.namespace}/{r.name}", "uid": r.uid})
         return results
-
-
-class _Placed:
-    """Devices already prepared on the node, indexed so revalidation looks only at what matters.
-
-    Only devices that share a counter set with the new claim's devices (or are the same device)
-    can change the verdict, so only those are handed to validate_combination. Extra placements of
-    a shared (allowMultipleAllocations) device without a `consumedCounters` snapshot change nothing
-    either — static counters are charged once per device — so one of them stands for all; this
-    keeps a request with thousands of claims on one time-shared GPU linear instead of quadratic.
-    """
-
-    def __init__(self, cp: Checkpoint, driver_name: str) -> None:
-        self.driver = driver_name
-        # device -> claim UID -> placements, split by whether they carry a consumedCounters snapshot
-        self.counted: dict[str, dict[str, list[PlacedDevice]]] = {}
-        self.plain: dict[str, dict[str, list[PlacedDevice]]] = {}
-        self._sets_of: dict[str, set[str]] = {}
-        self._devices_on: dict[str, set[str]] = {}
-        self._indexed: int | None = None
-        for entry in cp.claims.values():
-            self.add(entry.ref, entry.devices)
-
-    def _placed(self, uid: str, d: PreparedDevice) -> PlacedDevice:
-        return PlacedDevice(claim=uid, request=d.request_names[0] if d.request_names else "", driver=self.driver,
-                            pool=d.pool, device=d.device, consumed_counters=d.consumed_counters, share_id=d.share_id)
-
-    def add(self, ref: ClaimRef, devices: Sequence[PreparedDevice]) -> None:
-        for d in devices:
-            index = self.counted if d.consumed_counters else self.plain
-            index.setdefault(d.device, {}).setdefault(ref.uid, []).append(self._placed(ref.uid, d))
-
-    def _index(self, devices: Mapping[str, dict[str, Any]]) -> None:
-        if self._indexed == id(devices):
-            return
-        self._sets_of = {name: _counter_sets(dev) for name, dev in devices.items()}
-        self._devices_on = {}
-        for name, sets in self._sets_of.items():
-            for cs in sets:
-                self._devices_on.setdefault(cs, set()).add(name)
-        self._indexed = id(devices)
-
-    def check(self, ref: ClaimRef, prepared: tuple[list[dict[str, Any]], list[PreparedDevice]],
-              slices: Sequence[dict[str, Any]], devices: Mapping[str, dict[str, Any]], features: Features) -> None:
-        results, new_devs = prepared
-        # Admin access never conflicts with other allocations (upstream semantics).
-        new = [self._placed(ref.uid, d) for r, d in zip(results, new_devs, strict=True) if not r.get("adminAccess")]
-        if not new:
-            return
-        self._index(devices)
-        names = {p.device for p in new}
-        sets = {cs for n in names for cs in self._sets_of.get(n, ())}
-        candidates = set(names)
-        for cs in sets:
-            candidates |= self._devices_on.get(cs, set())
-        others: list[PlacedDevice] = []
-        for name in candidates:
-            for uid, ps in self.counted.get(name, {}).items():
-                if uid != ref.uid:
-                    others.extend(ps)
-            for uid, ps in self.plain.get(name, {}).items():
-                if uid != ref.uid:
-                    others.append(ps[0])
-                    break
-        relevant = names | {p.device for p in others}
-        violations = validate_combination(_subset(slices, relevant, sets), others + new, features)
-        mine = [v for v in violations if any(d.rsplit("/", 1)[-1] in names for d in v.devices)]
-        if mine:
-            detail = "; ".join(v.message for v in mine)
-            raise PrepareError(f"claim {ref.namespace}/{ref.name}: preparation-time revalidation failed: {detail}")
-
-
-def _counter_sets(device: Mapping[str, Any] | None) -> set[str]:
-    return {str(c.get("counterSet")) for c in (device or {}).get("consumesCounters") or ()}
-
-
-def _subset(slices: Sequence[dict[str, Any]], devices: set[str], sets: set[str]) -> list[dict[str, Any]]:
-    """The slices cut down to the relevant devices and counter sets (keeps revalidation O(claim))."""
-    out = []
-    for spec in slices:
-        spec = spec.get("spec", spec)
-        if spec.get("devices"):
-            keep = [d for d in spec["devices"] if d.get("name") in devices]
-            if keep:
-                out.append({**spec, "devices": keep})
-        elif spec.get("sharedCounters"):
-            keep = [c for c in spec["sharedCounters"] if c.get("name") in sets]
-            if keep:
-                out.append({**spec, "sharedCounters": keep})
-    return out
 
 
 def _restore(cp: Checkpoint, uid: str, old: ClaimEntry | None) -> None:

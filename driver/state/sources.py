@@ -1,14 +1,20 @@
 """Claim source backed by the local object store (the embedded default, DESIGN.md §5).
 
 The API-server source lives in driver.kube.claims (the only kubernetes importer); both satisfy
-driver.state.types.ClaimSource.
+driver.state.types.ClaimSource. Reads parse with libyaml when available: the pure-Python parser
+alone costs ~3 ms per claim, a large share of a prepare call.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
+from driver.errors import InputError, NotFoundError
 from driver.store.objectstore import ObjectStore
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class StoreClaimSource:
@@ -16,4 +22,15 @@ class StoreClaimSource:
         self.store = store
 
     def get_claim(self, namespace: str, name: str) -> dict[str, Any]:
-        return self.store.get("resourceclaims", namespace, name)
+        path = self.store.path_of("resourceclaims", namespace, name)  # validates the names
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise NotFoundError(f"resourceclaim {namespace}/{name} not found in local store {self.store.root}") from None
+        try:
+            obj = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+        except yaml.YAMLError as exc:
+            raise InputError(f"local store: {path} is not valid YAML: {exc}") from None
+        if not isinstance(obj, dict):
+            raise InputError(f"local store: {path} does not hold an object")
+        return obj

@@ -90,7 +90,10 @@ class Env:
         return self.root / "state"
 
     def state(self, **kw: Any) -> DeviceState:
-        """A DeviceState on this env's directories (call again to simulate a plugin restart)."""
+        """A DeviceState on this env's directories (call again to simulate a plugin restart:
+        the previous instance releases the state directory as an exiting process would)."""
+        for old in self.states:
+            old.close()
         cache = kw.pop("pool_cache", None) or PoolCache(lambda: self.pool)
         st = DeviceState(
             driver_name=DRIVER, claims=self.claims, pool=cache, cdi=CdiWriter(self.cdi_root, DRIVER),

@@ -208,10 +208,74 @@ def test_checkpoint_write_failure_leaves_nothing_behind(env, monkeypatch):
     ref = env.claims.add("c1", [result("gpu-0")])
     st = env.state()
 
-    def boom(cp, durable=True):
+    def boom(*args, **kw):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(st._store, "save", boom)
+    monkeypatch.setattr(st._store, "write", boom)
     out = st.prepare([ref])[ref.uid]
     assert "writing checkpoint" in out.error and "No space left" in out.error
     assert st.prepared() == {} and env.cdi_files() == []
+
+
+def test_fsync_failure_fails_the_claim_and_the_retry_completes_it(env, monkeypatch):
+    ref = env.claims.add("c1", [result("gpu-0")])
+    st = env.state()
+
+    real_write = st._store.write
+
+    def boom(data, durable=False):
+        if durable:  # the fsync of the final record fails
+            raise OSError(5, "Input/output error")
+        real_write(data)
+
+    monkeypatch.setattr(st._store, "write", boom)
+    monkeypatch.setattr(st._store, "sync", lambda: boom(b"", durable=True))
+    assert "writing checkpoint: [Errno 5] Input/output error" in st.prepare([ref])[ref.uid].error
+    # While the disk fails, nothing is acknowledged as durable, unprepares included.
+    assert "writing checkpoint" in st.unprepare([ClaimRef("default", "x", "other-uid")])["other-uid"]
+    monkeypatch.undo()
+    out = st.prepare([ref])[ref.uid]
+    assert out.error == "" and out.devices[0].device == "gpu-0"
+    cp = json.loads((env.state_dir / "checkpoint.json").read_text())
+    assert cp["claims"][ref.uid]["state"] == COMPLETED
+
+
+def test_second_process_waits_for_the_state_directory(env):
+    import threading
+
+    first = env.state()
+    owner = first._lock_fd
+    started = threading.Event()
+    done = threading.Event()
+
+    def second():
+        started.set()
+        from driver.state.cdi import CdiWriter
+        from driver.state.checkpoint import CheckpointStore
+        from driver.state.pool import PoolCache
+        from driver.state.prepare import DeviceState
+        st = DeviceState(driver_name=DRIVER, claims=env.claims, pool=PoolCache(lambda: env.pool),
+                         cdi=CdiWriter(env.cdi_root, DRIVER),
+                         checkpoint=CheckpointStore(env.state_dir, driver_name=DRIVER, node_name="n1", boot_id="b"))
+        done.set()
+        st.close()
+
+    t = threading.Thread(target=second)
+    t.start()
+    started.wait()
+    assert not done.wait(0.3), "a second owner must wait while the first holds the state directory"
+    assert owner >= 0
+    first.close()
+    assert done.wait(5)
+    t.join()
+
+
+def test_entries_of_a_previous_boot_reserve_nothing(env):
+    old = env.claims.add("old", [result("gpu-0")])
+    env.state().prepare([old])
+    env.boot_id = "boot-2"  # node rebooted; the CDI root here is persistent (not a tmpfs)
+    st = env.state()
+    assert st.prepared() == {} and env.cdi_files() == []
+    mig = env.claims.add("mig", [result("gpu-0-mig-1g5gb-0")])
+    assert st.prepare([mig])[mig.uid].error == "", "a claim of the previous boot must not block gpu-0"
+    assert st.unprepare([old]) == {old.uid: ""}

@@ -116,3 +116,17 @@ def test_admin_access_does_not_conflict(env):
     admin = env.claims.add("admin", [result("gpu-1", adminAccess=True)])
     st.prepare([a])
     assert st.prepare([admin])[admin.uid].error == ""
+
+
+def test_a_claim_whose_commit_failed_does_not_stay_reserved(env, monkeypatch):
+    st = env.state()
+    a = env.claims.add("a", [result("gpu-0")])
+
+    def boom(*args, **kw):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(st._store, "write", boom)
+    assert "writing checkpoint" in st.prepare([a])[a.uid].error
+    monkeypatch.undo()
+    b = env.claims.add("b", [result("gpu-0-mig-1g5gb-0")])
+    assert st.prepare([b])[b.uid].error == "", "the failed claim must not keep gpu-0 reserved"
