@@ -7,10 +7,11 @@ Public API:
 - `inventory_to_dict(inventory)` JSON-able view (driver.discovery.report)
 """
 
-from driver.discovery.fakesysfs import FAULT_FILE, PROFILES, make_sysfs, read_fault, set_fault
+from driver.discovery.fakesysfs import FAULT_FILE, PROFILES, make_sysfs, read_fault, set_fault, write_profile
 from driver.discovery.report import inventory_to_dict
 from driver.discovery.sysfs import discover
 
 __all__ = [
     "FAULT_FILE", "PROFILES", "discover", "inventory_to_dict", "make_sysfs", "read_fault", "set_fault",
+    "write_profile",
 ]

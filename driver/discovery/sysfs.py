@@ -4,14 +4,18 @@ Why not libudev: it ignores alternate roots, and fixtures, containers with a hos
 ROOT != /sys. Why so defensive: sysfs on real machines has half-bound drivers, links that vanish while we
 read (hotplug, VF re-creation) and files that error on read (`speed` of a down link). One bad device must
 never hide the others, so every problem becomes a warning that names the path and the device is skipped.
+Paths are plain strings with os.path, not pathlib: discovery runs on every publish pass and pathlib's
+per-object parsing was most of its cost.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+import os
 import re
 from dataclasses import dataclass
+from os.path import join
 from pathlib import Path
 
 from driver.errors import DiscoveryError
@@ -24,6 +28,7 @@ NVIDIA_VENDOR = 0x10DE
 # PCI base class 0x03 (display): subclass 0x00 VGA, 0x02 3D controller. NVSwitch is 0x0680 (bridge).
 GPU_CLASSES = (0x0300, 0x0302)
 NETWORK_BASE_CLASS = 0x02
+CANDIDATE_BASE_CLASSES = (0x03, NETWORK_BASE_CLASS)
 BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _VIRTFN = re.compile(r"^virtfn(\d+)$")
 _HEX = re.compile(r"^(0x)?[0-9a-fA-F]+$")
@@ -34,28 +39,28 @@ class _Found:
     """A PCI function that passed the basic checks, with where it lives."""
 
     pci: PciDevice
-    path: Path  # resolved device directory
+    path: str  # resolved device directory
 
 
 class _Walker:
     """One discovery pass: collects warnings instead of raising for anything below the root."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: str) -> None:
         self.root = root
-        self.real_root = root.resolve()
-        self.devices_root = self.real_root / "devices"
+        self.devices_root = join(os.path.realpath(root), "devices")
         self.warnings: list[str] = []
 
-    def warn(self, path: Path | str, problem: str) -> None:
+    def warn(self, path: str, problem: str) -> None:
         message = f"{path}: {problem}"
         self.warnings.append(message)
         log.warning(message, extra={"path": str(path)})
 
     # --- file readers: None means "problem already reported" ------------------------------------
 
-    def text(self, path: Path, what: str, *, required: bool = True) -> str | None:
+    def text(self, path: str, what: str, *, required: bool = True) -> str | None:
         try:
-            return path.read_text(encoding="utf-8", errors="strict").strip()
+            with open(path, encoding="utf-8", errors="strict") as fh:
+                return fh.read().strip()
         except FileNotFoundError:
             if required:
                 self.warn(path, f"missing; skipping {what}")
@@ -64,7 +69,7 @@ class _Walker:
             self.warn(path, f"unreadable ({exc.__class__.__name__}: {exc}); skipping {what}")
             return None
 
-    def hex(self, path: Path, what: str, bits: int) -> int | None:
+    def hex(self, path: str, what: str, bits: int) -> int | None:
         raw = self.text(path, what)
         if raw is None:
             return None
@@ -73,7 +78,7 @@ class _Walker:
             return None
         return int(raw, 16)
 
-    def integer(self, path: Path, what: str, *, minimum: int = 0, required: bool = True) -> int | None:
+    def integer(self, path: str, what: str, *, minimum: int = 0, required: bool = True) -> int | None:
         raw = self.text(path, what, required=required)
         if raw is None:
             return None
@@ -87,10 +92,10 @@ class _Walker:
             return None
         return value
 
-    def resolve(self, link: Path, what: str) -> Path | None:
+    def resolve(self, link: str, what: str) -> str | None:
         """Resolve a symlink strictly inside ROOT/devices (a link may not escape the root)."""
         try:
-            real = link.resolve(strict=True)
+            real = os.path.realpath(link, strict=True)
         except RuntimeError:  # Python < 3.13 reports loops this way
             self.warn(link, f"symlink loop; skipping {what}")
             return None
@@ -98,31 +103,39 @@ class _Walker:
             problem = "symlink loop" if exc.errno == errno.ELOOP else f"broken symlink ({exc.strerror or exc})"
             self.warn(link, f"{problem}; skipping {what}")
             return None
-        if not real.is_relative_to(self.devices_root):
+        if not real.startswith(self.devices_root + os.sep):
             self.warn(link, f"resolves to {real}, outside {self.devices_root}; skipping {what}")
             return None
-        if not real.is_dir():
+        if not os.path.isdir(real):
             self.warn(link, f"resolves to {real}, which is not a directory; skipping {what}")
             return None
         return real
 
     # --- PCI functions ---------------------------------------------------------------------------
 
-    def pci(self, address: str, link: Path) -> _Found | None:
+    def pci(self, address: str, link: str, *, candidates_only: bool = False) -> _Found | None:
+        """Read one PCI function. `candidates_only`: silently drop VFs (reached through their PF's
+        virtfnN links instead) and classes we never publish (bridges, storage, ...) before reading
+        more than `class` — most functions on a server are neither GPUs nor NICs."""
         what = f"PCI device {address}"
         real = self.resolve(link, what)
         if real is None:
             return None
-        if real.name != address:
-            self.warn(link, f"resolves to {real.name!r}, not a directory named {address}; skipping {what}")
+        name = os.path.basename(real)
+        if name != address:
+            self.warn(link, f"resolves to {name!r}, not a directory named {address}; skipping {what}")
             return None
-        vendor = self.hex(real / "vendor", what, 16)
-        device = self.hex(real / "device", what, 16) if vendor is not None else None
-        klass = self.hex(real / "class", what, 24) if device is not None else None
-        if vendor is None or device is None or klass is None:
+        if candidates_only and os.path.lexists(join(real, "physfn")):
             return None
-        numa = self.numa(real / "numa_node")
-        parts = real.relative_to(self.devices_root).parts
+        klass = self.hex(join(real, "class"), what, 24)
+        if klass is None or (candidates_only and klass >> 16 not in CANDIDATE_BASE_CLASSES):
+            return None
+        vendor = self.hex(join(real, "vendor"), what, 16)
+        device = self.hex(join(real, "device"), what, 16) if vendor is not None else None
+        if vendor is None or device is None:
+            return None
+        numa = self.numa(join(real, "numa_node"))
+        parts = real[len(self.devices_root) + 1:].split(os.sep)
         # Same rule as k8s.io/dynamic-resource-allocation deviceattribute.resolvePCIeRoot: the first
         # path component under /sys/devices, e.g. "pci0000:00".
         pcie_root = parts[0] if len(parts) > 1 and parts[0].startswith("pci") else None
@@ -131,12 +144,12 @@ class _Walker:
         return _Found(
             PciDevice(
                 address=address, vendor_id=vendor, device_id=device, class_code=klass,
-                numa_node=numa, pcie_root=pcie_root, sysfs_path=str(real),
+                numa_node=numa, pcie_root=pcie_root, sysfs_path=real,
             ),
             real,
         )
 
-    def numa(self, path: Path) -> int | None:
+    def numa(self, path: str) -> int | None:
         # numa_node is optional information: a bad value makes it unknown, it does not skip the device.
         raw = self.text(path, "numa_node", required=False)
         if raw is None:
@@ -149,47 +162,47 @@ class _Walker:
         return value if value >= 0 else None
 
     def functions(self) -> dict[str, _Found]:
-        bus = self.root / "bus" / "pci" / "devices"
-        if not bus.is_dir():
+        bus = join(self.root, "bus", "pci", "devices")
+        if not os.path.isdir(bus):
             self.warn(bus, "missing; no PCI devices discovered")
             return {}
         found: dict[str, _Found] = {}
         try:
-            names = sorted(entry.name for entry in bus.iterdir())
+            names = sorted(os.listdir(bus))
         except OSError as exc:
             self.warn(bus, f"unreadable ({exc}); no PCI devices discovered")
             return {}
         for name in names:
             if not BDF.match(name):
-                self.warn(bus / name, "not a PCI address (DDDD:BB:DD.F, lower-case hex); skipping")
+                self.warn(join(bus, name), "not a PCI address (DDDD:BB:DD.F, lower-case hex); skipping")
                 continue
-            item = self.pci(name, bus / name)
+            item = self.pci(name, join(bus, name), candidates_only=True)
             if item is not None:
                 found[name] = item
         return found
 
-    def virtfns(self, path: Path, owner: str) -> list[tuple[int, Path]]:
+    def virtfns(self, path: str, owner: str) -> list[tuple[int, str]]:
         """(N, resolved VF dir) for each `virtfnN` link of a PF, sorted by N."""
         out = []
         try:
-            entries = sorted(path.iterdir())
+            entries = sorted(os.listdir(path))
         except OSError as exc:
             self.warn(path, f"unreadable ({exc}); skipping VFs of {owner}")
             return []
         for entry in entries:
-            match = _VIRTFN.match(entry.name)
+            match = _VIRTFN.match(entry)
             if not match:
                 continue
-            real = self.resolve(entry, f"VF {entry.name} of {owner}")
+            real = self.resolve(join(path, entry), f"VF {entry} of {owner}")
             if real is not None:
                 out.append((int(match.group(1)), real))
         out.sort(key=lambda item: item[0])
         return out
 
-    def netdev(self, path: Path) -> str | None:
-        net = path / "net"
+    def netdev(self, path: str) -> str | None:
+        net = join(path, "net")
         try:
-            names = sorted(p.name for p in net.iterdir())
+            names = sorted(os.listdir(net))
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -197,12 +210,13 @@ class _Walker:
             return None
         return names[0] if names else None
 
-    def speed(self, interface: str, device_path: Path) -> int | None:
-        path = self.root / "class" / "net" / interface / "speed"
-        if not path.exists():
-            path = device_path / "net" / interface / "speed"
+    def speed(self, interface: str, device_path: str) -> int | None:
+        path = join(self.root, "class", "net", interface, "speed")
+        if not os.path.lexists(path):
+            path = join(device_path, "net", interface, "speed")
         try:
-            raw = path.read_text(encoding="utf-8").strip()
+            with open(path, encoding="utf-8") as fh:
+                raw = fh.read().strip()
         except OSError:
             # The kernel answers EINVAL on read for a down link: unknown speed, not an error.
             log.debug("link speed unreadable", extra={"path": str(path)})
@@ -214,30 +228,31 @@ class _Walker:
             return None
         return value if value > 0 else None
 
-    def mdev_types(self, device_path: Path, address: str) -> list[MdevType]:
-        base = device_path / "mdev_supported_types"
-        if not base.exists():
+    def mdev_types(self, device_path: str, address: str) -> list[MdevType]:
+        base = join(device_path, "mdev_supported_types")
+        if not os.path.lexists(base):
             return []
         try:
-            type_dirs = sorted(base.iterdir())
+            type_ids = sorted(os.listdir(base))
         except OSError as exc:
             self.warn(base, f"unreadable ({exc}); skipping vGPU types of {address}")
             return []
         out = []
-        for type_dir in type_dirs:
-            what = f"mdev type {type_dir.name} of {address}"
-            name = self.text(type_dir / "name", what)
-            available = self.integer(type_dir / "available_instances", what) if name is not None else None
-            api = self.text(type_dir / "device_api", what) if available is not None else None
+        for type_id in type_ids:
+            type_dir = join(base, type_id)
+            what = f"mdev type {type_id} of {address}"
+            name = self.text(join(type_dir, "name"), what)
+            available = self.integer(join(type_dir, "available_instances"), what) if name is not None else None
+            api = self.text(join(type_dir, "device_api"), what) if available is not None else None
             if name is None or available is None or api is None:
                 continue
-            description = self.text(type_dir / "description", what, required=False) or ""
-            out.append(MdevType(type_dir.name, name, available, api, description, parents=(address,)))
+            description = self.text(join(type_dir, "description"), what, required=False) or ""
+            out.append(MdevType(type_id, name, available, api, description, parents=(address,)))
         return out
 
 
 def _merge_mdev(
-    types: list[MdevType], walker: _Walker, gpu_address: str, paths: dict[str, Path]
+    types: list[MdevType], walker: _Walker, gpu_address: str, paths: dict[str, str]
 ) -> tuple[MdevType, ...]:
     """Fold per-function mdev types into one entry per type id (instances summed, parents listed)."""
     merged: dict[str, MdevType] = {}
@@ -247,7 +262,7 @@ def _merge_mdev(
             merged[t.type_id] = t
         elif seen.name != t.name:
             walker.warn(
-                paths[t.parents[0]] / "mdev_supported_types" / t.type_id / "name",
+                join(paths[t.parents[0]], "mdev_supported_types", t.type_id, "name"),
                 f"name {t.name!r} differs from {seen.name!r} on {seen.parents[0]}; ignoring it for GPU {gpu_address}",
             )
         else:
@@ -264,22 +279,22 @@ def discover(root: str | Path, catalog: HardwareCatalog) -> Inventory:
     Raises DiscoveryError only when `root` itself is unusable; everything below it that is garbled,
     missing, unreadable, unknown or looping is skipped with a warning in Inventory.warnings.
     """
-    root = Path(root)
-    if not root.is_dir():
-        raise DiscoveryError(f"sysfs root {str(root)!r} does not exist or is not a directory (--sysfs-root)")
+    root = os.fspath(root)
+    if not os.path.isdir(root):
+        raise DiscoveryError(f"sysfs root {root!r} does not exist or is not a directory (--sysfs-root)")
     walker = _Walker(root)
     functions = walker.functions()
     gpus: list[Gpu] = []
     nics: list[NicPF] = []
     for address, item in functions.items():
         pci, path = item.pci, item.path
-        is_vf = (path / "physfn").exists() or (path / "physfn").is_symlink()
+        is_vf = os.path.lexists(join(path, "physfn"))
         if pci.vendor_id == NVIDIA_VENDOR and pci.class_code >> 8 in GPU_CLASSES and not is_vf:
             gpu = _gpu(walker, catalog, item, len(gpus))
             if gpu is not None:
                 gpus.append(gpu)
         elif pci.class_code >> 16 == NETWORK_BASE_CLASS and not is_vf:
-            nic = _nic(walker, catalog, item, functions, len(nics))
+            nic = _nic(walker, catalog, item, len(nics))
             if nic is not None:
                 nics.append(nic)
     return Inventory(gpus=tuple(gpus), nics=tuple(nics), warnings=tuple(walker.warnings))
@@ -290,7 +305,7 @@ def _gpu(walker: _Walker, catalog: HardwareCatalog, item: _Found, index: int) ->
     model = catalog.gpu(pci.device_id)
     if model is None:
         walker.warn(
-            path / "device",
+            join(path, "device"),
             f"unknown NVIDIA GPU device ID 0x{pci.device_id:04x}; skipping GPU {pci.address} "
             "(add the model under `hardware.gpus` in the driver config)",
         )
@@ -299,32 +314,32 @@ def _gpu(walker: _Walker, catalog: HardwareCatalog, item: _Found, index: int) ->
     types = walker.mdev_types(path, pci.address)
     paths = {pci.address: path}
     for _, vf_path in walker.virtfns(path, f"GPU {pci.address}"):
-        types += walker.mdev_types(vf_path, vf_path.name)
-        paths[vf_path.name] = vf_path
+        vf_name = os.path.basename(vf_path)
+        types += walker.mdev_types(vf_path, vf_name)
+        paths[vf_name] = vf_path
     return Gpu(index=index, pci=pci, model=model, mdev_types=_merge_mdev(types, walker, pci.address, paths))
 
 
 def _nic(
-    walker: _Walker, catalog: HardwareCatalog, item: _Found, functions: dict[str, _Found], index: int
+    walker: _Walker, catalog: HardwareCatalog, item: _Found, index: int
 ) -> NicPF | None:
     pci, path = item.pci, item.path
     what = f"NIC {pci.address}"
-    if not (path / "sriov_totalvfs").exists():
+    if not os.path.lexists(join(path, "sriov_totalvfs")):
         log.debug("network function without SR-IOV ignored", extra={"path": str(path)})
         return None
-    total = walker.integer(path / "sriov_totalvfs", what)
-    num = walker.integer(path / "sriov_numvfs", what) if total is not None else None
+    total = walker.integer(join(path, "sriov_totalvfs"), what)
+    num = walker.integer(join(path, "sriov_numvfs"), what) if total is not None else None
     if total is None or num is None:
         return None
     vfs = []
     for n, vf_path in walker.virtfns(path, what):
-        known = functions.get(vf_path.name)
-        vf = known if known is not None and Path(known.path) == vf_path else walker.pci(vf_path.name, vf_path)
+        vf = walker.pci(os.path.basename(vf_path), vf_path)
         if vf is None:
             continue
         vfs.append(VirtualFunction(index=n, pci=vf.pci, interface=walker.netdev(vf_path)))
     if len(vfs) != num:
-        walker.warn(path / "sriov_numvfs", f"says {num} VFs but {len(vfs)} usable virtfnN links found on {what}")
+        walker.warn(join(path, "sriov_numvfs"), f"says {num} VFs but {len(vfs)} usable virtfnN links found on {what}")
     interface = walker.netdev(path)
     speed = walker.speed(interface, path) if interface else None
     model = catalog.nics.get((pci.vendor_id, pci.device_id))

@@ -152,7 +152,7 @@ def test_empty_device_directory(tree, catalog) -> None:
     (root / "bus/pci/devices/0000:33:00.0").symlink_to("../../../devices/pci0000:00/0000:33:00.0")
     inv = discover(root, catalog)
     assert gpus(inv) == [GPU0, GPU1]
-    one_warning(inv, "0000:33:00.0/vendor: missing")
+    one_warning(inv, "0000:33:00.0/class: missing")
 
 
 def test_empty_and_missing_bus(tree, catalog) -> None:
@@ -298,3 +298,22 @@ def test_conflicting_mdev_type_names_across_vfs(tree, catalog) -> None:
     t = {t.type_id: t for t in inv.gpus[1].mdev_types}["nvidia-475"]
     assert t.profile == "A100-4C" and t.available_instances == 1
     one_warning(inv, str(vf1 / "mdev_supported_types/nvidia-475/name"), "differs from 'NVIDIA A100-4C'")
+
+
+def test_functions_we_never_publish_are_not_read_beyond_class(tree, catalog) -> None:
+    root = tree("no-gpu")
+    nvme = dev(root, "0000:01:00.0")
+    assert (nvme / "class").read_text() == "0x010802\n"
+    (nvme / "vendor").write_text("garbage\n")
+    (nvme / "numa_node").unlink()
+    inv = discover(root, catalog)
+    assert inv.warnings == () and len(inv.nics) == 1
+
+
+def test_garbled_vf_is_skipped_with_its_path(tree, catalog) -> None:
+    root = tree()
+    vf2 = (dev(root, NIC) / "virtfn2").resolve()
+    (vf2 / "device").write_text("0xnope\n")
+    inv = discover(root, catalog)
+    assert [vf.index for vf in inv.nics[0].vfs] == [0, 1, 3, 4, 5, 6, 7]
+    one_warning(inv, str(vf2 / "device"), "garbled")
