@@ -213,3 +213,18 @@ def test_override_against_a_stripping_apiserver_settles_instead_of_rewriting(api
     assert first.features.compatibility_groups is True  # the override still wins...
     assert GROUPS in first.stats.dropped_gate_names()   # ...but the server dropped the field
     assert pub.run_once().stats.writes == 0              # and we do not fight it every pass
+
+
+def test_loop_survives_a_failing_pass(api, server):
+    calls = {"n": 0}
+
+    def render_flaky(f):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("sysfs vanished")
+        return render(inventory(gpus=1, nics=0), f)
+    pub = Publisher(api, render_flaky, Features(), 0.05, node_name=NODE, driver_name=DRIVER)
+    pub.start()
+    _wait(lambda: pub.last is not None)
+    pub.stop()
+    assert calls["n"] >= 2 and server.state.slices
