@@ -174,7 +174,7 @@ def _gpu(key: str, entry: Mapping[str, Any], layouts: Mapping[str, Any]) -> GpuM
         "architecture": _str(f"{where}.architecture", _required(where, entry, "architecture")),
         "memory_mib": _int(f"{where}.memory_mib", _required(where, entry, "memory_mib"), minimum=1),
         "multiprocessors": _int(f"{where}.multiprocessors", _required(where, entry, "multiprocessors"), minimum=1),
-        "source": str(entry.get("source", "driver/hardware/data/gpus.yaml")),
+        "source": str(entry.get("source", "driver config")),
     }
     for field in ("copy_engines", "decoders", "encoders", "jpeg_engines", "ofa_engines"):
         fields[field] = _int(f"{where}.{field}", entry.get(field, 0))

@@ -122,3 +122,10 @@ def test_sources_are_cited_in_the_data_files() -> None:
     for needle in ("mig-user-guide/supported-mig-profiles", "Virtual GPU Types", "pci-ids.ucw.cz"):
         assert needle in text
     assert "pci-ids.ucw.cz" in resources.files("driver.hardware.data").joinpath("nics.yaml").read_text()
+
+
+def test_every_builtin_model_names_its_source() -> None:
+    for model in CATALOG.gpus.values():
+        assert "pci.ids" in model.source, model.name
+    assert load_catalog({"gpus": {"x": {"inherits": "_ga100", "device_id": 0x1111, "product_name": "X",
+                                        "memory_mib": 1024, "mig": None, "source": "lab"}}}).gpu(0x1111).source == "lab"
