@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from driver.discovery.sysfs import read_attribute
 from driver.errors import InputError
 
 FAULT_FILE = "fake-dra-fault"
@@ -337,6 +338,9 @@ def read_fault(root: str | Path, bdf: str) -> str | None:
     """The injected fault message of device `bdf`, or None when healthy (or the device is gone)."""
     path = Path(root) / "bus" / "pci" / "devices" / bdf / FAULT_FILE
     try:
-        return path.read_text(encoding="utf-8").strip() or "fault injected"
-    except OSError:
+        return read_attribute(str(path)) or "fault injected"
+    except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        # Present but unreadable still means "something is wrong with this device".
+        return f"fault file unreadable: {exc}"

@@ -14,6 +14,7 @@ import errno
 import logging
 import os
 import re
+import stat
 from dataclasses import dataclass
 from os.path import join
 from pathlib import Path
@@ -32,6 +33,30 @@ CANDIDATE_BASE_CLASSES = (0x03, NETWORK_BASE_CLASS)
 BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _VIRTFN = re.compile(r"^virtfn(\d+)$")
 _HEX = re.compile(r"^(0x)?[0-9a-fA-F]+$")
+
+
+# A sysfs attribute is at most one page; anything longer is not sysfs.
+MAX_ATTRIBUTE_BYTES = 4096
+
+
+def read_attribute(path: str) -> str:
+    """Contents of one sysfs attribute file, stripped.
+
+    Opened non-blocking and checked to be a regular file, so a FIFO or device node planted in a tree
+    cannot hang discovery, and at most one page is read, so a huge file cannot exhaust memory.
+    Raises OSError (incl. FileNotFoundError), UnicodeDecodeError, or ValueError (not a regular file /
+    too large).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        data = os.read(fd, MAX_ATTRIBUTE_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_ATTRIBUTE_BYTES:
+        raise ValueError(f"larger than {MAX_ATTRIBUTE_BYTES} bytes")
+    return data.decode("utf-8").strip()
 
 
 @dataclass
@@ -59,13 +84,12 @@ class _Walker:
 
     def text(self, path: str, what: str, *, required: bool = True) -> str | None:
         try:
-            with open(path, encoding="utf-8", errors="strict") as fh:
-                return fh.read().strip()
+            return read_attribute(path)
         except FileNotFoundError:
             if required:
                 self.warn(path, f"missing; skipping {what}")
             return None
-        except (OSError, UnicodeDecodeError, RuntimeError) as exc:
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
             self.warn(path, f"unreadable ({exc.__class__.__name__}: {exc}); skipping {what}")
             return None
 
@@ -215,9 +239,8 @@ class _Walker:
         if not os.path.lexists(path):
             path = join(device_path, "net", interface, "speed")
         try:
-            with open(path, encoding="utf-8") as fh:
-                raw = fh.read().strip()
-        except OSError:
+            raw = read_attribute(path)
+        except (OSError, UnicodeDecodeError, ValueError):
             # The kernel answers EINVAL on read for a down link: unknown speed, not an error.
             log.debug("link speed unreadable", extra={"path": str(path)})
             return None

@@ -89,3 +89,11 @@ def test_fault_on_unknown_device(tree) -> None:
     with pytest.raises(InputError, match="no PCI device 0000:99:00.0"):
         set_fault(root, "0000:99:00.0", "boom")
     assert read_fault(root, "0000:99:00.0") is None
+
+
+def test_unreadable_fault_file_still_reports_a_fault(tree) -> None:
+    root = tree("demo")
+    (root / "bus/pci/devices/0000:07:00.0" / FAULT_FILE).mkdir()
+    assert read_fault(root, "0000:07:00.0").startswith("fault file unreadable")
+    set_fault(root, "0000:0f:00.0", "")
+    assert read_fault(root, "0000:0f:00.0") == "fault injected"

@@ -58,7 +58,7 @@ def test_unreadable_file(tree, catalog) -> None:
     target.mkdir()  # reading a directory fails like an unreadable attribute
     inv = discover(root, catalog)
     assert gpus(inv) == [GPU1]
-    one_warning(inv, f"{GPU0}/device: unreadable (IsADirectoryError")
+    one_warning(inv, f"{GPU0}/device: unreadable (ValueError: not a regular file)")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files regardless of mode bits")
@@ -317,3 +317,15 @@ def test_garbled_vf_is_skipped_with_its_path(tree, catalog) -> None:
     inv = discover(root, catalog)
     assert [vf.index for vf in inv.nics[0].vfs] == [0, 1, 3, 4, 5, 6, 7]
     one_warning(inv, str(vf2 / "device"), "garbled")
+
+
+def test_fifo_and_huge_files_do_not_hang_or_exhaust(tree, catalog) -> None:
+    root = tree()
+    vendor = dev(root, GPU0) / "vendor"
+    vendor.unlink()
+    os.mkfifo(vendor)  # a blocking open/read would hang discovery forever
+    (dev(root, GPU1) / "device").write_text("0x20b0" + " " * 10_000 + "\n")
+    inv = discover(root, catalog)
+    assert gpus(inv) == [] and len(inv.nics) == 1
+    one_warning(inv, f"{GPU0}/vendor: unreadable (ValueError: not a regular file)")
+    one_warning(inv, f"{GPU1}/device: unreadable (ValueError: larger than 4096 bytes)")
