@@ -7,6 +7,7 @@ lives here, once, so both backends are held to exactly the same checks.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -15,6 +16,10 @@ from typing import Any
 from driver.e2e.report import Check
 from driver.e2e.scenario import Step
 from driver.model.quantity import format_quantity, parse_quantity
+
+
+# CDI device IDs are <kind>=<claim UID>-<device>; the UID is noise in a report.
+_UID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-")
 
 
 @dataclass
@@ -102,7 +107,8 @@ def check_step(step: Step, obs: Observation, claim_devices: Mapping[str, list[di
             f"scheduler: {_fmt(obs.scheduled)}{': ' + obs.reason if obs.reason else ''}", guess == obs.scheduled)
     if "scheduled" in exp:
         seen = obs.scheduled
-        add("scheduled", exp["scheduled"], f"{_fmt(seen)}{': ' + obs.reason if obs.reason and not seen else ''}",
+        why = obs.reason if obs.reason and not seen and "unschedulable" not in exp else ""
+        add("scheduled", exp["scheduled"], f"{_fmt(seen)}{': ' + why if why else ''}",
             seen is not None and seen == bool(exp["scheduled"]))
     if "unschedulable" in exp:
         want = _words(exp["unschedulable"])
@@ -114,14 +120,16 @@ def check_step(step: Step, obs: Observation, claim_devices: Mapping[str, list[di
         add("devices", ", ".join(f"{k}={v}" for k, v in exp["devices"].items()), seen, ok)
     if "prepared" in exp:
         seen = obs.prepared
-        add("prepared", exp["prepared"], f"{_fmt(seen)}{': ' + obs.prepare_error if obs.prepare_error else ''}",
+        why = obs.prepare_error if "prepare_error" not in exp else ""
+        add("prepared", exp["prepared"], f"{_fmt(seen)}{': ' + why if why else ''}",
             seen is not None and seen == bool(exp["prepared"]))
     if "prepare_error" in exp:
         want = _words(exp["prepare_error"])
         ok = obs.prepared is False and all(w in obs.prepare_error.lower() for w in want)
         add("prepare error", f"contains {' + '.join(want)}", obs.prepare_error or "(no error)", ok)
     if "cdi_devices" in exp:
-        add("CDI devices", exp["cdi_devices"], f"{len(obs.cdi_devices)}: {', '.join(obs.cdi_devices)}",
+        shown = ", ".join(_UID_RE.sub("<claim>-", i) for i in obs.cdi_devices)
+        add("CDI devices", exp["cdi_devices"], f"{len(obs.cdi_devices)}: {shown}",
             len(obs.cdi_devices) == int(exp["cdi_devices"]))
     for pattern, want in (exp.get("env") or {}).items():
         ok, seen = _env_matches(str(pattern), want, obs.env)
