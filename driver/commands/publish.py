@@ -130,6 +130,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_publish_flags(parser)
     parser.add_argument("--once", action="store_true", help="one reconcile, print its statistics, exit")
     common.add_flag(parser, "--interval", "30", "seconds between reconciles (default 30)")
+    common.add_flag(parser, "--metrics-addr", None, "serve Prometheus metrics (detected gates, writes) on HOST:PORT")
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text", help="statistics format")
     parser.set_defaults(func=run)
 
@@ -161,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         if args.delete_slices_on_exit:
             publisher.stop()
         return 0
+    metrics_server = publisher.metrics.serve(args.metrics_addr) if args.metrics_addr else None
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
@@ -172,6 +174,8 @@ def run(args: argparse.Namespace) -> int:
     if watcher is not None:
         watcher.stop()
     publisher.stop()
+    if metrics_server is not None:
+        metrics_server.shutdown()
     return 0
 
 

@@ -7,7 +7,9 @@ and several publishers in one process do not collide in the global registry.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
+from driver.errors import InputError
 
 from driver.publish.gates import GateReport
 from driver.publish.reconcile import ReconcileStats
@@ -67,3 +69,14 @@ class PublishMetrics:
 
     def observe_error(self) -> None:
         self.reconciles.labels(result="error").inc()
+
+    def serve(self, addr: str) -> object:
+        """HTTP exporter on HOST:PORT for standalone `fake-dra publish` (run serves the plugin's registry)."""
+        host, sep, port = addr.rpartition(":")
+        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise InputError(f"--metrics-addr: expected HOST:PORT, got {addr!r}")
+        try:
+            server, _thread = start_http_server(int(port), addr=host.strip("[]") or "0.0.0.0", registry=self.registry)
+        except OSError as exc:
+            raise InputError(f"--metrics-addr {addr}: {exc}") from None
+        return server

@@ -109,3 +109,9 @@ def test_gates_command_bad_gate_file_is_an_error_not_unknown(capsys, tmp_path):
     (store / "featuregates.yaml").write_text("apiserver: {DRAPartitionableDevices: 1}\n")
     code = main(["--log-level", "ERROR", "gates", "--node-name", "node-1", "--store", str(store)])
     assert code == 2 and "apiserver.DRAPartitionableDevices: expected true or false" in capsys.readouterr().err
+
+
+def test_bad_metrics_addr(capsys, sysfs, tmp_path):
+    code = main(["--log-level", "ERROR", "publish", "--node-name", "node-1", "--sysfs-root", str(sysfs),
+                 "--store", str(tmp_path / "s"), "--metrics-addr", "nope"])
+    assert code == 2 and "--metrics-addr: expected HOST:PORT" in capsys.readouterr().err

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import urllib.request
 import subprocess
 import sys
 import time
@@ -44,12 +46,17 @@ def test_sighup_rescans_and_sigterm_leaves_slices(tmp_path):
     root = tmp_path / "sys"
     root.symlink_to(tmp_path / "demo")
     store = tmp_path / "store"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
     proc = subprocess.Popen(
         [sys.executable, "-m", "driver", "--log-level", "WARNING", "publish", "--sysfs-root", str(root),
-         "--node-name", "n1", "--store", str(store), "--interval", "3600"],
+         "--node-name", "n1", "--store", str(store), "--interval", "3600", "--metrics-addr", f"127.0.0.1:{port}"],
         cwd=ROOT, env={**os.environ, "KUBECONFIG": ""}, stderr=subprocess.PIPE, text=True)
     try:
         assert _wait(lambda: any(n.startswith("gpu-") for n in _devices(store))), "first publish did not happen"
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        assert 'fake_dra_feature_gate_enabled{component="effective",gate="DRADeviceCompatibilityGroups"} 1.0' in metrics
         root.unlink()
         root.symlink_to(tmp_path / "nogpu")  # the GPUs are gone (hot-unplug)
         proc.send_signal(signal.SIGHUP)
