@@ -348,8 +348,10 @@ class LocalBackend:
         users = [p.name for p in self.pods.values() if name in p.claims]
         if users:
             raise InputError(f"delete-claim: claim {name} is still used by pods {', '.join(users)}")
+        uid = self._claim(name)["metadata"]["uid"]
         self.store.delete(CLAIMS, NAMESPACE, name)
-        return Observation(released=True, counters=self._counters())
+        released = uid not in self.prepared and not any(self.dirs.cdi.glob(f"*{uid}*"))
+        return Observation(released=released, counters=self._counters())
 
     def create_podgroup(self, name: str, claim: str) -> Observation:
         self.podgroups[name] = claim
