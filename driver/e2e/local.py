@@ -143,6 +143,12 @@ class LocalBackend:
         raise InputError(f"the plugin did not publish the expected pool within {self.settle_s:.0f} s "
                          f"({len(seen)} of {len(want)} devices): {self.plugin.log_tail()}")
 
+    def diagnostics(self) -> str:
+        plugin = getattr(self, "plugin", None)
+        if plugin is None or plugin.alive():
+            return ""
+        return f"plugin not running; log: {plugin.log_tail()}"
+
     # ---- reads -----------------------------------------------------------------------------
     def _slices(self) -> list[dict[str, Any]]:
         """This driver's slices. Parsing YAML dominates a step, so reuse them while no file changed."""

@@ -112,6 +112,16 @@ def run_step(step: Step, backend: Backend, make_claim: Callable[..., dict[str, A
     raise InputError(f"unknown action {step.action!r}")  # parse_scenario rejects these earlier
 
 
+def _diagnostics(backend: Backend) -> str:
+    """Extra context a backend can give when a step blew up (e.g. the plugin's last log lines)."""
+    hook = getattr(backend, "diagnostics", None)
+    try:
+        extra = hook() if hook is not None else ""
+    except Exception:  # noqa: BLE001 - diagnostics must never mask the real error
+        extra = ""
+    return f" [{extra}]" if extra else ""
+
+
 def run_scenario(scenario: Scenario, backend: Backend, make_claim: Callable[..., dict[str, Any]]) -> ScenarioResult:
     result = ScenarioResult(scenario.name, scenario.reason)
     started = time.monotonic()
@@ -126,9 +136,9 @@ def run_scenario(scenario: Scenario, backend: Backend, make_claim: Callable[...,
             log.debug("step done", extra={"scenario": scenario.name, "step": step.label,
                                           "ok": all(c.ok for c in checks), "notes": obs.notes})
     except FakeDraError as exc:
-        result.error = f"{current}: {exc}"
+        result.error = f"{current}: {exc}{_diagnostics(backend)}"
     except Exception as exc:  # a harness bug must not hide the other scenarios' results
-        result.error = f"{current}: {type(exc).__name__}: {exc}"
+        result.error = f"{current}: {type(exc).__name__}: {exc}{_diagnostics(backend)}"
         log.error("scenario crashed", extra={"scenario": scenario.name, "trace": traceback.format_exc()})
     finally:
         try:

@@ -1,0 +1,53 @@
+"""The plugin child process: a plugin that cannot start is reported with its own log, not a hang."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from driver import DEFAULT_DRIVER_NAME
+from driver.e2e.local import LocalBackend
+from driver.e2e.plugin_proc import PluginDirs, PluginProcess, PluginStartError
+from driver.e2e.manifests import claim_object
+from driver.e2e.runner import run_scenario
+from driver.e2e.scenario import parse_scenario
+from driver.features import Features
+
+
+def test_plugin_that_exits_is_reported_with_its_log() -> None:
+    dirs = PluginDirs(Path(tempfile.mkdtemp(prefix="fdra-bad-", dir="/tmp")))
+    try:
+        # No sysfs tree written: `fake-dra run` refuses the missing --sysfs-root and exits 2.
+        plugin = PluginProcess(dirs, node_name="n1", driver_name=DEFAULT_DRIVER_NAME, features=Features(),
+                               startup_timeout_s=20)
+        with pytest.raises(PluginStartError, match=r"plugin exited with code 2: .*sysfs"):
+            plugin.start()
+        assert not plugin.alive()
+    finally:
+        shutil.rmtree(dirs.root, ignore_errors=True)
+
+
+def test_plugin_killed_behind_the_harness_is_named_in_the_result() -> None:
+    scenario = parse_scenario({
+        "name": "plugin-dies", "reason": "the harness must say the plugin is gone",
+        "profile": "no-gpu",
+        "steps": [
+            {"action": "claim", "name": "vf", "requests": [{"name": "vf", "class": "vf"}]},
+            {"action": "pod", "name": "p", "claims": ["vf"], "expect": {"prepared": True}},
+        ],
+    })
+    backend = LocalBackend()
+    original = backend.run_pod
+
+    def kill_then_run(*args, **kw):
+        backend.plugin.proc.kill()
+        backend.plugin.proc.wait()
+        return original(*args, **kw)
+
+    backend.run_pod = kill_then_run  # type: ignore[method-assign]
+    result = run_scenario(scenario, backend, claim_object)
+    assert result.status == "FAIL"
+    assert "plugin not running" in (result.error or "")
