@@ -73,7 +73,7 @@ def test_empty_existing_directory_is_fine(tmp_path) -> None:
 
 
 def test_fault_round_trip(tree) -> None:
-    root = tree("demo")
+    root = tree()
     assert read_fault(root, "0000:07:00.0") is None
     set_fault(root, "0000:07:00.0", "XID 79: GPU has fallen off the bus\nsecond line")
     assert read_fault(root, "0000:07:00.0") == "XID 79: GPU has fallen off the bus second line"
@@ -85,14 +85,14 @@ def test_fault_round_trip(tree) -> None:
 
 
 def test_fault_on_unknown_device(tree) -> None:
-    root = tree("demo")
+    root = tree()
     with pytest.raises(InputError, match="no PCI device 0000:99:00.0"):
         set_fault(root, "0000:99:00.0", "boom")
     assert read_fault(root, "0000:99:00.0") is None
 
 
 def test_unreadable_fault_file_still_reports_a_fault(tree) -> None:
-    root = tree("demo")
+    root = tree()
     (root / "bus/pci/devices/0000:07:00.0" / FAULT_FILE).mkdir()
     assert read_fault(root, "0000:07:00.0").startswith("fault file unreadable")
     set_fault(root, "0000:0f:00.0", "")

@@ -68,3 +68,15 @@ def test_watcher_stops_when_the_monitor_breaks(caplog) -> None:
 
 def test_udev_only_for_the_host_sys(tmp_path) -> None:
     assert udev_usable(tmp_path) is False
+
+
+def test_udev_enumeration_matches_the_sysfs_walk_on_this_host() -> None:
+    import os
+
+    import pytest
+
+    from driver.discovery.udev import udev_pci_addresses
+
+    if not udev_usable("/sys"):
+        pytest.skip("no usable udev on this host")
+    assert udev_pci_addresses() == sorted(os.listdir("/sys/bus/pci/devices"))
