@@ -250,6 +250,11 @@ class DeviceState:
             except FakeDraError as exc:
                 results[ref.uid] = PrepareResult(error=str(exc))
                 continue
+            except (KeyError, TypeError, AttributeError, ValueError) as exc:
+                # A malformed object from the API must not fail the other claims of the call.
+                results[ref.uid] = PrepareResult(
+                    error=f"claim {ref.namespace}/{ref.name}: malformed allocation: {type(exc).__name__}: {exc}")
+                continue
             placed.add(ref, prepared[1])
             batch.append((ref, prepared[1]))
         before = {ref.uid: self._cp.claims.get(ref.uid) for ref, _ in batch}
@@ -274,11 +279,11 @@ class DeviceState:
         for i, r in enumerate(mine):
             name = r.get("device")
             try:
-                check_label(name, f"{where}: results[{i}].device")
+                check_label(name, f"results[{i}].device")
                 for part in str(r.get("request", "")).split("/"):
-                    check_label(part, f"{where}: results[{i}].request")
+                    check_label(part, f"results[{i}].request")
             except InputError as exc:
-                raise PrepareError(str(exc)) from None
+                raise PrepareError(f"{where}: {exc}") from None
             if r.get("pool") != pool_name:
                 raise PrepareError(f"{where}: device {name} is in pool {r.get('pool')!r}, not this node's pool {pool_name!r}")
             if name not in devices:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from driver.allocator.rules import PlacedDevice, validate_combination
-from driver.errors import PrepareError
+from driver.errors import InputError, PrepareError
 from driver.features import Features
 from driver.state.checkpoint import Checkpoint
 from driver.state.types import ClaimRef, PreparedDevice
@@ -105,7 +105,10 @@ class PlacedIndex:
                     others.append(ps[0])
                     break
         relevant = names | {p.device for p in others}
-        violations = validate_combination(_subset(slices, relevant, sets), others + new, features)
+        try:
+            violations = validate_combination(_subset(slices, relevant, sets), others + new, features)
+        except InputError as exc:  # e.g. an unparsable consumedCounters quantity in the allocation
+            raise PrepareError(f"claim {ref.namespace}/{ref.name}: cannot revalidate: {exc}") from None
         mine = [v for v in violations if any(d.rsplit("/", 1)[-1] in names for d in v.devices)]
         if mine:
             detail = "; ".join(v.message for v in mine)

@@ -279,3 +279,31 @@ def test_entries_of_a_previous_boot_reserve_nothing(env):
     mig = env.claims.add("mig", [result("gpu-0-mig-1g5gb-0")])
     assert st.prepare([mig])[mig.uid].error == "", "a claim of the previous boot must not block gpu-0"
     assert st.unprepare([old]) == {old.uid: ""}
+
+
+@pytest.mark.parametrize("allocation, fragment", [
+    ("not-a-map", "malformed allocation: AttributeError"),
+    ({"devices": {"results": [{"driver": DRIVER, "pool": "n1"}]}}, "results[0].device"),
+    ({"devices": {"results": [{"driver": DRIVER, "pool": "n1", "device": "gpu-0", "request": "r",
+                               "consumedCounters": [{"counterSet": "gpu-0-counters",
+                                                     "counters": {"memory": {"value": "lots"}}}]}]}}, "lots"),
+])
+def test_malformed_allocation_is_a_per_claim_error(env, allocation, fragment):
+    ref = env.claims.add("bad", [])
+    env.claims.claims[("default", "bad")]["status"] = {"allocation": allocation}
+    good = env.claims.add("good", [result("gpu-1")])
+    out = env.state().prepare([ref, good])
+    assert out[ref.uid].error.startswith("claim default/bad") and fragment in out[ref.uid].error
+    assert out[good.uid].error == ""
+
+
+def test_failed_atomic_write_leaves_no_temp_file(tmp_path, monkeypatch):
+    from driver.state import files
+
+    def boom(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(files.os, "fsync", boom)
+    with pytest.raises(OSError):
+        files.atomic_write(tmp_path / "f.json", b"{}", 0o600)
+    assert list(tmp_path.iterdir()) == []
