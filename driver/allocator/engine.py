@@ -15,6 +15,7 @@ ends pathological searches with SearchBudgetExceeded.
 from __future__ import annotations
 
 import uuid
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -86,6 +87,7 @@ class Search:
         self.selected: dict[tuple[int, int], int] = {}
         self.all_devices: dict[tuple[int, int, int], list[tuple[DeviceInfo, Pool]]] = {}
         self.last_reason: dict[tuple[int, int, int], dict[str, int]] = {}
+        self.candidates: dict[tuple[int, int, int], list[int]] = {}
         self.applied: list[Callable[[], None]] = []  # undo of every placement currently held
 
     def rollback(self) -> None:
@@ -188,6 +190,8 @@ class Search:
             if not done:
                 undo()
             return done
+        if self._too_few_left(ci, ri, si, claim, req, start, need - di):
+            return False
         reasons = self.last_reason.setdefault((ci, ri, si), {})
         for pi in range(start[0], len(self.alloc.pools)):
             pool = self.alloc.pools[pi]
@@ -214,6 +218,29 @@ class Search:
                     return True
                 undo()
         return False
+
+    def _too_few_left(self, ci: int, ri: int, si: int, claim: Claim, req: Request, start: tuple[int, int], missing: int) -> bool:
+        """Prune: fewer matching devices remain after `start` than the request still needs.
+
+        Only cuts subtrees without any solution, so the first solution (and thus the result) is the
+        one the unpruned upstream search finds. A selector error counts as a candidate, so errors
+        still surface exactly where the search would reach them.
+        """
+        key = (ci, ri, si)
+        positions = self.candidates.get(key)
+        if positions is None:
+            positions = []
+            for flat, (pool, dev) in enumerate(self.alloc.flat):
+                try:
+                    ok = self.alloc.selectable(claim, req, dev)
+                except AllocationError:
+                    ok = True
+                if ok:
+                    positions.append(flat)
+            self.candidates[key] = positions
+        pi, dj = start
+        first = self.alloc.offsets[pi] + dj if pi < len(self.alloc.offsets) else len(self.alloc.flat)
+        return len(positions) - bisect_left(positions, first) < missing
 
     def _in_use_skip(self, ci: int, req: Request, dev: DeviceInfo) -> bool:
         st = self.alloc.state

@@ -54,6 +54,13 @@ class Allocator:
         for pool in self.pools:
             for dev in pool.devices + pool.other_devices:
                 self.index[dev.key] = (dev, pool)
+        # Usable devices in search order, and where each pool starts in that order (for pruning).
+        self.flat: list[tuple[Pool, DeviceInfo]] = []
+        self.offsets: list[int] = []
+        for pool in self.pools:
+            self.offsets.append(len(self.flat))
+            if not (pool.incomplete or pool.invalid):
+                self.flat.extend((pool, dev) for dev in pool.devices)
         self.ledger = CounterLedger(counter_totals(self.pools))
         self.state = SearchState()
         self._charged: set[DeviceKey] = set()
