@@ -74,8 +74,11 @@ def run(args: argparse.Namespace) -> int:
 
         if args.jobs < 1:
             raise InputError(f"--jobs must be at least 1, got {args.jobs}")
-        report = run_all(scenarios, lambda: LocalBackend(driver_name=args.driver_name, keep=args.keep), make_claim,
-                         jobs=args.jobs)
+        kept: list[tuple[str, str]] = []
+        report = run_all(scenarios, lambda: LocalBackend(driver_name=args.driver_name, keep=args.keep, kept=kept),
+                         make_claim, jobs=args.jobs)
+        for name, directory in sorted(kept):
+            print(f"kept {name}: {directory} (store/, cdi/, state/, plugin.log)")
     else:
         from driver.e2e.kind import KindBackend, unreachable_reason
 

@@ -83,12 +83,15 @@ class LocalBackend:
     name = "local"
 
     def __init__(self, *, driver_name: str = DEFAULT_DRIVER_NAME, keep: bool = False, settle_s: float = 20.0,
-                 final_states: dict[str, FinalState] | None = None) -> None:
+                 final_states: dict[str, FinalState] | None = None,
+                 kept: list[tuple[str, str]] | None = None) -> None:
         self.driver_name = driver_name
         self.keep = keep
         self.settle_s = settle_s
         # Shared between the backends of one run (one per scenario), for the demo's "after" map.
         self.final_states: dict[str, FinalState] = final_states if final_states is not None else {}
+        # (scenario, directory) of every run kept with keep=True (store, CDI specs, plugin.log).
+        self.kept: list[tuple[str, str]] = kept if kept is not None else []
         self._scenario: Scenario | None = None
         self._slice_key: tuple = ("unset",)
         self._slice_cache: list[dict[str, Any]] = []
@@ -119,8 +122,11 @@ class LocalBackend:
         finally:
             if hasattr(self, "plugin"):
                 self.plugin.stop("TERM")
-            if not self.keep and hasattr(self, "dirs"):
-                shutil.rmtree(self.dirs.root, ignore_errors=True)
+            if hasattr(self, "dirs"):
+                if self.keep:
+                    self.kept.append((scenario.name if scenario else "?", str(self.dirs.root)))
+                else:
+                    shutil.rmtree(self.dirs.root, ignore_errors=True)
 
     def _expected_devices(self) -> set[str]:
         pool = render_pool(discover(self.dirs.sysfs, load_catalog()), self.features, node_name=NODE,
