@@ -76,12 +76,13 @@ class KubeClaimSource:
             except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
                 problem = f"{type(exc).__name__}: {exc}"
             elapsed = time.monotonic() - start
-            if elapsed + delay > self.deadline_s:
+            if elapsed >= self.deadline_s:
                 raise ApiUnavailableError(
                     f"reading resourceclaim {namespace}/{name}: API server unavailable after {attempt} attempts "
                     f"in {elapsed:.1f}s ({problem})"
                 )
+            pause = min(delay * (0.5 + random.random() / 2), self.deadline_s - elapsed)  # last try at the deadline
             log.warning("claim read failed, retrying", extra={"claim": f"{namespace}/{name}", "attempt": attempt,
-                                                              "problem": problem, "retry_in_s": round(delay, 2)})
-            self._sleep(delay * (0.5 + random.random() / 2))
+                                                              "problem": problem, "retry_in_s": round(pause, 2)})
+            self._sleep(pause)
             delay = min(delay * 2, 5.0)

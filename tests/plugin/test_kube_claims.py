@@ -114,3 +114,16 @@ def test_unreachable_api_server_is_retried_then_reported():
     src = KubeClaimSource(client.ApiClient(cfg), deadline_s=0.3, sleep=lambda s: None)
     with pytest.raises(ApiUnavailableError, match="unavailable after"):
         src.get_claim("default", "c1")
+
+
+def test_retries_use_the_whole_deadline_and_no_more(api):
+    import time
+
+    server = api(10**6, 503)
+    cfg = client.Configuration(host=f"http://127.0.0.1:{server.server.server_port}")
+    src = KubeClaimSource(client.ApiClient(cfg), deadline_s=0.8)  # real sleeps with backoff
+    t0 = time.monotonic()
+    with pytest.raises(ApiUnavailableError):
+        src.get_claim("default", "c1")
+    assert 0.8 <= time.monotonic() - t0 < 2.0
+    assert 3 <= server.calls <= 10, "backoff must space the attempts out"
