@@ -41,7 +41,7 @@ class FakeApi:
         self.pod_status: dict[str, Any] = {"phase": "Running"}
         self.pod_spec_node: str | None = NODE
         self.events: list[dict[str, Any]] = []
-        self.logs = ""
+        self.logs = "FAKE_DRA_X_TYPE=gpu\n"  # the container printed its env
         self.status_writes: list[dict[str, Any]] = []
 
     def put(self, k: str, obj: dict[str, Any]) -> dict[str, Any]:
