@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "scenarios locally and print the report with the GPU partition map before and after.",
     )
     parser.add_argument("--profile", default="demo", help="fake sysfs profile (default demo)")
-    parser.add_argument("--scenario", action="append", default=[], metavar="NAME",
+    parser.add_argument("--scenario", action="extend", nargs="+", default=[], metavar="NAME",
                         help="run only these scenarios (repeatable; default all)")
     parser.add_argument("--inventory-only", action="store_true", help="stop after inventory and slices")
     parser.add_argument("--junit", metavar="FILE", help="also write the e2e report as JUnit XML")

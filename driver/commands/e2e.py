@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "predicts each outcome and the harness compares it with what the cluster did.",
     )
     parser.add_argument("--backend", choices=["local", "kind"], default="local", help="where to run (default local)")
-    parser.add_argument("--scenario", action="append", default=[], metavar="NAME",
+    parser.add_argument("--scenario", action="extend", nargs="+", default=[], metavar="NAME",
                         help="run only this scenario (repeatable; default all)")
     parser.add_argument("--scenarios-dir", default=None, help="directory of scenario YAML files (default: bundled)")
     parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
