@@ -36,6 +36,7 @@ from driver.celexpr import CelRuntimeError, device_variable
 from driver.errors import AllocationError, SearchBudgetExceeded
 
 DEFAULT_BUDGET = 1_000_000
+PRUNE_AFTER = 2_000  # steps
 _SHARE_NS = uuid.UUID("6f1c4a52-3a0e-4b8e-9d4e-5e0f1d2c3b4a")
 
 
@@ -190,7 +191,8 @@ class Search:
             if not done:
                 undo()
             return done
-        if self._too_few_left(ci, ri, si, claim, req, start, need - di):
+        # Pruning needs every device's selector result; only worth it once the search is expensive.
+        if self.steps > PRUNE_AFTER and self._too_few_left(ci, ri, si, claim, req, start, need - di):
             return False
         reasons = self.last_reason.setdefault((ci, ri, si), {})
         for pi in range(start[0], len(self.alloc.pools)):
