@@ -52,6 +52,7 @@ class FakeFunction:
     mdev: tuple[FakeMdev, ...] = ()
     mdev_on_vfs: bool = False  # Ampere+ SR-IOV vGPU: types on each VF instead of the PF
     subsystem: tuple[int, int] = (0, 0)
+    driver: str | None = None  # bound driver; None: the usual one for vendor/class (see _default_driver)
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,25 @@ PROFILES: dict[str, SysfsProfile] = {p.name: p for p in (_demo(), _dgx_a100(), _
 
 # --- writer ---------------------------------------------------------------------------------------
 
+_DRIVERS = {
+    (MELLANOX, None): "mlx5_core",
+    (INTEL, 0x1889): "iavf",
+    (INTEL, None): "ice",
+    (ASPEED, None): "ast",
+    (SAMSUNG, None): "nvme",
+    (0x10EC, None): "r8169",
+}
+
+
+def _default_driver(vendor: int, device: int, klass: int) -> str | None:
+    """The in-tree driver a stock host binds (NVIDIA: the proprietary `nvidia` module)."""
+    if klass >> 8 == 0x0604:
+        return "pcieport"
+    if vendor == NVIDIA:
+        return "nvidia-nvswitch" if klass >> 8 == 0x0680 else "nvidia"
+    return _DRIVERS.get((vendor, device)) or _DRIVERS.get((vendor, None))
+
+
 def _write(path: Path, value: str | int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"{value}\n", encoding="utf-8")
@@ -231,7 +251,7 @@ class _Tree:
         self.written: set[str] = set()
 
     def function(self, bdf: str, path: Path, vendor: int, device: int, klass: int, numa: int,
-                 subsystem: tuple[int, int] = (0, 0)) -> None:
+                 subsystem: tuple[int, int] = (0, 0), driver: str | None = None) -> None:
         if bdf in self.written:
             return
         self.written.add(bdf)
@@ -242,6 +262,15 @@ class _Tree:
         _write(path / "subsystem_device", f"0x{subsystem[1]:04x}")
         _write(path / "numa_node", numa)
         _link(self.out / "bus" / "pci" / "devices" / bdf, path)
+        driver = driver or _default_driver(vendor, device, klass)
+        if driver:
+            drv = self.out / "bus" / "pci" / "drivers" / driver
+            _link(path / "driver", drv)
+            _link(drv / bdf, path)
+        # One IOMMU group per function (ACS everywhere), numbered in write order: deterministic.
+        group = self.out / "kernel" / "iommu_groups" / str(len(self.written) - 1)
+        _link(path / "iommu_group", group)
+        _link(group / "devices" / bdf, path)
 
     def net(self, path: Path, interface: str, speed: int | None, mac_seed: int) -> None:
         netdir = path / "net" / interface
@@ -268,7 +297,7 @@ class _Tree:
             parent = parent / bridge
             self.function(bridge, parent, AMD if bridge.startswith(fn.root) else BROADCOM_PLX, 0x1483 if bridge.startswith(fn.root) else 0xC010, CLASS_PCI_BRIDGE, fn.numa)
         path = parent / fn.bdf
-        self.function(fn.bdf, path, fn.vendor, fn.device, fn.klass, fn.numa, fn.subsystem)
+        self.function(fn.bdf, path, fn.vendor, fn.device, fn.klass, fn.numa, fn.subsystem, fn.driver)
         if fn.total_vfs:
             _write(path / "sriov_totalvfs", fn.total_vfs)
             _write(path / "sriov_numvfs", fn.num_vfs)

@@ -18,6 +18,8 @@ def _pci(p: PciDevice) -> dict[str, Any]:
         "class": f"0x{p.class_code:06x}",
         "numaNode": p.numa_node,
         "pcieRoot": p.pcie_root,
+        "driver": p.driver,
+        "iommuGroup": p.iommu_group,
     }
 
 

@@ -59,6 +59,15 @@ def read_attribute(path: str) -> str:
     return data.decode("utf-8").strip()
 
 
+def _link_name(path: str) -> str | None:
+    """Basename of a symlink's target (`driver`, `iommu_group`); None when absent. Optional facts:
+    an unbound device has no `driver`, a host without IOMMU no `iommu_group` - neither is a warning."""
+    try:
+        return os.path.basename(os.readlink(path)) or None
+    except OSError:
+        return None
+
+
 @dataclass
 class _Found:
     """A PCI function that passed the basic checks, with where it lives."""
@@ -159,6 +168,8 @@ class _Walker:
         if vendor is None or device is None:
             return None
         numa = self.numa(join(real, "numa_node"))
+        driver = _link_name(join(real, "driver"))
+        group = _link_name(join(real, "iommu_group"))
         parts = real[len(self.devices_root) + 1:].split(os.sep)
         # Same rule as k8s.io/dynamic-resource-allocation deviceattribute.resolvePCIeRoot: the first
         # path component under /sys/devices, e.g. "pci0000:00".
@@ -168,7 +179,8 @@ class _Walker:
         return _Found(
             PciDevice(
                 address=address, vendor_id=vendor, device_id=device, class_code=klass,
-                numa_node=numa, pcie_root=pcie_root, sysfs_path=real,
+                numa_node=numa, pcie_root=pcie_root, sysfs_path=real, driver=driver,
+                iommu_group=int(group) if group is not None and group.isdigit() else None,
             ),
             real,
         )

@@ -22,6 +22,8 @@ class PciDevice:
     numa_node: int | None  # None when sysfs says -1 or does not say
     pcie_root: str | None  # e.g. "pci0000:00" (resource.kubernetes.io/pcieRoot), None if unresolvable
     sysfs_path: str  # resolved path under the sysfs root (informational)
+    driver: str | None = None  # bound kernel driver (the `driver` link), e.g. "nvidia", "mlx5_core", "vfio-pci"
+    iommu_group: int | None = None  # the `iommu_group` link; VFIO passthrough hands out whole groups
 
 
 @dataclass(frozen=True)

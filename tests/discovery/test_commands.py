@@ -46,8 +46,9 @@ def test_discover_json(pristine, capsys) -> None:
     assert [n["speedMbps"] for n in data["nics"]] == [25000, None]
     assert data["nics"][0]["vfs"][0] == {
         "index": 0, "address": "0000:18:02.0", "vendor": "0x8086", "device": "0x1889", "class": "0x020000",
-        "numaNode": 0, "pcieRoot": "pci0000:17", "interface": "ens1f0v0",
+        "numaNode": 0, "pcieRoot": "pci0000:17", "driver": "iavf", "iommuGroup": 4, "interface": "ens1f0v0",
     }
+    assert (data["nics"][0]["driver"], data["nics"][0]["iommuGroup"]) == ("ice", 3)
     assert data["warnings"] == []
 
 

@@ -124,3 +124,24 @@ def test_gpu_vfs_are_not_separate_gpus(pristine, catalog) -> None:
     nvidia = [p for p in (root / "bus/pci/devices").iterdir() if (p / "vendor").read_text() == "0x10de\n"]
     assert len(nvidia) == 5 + 40  # 5 PFs + 2 x 20 VFs
     assert len(discover(root, catalog).gpus) == 5
+
+
+@pytest.mark.parametrize("profile", sorted(EXPECTED))
+def test_bound_drivers_and_iommu_groups(profile, pristine, catalog) -> None:
+    inv = discover(pristine(profile), catalog)
+    assert {g.pci.driver for g in inv.gpus} <= {"nvidia"}
+    functions = [g.pci for g in inv.gpus] + [n.pci for n in inv.nics] + [v.pci for n in inv.nics for v in n.vfs]
+    groups = [p.iommu_group for p in functions]
+    assert None not in groups and len(set(groups)) == len(groups)  # one group per function
+    for nic in inv.nics:
+        want = {0x15B3: ("mlx5_core", "mlx5_core"), 0x8086: ("ice", "iavf")}[nic.pci.vendor_id]
+        assert nic.pci.driver == want[0] and all(vf.pci.driver == want[1] for vf in nic.vfs)
+
+
+def test_unbound_device_has_no_driver_and_no_warning(tree, catalog) -> None:
+    root = tree()
+    dev = (root / "bus/pci/devices/0000:07:00.0").resolve()
+    (dev / "driver").unlink()
+    (dev / "iommu_group").unlink()
+    inv = discover(root, catalog)
+    assert (inv.gpus[0].pci.driver, inv.gpus[0].pci.iommu_group) == (None, None) and inv.warnings == ()
