@@ -1,7 +1,8 @@
 """`fake-dra discover`: print what discovery finds under a sysfs root (table for people, JSON for tools).
 
 Warnings about skipped devices go to stderr (log) and are listed in the output, so a broken host is
-visible without reading logs; the exit code stays 0 unless the root itself is unusable (2).
+visible without reading logs; the exit code stays 0 unless the root itself is unusable (2) or --strict
+is given and something was skipped (1).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common.add_sysfs_root(parser)
     common.add_flag(parser, "--driver-config", None, "driver config file (hardware: section adds/overrides models)")
     parser.add_argument("-o", "--output", choices=["table", "json"], default="table", help="output format")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 when any device was skipped with a warning (for host checks in CI)")
     parser.set_defaults(func=run)
 
 
@@ -65,4 +68,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(inventory_to_dict(inventory), indent=2))
     else:
         print(render_table(inventory), end="")
-    return 0
+    return 1 if args.strict and inventory.warnings else 0

@@ -69,6 +69,13 @@ def test_discover_lists_warnings(tree, capsys) -> None:
     (root / "bus/pci/devices/0000:07:00.0").resolve().joinpath("device").write_text("0x2bad\n")
     code, out, _ = run(capsys, "discover", "--sysfs-root", str(root))
     assert code == 0 and "GPUs (1)" in out and "Warnings (1)" in out and "0x2bad" in out
+    code, _, _ = run(capsys, "discover", "--sysfs-root", str(root), "--strict")
+    assert code == 1
+
+
+def test_strict_passes_on_a_clean_tree(pristine, capsys) -> None:
+    code, _, _ = run(capsys, "discover", "--sysfs-root", str(pristine("h100")), "--strict", "-o", "json")
+    assert code == 0
 
 
 def test_driver_config_makes_an_unknown_gpu_known(tree, tmp_path, capsys) -> None:
