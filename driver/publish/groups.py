@@ -61,7 +61,7 @@ def _groups_by_set(dev: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
 def protect_allocated_groups(
     desired_specs: Sequence[dict[str, Any]],
     published: Mapping[str, Mapping[str, Any]],
-    allocated: Callable[[], set[str]],
+    allocated: Callable[[], set[str] | None],
     groups_enabled: bool,
 ) -> tuple[list[dict[str, Any]], list[ProtectedDevice]]:
     """Desired specs with published groups restored on allocated devices, and what was kept.
@@ -72,7 +72,10 @@ def protect_allocated_groups(
     changing = group_changes(desired_specs, published)
     if not changing:
         return list(desired_specs), []
-    in_use = allocated() & changing
+    found = allocated()
+    # Unknown (claims cannot be listed, e.g. RBAC without `list resourceclaims`): assume every
+    # device whose groups would change is in use; stale groups are safe, changed ones are not.
+    in_use = changing if found is None else found & changing
     if not in_use:
         return list(desired_specs), []
     if not groups_enabled:

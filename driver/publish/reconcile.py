@@ -185,9 +185,18 @@ def _attempt(
             matched[idx] = s
 
     current = [matched[i] for i in sorted(matched)]
-    specs, protected = protect_allocated_groups(
-        desired, published_devices(current), lambda: backend.allocated_devices(driver, pool), groups_enabled
-    )
+    def allocated() -> set[str] | None:
+        try:
+            return backend.allocated_devices(driver, pool)
+        except (ConflictError, NotFoundError):
+            raise
+        except FakeDraError as exc:
+            log.warning("cannot list ResourceClaims to find allocated devices; keeping the published "
+                        "compatibility groups of every device whose groups would change (grant `list` on "
+                        "resourceclaims to let released devices pick up new groups)", extra={"error": str(exc)})
+            return None
+
+    specs, protected = protect_allocated_groups(desired, published_devices(current), allocated, groups_enabled)
     stats.protected = protected
     owner = _owner_refs(node, owner_uid)
 

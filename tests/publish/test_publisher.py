@@ -228,3 +228,17 @@ def test_loop_survives_a_failing_pass(api, server):
     _wait(lambda: pub.last is not None)
     pub.stop()
     assert calls["n"] >= 2 and server.state.slices
+
+
+def test_unlistable_claims_keep_all_changing_groups(api, server, monkeypatch):
+    from driver.kube.rawapi import KubeApiError
+    pool = render(inventory())
+    mig = next(n for n in pool.devices() if "mig-1g5gb" in n)
+    reconcile(api, pool, node_name=NODE, driver_name=DRIVER)
+
+    def forbidden(driver, pool_name):
+        raise KubeApiError("GET /apis/resource.k8s.io/v1/resourceclaims: HTTP 403: forbidden", 403)
+    monkeypatch.setattr(api, "allocated_devices", forbidden)
+    stats = reconcile(api, regroup(pool, mig, ["vgpu"]), node_name=NODE, driver_name=DRIVER, groups_enabled=True)
+    assert [p.device for p in stats.protected] == [mig]
+    assert devices(server)[mig]["consumesCounters"][0]["compatibilityGroups"] == ["mig"]
