@@ -17,6 +17,7 @@ domains written as string literals in the expression (the way selectors are writ
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Mapping
@@ -87,13 +88,24 @@ class Selector:
         except KeyError as exc:
             raise CelRuntimeError(f"no such key: {exc.args[0] if exc.args else exc}") from None
         except (CelValueError, ValueError, TypeError, RuntimeError, ZeroDivisionError, OverflowError) as exc:
-            raise CelRuntimeError(str(exc)) from None
+            raise CelRuntimeError(_clean(str(exc))) from None
         if not isinstance(result, bool):
             raise CelRuntimeError(f"must evaluate to bool, got {type(result).__name__} {result!r}")
         return result
 
 
 _local = threading.local()
+
+# The library logs every failing Python callback before raising; we turn the raised error into a
+# CelRuntimeError that names the claim and device, so the log line would only duplicate it.
+logging.getLogger("cel").setLevel(logging.CRITICAL)
+
+_CALLBACK_ERROR = re.compile(r"Python function call failed: \w+: (.*?)(?:\. Check function arguments.*)?$", re.S)
+
+
+def _clean(message: str) -> str:
+    match = _CALLBACK_ERROR.search(message)
+    return match.group(1) if match else message
 
 
 def _context() -> Any:

@@ -157,3 +157,11 @@ def test_fast_path_agrees_with_the_cel_library(terms, attrs):
 def test_fast_path_declines_other_shapes():
     for expr in ["device.driver == 'a' || true", "size(device.attributes) > 0", "(device.driver == 'a')", "device.attributes['x'].y > 1"]:
         assert compile_fast(expr) is None
+
+
+def test_callback_errors_are_clean_and_not_logged(caplog):
+    with pytest.raises(CelRuntimeError) as err:
+        ev("quantity('bad') == quantity('1')")
+    assert str(err.value).startswith("invalid quantity 'bad'")
+    assert "Check function arguments" not in str(err.value)
+    assert not [r for r in caplog.records if r.name == "cel"]
