@@ -185,6 +185,7 @@ def _attempt(
             matched[idx] = s
 
     current = [matched[i] for i in sorted(matched)]
+
     def allocated() -> set[str] | None:
         try:
             return backend.allocated_devices(driver, pool)
@@ -220,7 +221,7 @@ def _attempt(
             backend.delete_slice(s["metadata"]["name"], uid=s["metadata"].get("uid"),
                                  resource_version=s["metadata"].get("resourceVersion"))
         except NotFoundError:
-            pass  # someone else deleted it already: the goal is reached
+            continue  # someone else deleted it already: the goal is reached
         stats.deleted += 1
         log.info("deleted obsolete slice", extra={"slice": s["metadata"]["name"]})
 

@@ -204,3 +204,16 @@ def test_quantities_respelled_by_the_server_are_not_a_change(api, server):
         counters["memory-slice-0"]["value"] = "1000m"
     server.state.external_edit(name, respell)
     assert run(api, pool, server).writes == 0
+
+
+def test_obsolete_slice_deleted_concurrently_is_fine(api, server, monkeypatch):
+    run(api, render(inventory(gpus=8, nics=4, vfs=16)), server)
+    real = api.delete_slice
+
+    def racing_delete(name, **kw):
+        server.state.slices.pop(name, None)  # someone else was faster
+        return real(name, **kw)
+    monkeypatch.setattr(api, "delete_slice", racing_delete)
+    pool = render(inventory(gpus=1, nics=0))
+    stats = run(api, pool, server)
+    assert stats.deleted == 0 and len(server.state.slices) == len(pool.slices)
