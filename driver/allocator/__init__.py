@@ -35,7 +35,7 @@ from driver.allocator.inputs import claim_label
 from driver.allocator.pools import Node
 from driver.allocator.rules import PlacedDevice, Violation, validate_combination
 from driver.allocator.session import Allocator
-from driver.errors import AllocationError, InputError
+from driver.errors import AllocationError, InputError, SearchBudgetExceeded
 from driver.features import Features
 
 __all__ = [
@@ -130,8 +130,6 @@ def allocate_claims(
         try:
             (allocation,) = alloc.allocate([claim])
         except AllocationError as exc:
-            from driver.errors import SearchBudgetExceeded
-
             result.reason = str(exc)
             result.budget_exceeded = isinstance(exc, SearchBudgetExceeded)
             outcome.results.append(result)

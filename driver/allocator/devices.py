@@ -10,7 +10,7 @@ both paths read the slice the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -138,7 +138,6 @@ class DeviceInfo:
     consumes: tuple[Consumption, ...]
     taints: tuple[Mapping[str, Any], ...] = ()
     declares_groups: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> DeviceKey:

@@ -25,14 +25,13 @@ from driver.allocator.checks import (
     ConstraintState,
     FatalRequestError,
     capacity_consumption,
-    status_capacity_name,
     taint_blocks,
 )
 from driver.allocator.devices import CounterKey, DeviceInfo, DeviceKey, qualify
 from driver.allocator.inputs import MAX_RESULTS, Claim, DeviceClass, Request
 from driver.allocator.pools import Pool
 from driver.allocator.rules import GroupIntersection, request_driven_counters
-from driver.celexpr import CelRuntimeError, device_variable
+from driver.celexpr import CelRuntimeError
 from driver.errors import AllocationError, SearchBudgetExceeded
 
 DEFAULT_BUDGET = 1_000_000
@@ -87,7 +86,6 @@ class Search:
         self.constraints = [[ConstraintState(c) for c in claim.constraints] for claim in claims]
         self.selected: dict[tuple[int, int], int] = {}
         self.all_devices: dict[tuple[int, int, int], list[tuple[DeviceInfo, Pool]]] = {}
-        self.last_reason: dict[tuple[int, int, int], dict[str, int]] = {}
         self.candidates: dict[tuple[int, int, int], list[int]] = {}
         self.applied: list[Callable[[], None]] = []  # undo of every placement currently held
 
@@ -194,7 +192,6 @@ class Search:
         # Pruning needs every device's selector result; only worth it once the search is expensive.
         if self.steps > PRUNE_AFTER and self._too_few_left(ci, ri, si, claim, req, start, need - di):
             return False
-        reasons = self.last_reason.setdefault((ci, ri, si), {})
         for pi in range(start[0], len(self.alloc.pools)):
             pool = self.alloc.pools[pi]
             if pool.incomplete or pool.invalid:
@@ -203,12 +200,11 @@ class Search:
             for dj in range(first, len(pool.devices)):
                 dev = pool.devices[dj]
                 if self._in_use_skip(ci, req, dev):
-                    reasons["in use"] = reasons.get("in use", 0) + 1
                     continue
                 if not self.alloc.selectable(claim, req, dev):
                     continue
                 self._tick(ci)
-                undo = self._allocate_device(ci, req, dev, pool, must=False, reasons=reasons)
+                undo = self._allocate_device(ci, req, dev, pool, must=False)
                 if undo is None:
                     continue
                 try:

@@ -9,7 +9,7 @@ any search starts.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -89,7 +89,6 @@ class Claim:
     requests: tuple[tuple[Request, ...], ...]  # per top-level request: the alternatives, in order
     constraints: tuple[Constraint, ...]
     has_first_available: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _parse_exact(raw: Mapping[str, Any], name: str, top: str, where: str) -> Request:
