@@ -118,6 +118,8 @@ class Allocator:
     def charge_counters(
         self, dev: DeviceInfo, pool: Pool, request_counters, charge_static: bool, undo: list[Callable[[], None]]
     ) -> str | None:
+        if not charge_static and not request_counters:
+            return None  # another share of an already charged device: upstream skips the check
         over = self.pool_overcommitted(pool)
         if over is not None:
             return over
