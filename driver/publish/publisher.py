@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from driver import DEFAULT_DRIVER_NAME
-from driver.errors import FakeDraError
+from driver.errors import ConflictError, FakeDraError
 from driver.features import Features
 from driver.publish.backend import SliceBackend
 from driver.publish.fields import strip_disabled
@@ -117,7 +117,20 @@ class Publisher:
             self.passes += 1
             try:
                 report = self._report()
-                stats = self._publish(report)
+                try:
+                    stats = self._publish(report)
+                except FakeDraError as exc:
+                    # A rejected write may mean a gate flipped since the last detection: re-detect
+                    # now and, if the features changed, publish the new render in this same pass.
+                    if self.detector is None or isinstance(exc, ConflictError):
+                        raise
+                    self.detector.note_write_failure()
+                    new_report = self._report()
+                    if new_report.features == report.features:
+                        raise
+                    log.warning("write failed; gates changed, republishing", extra={
+                        "error": str(exc), "before": str(report.features), "after": str(new_report.features)})
+                    report, stats = new_report, self._publish(new_report)
                 if stats.dropped and self.detector is not None:
                     gates = stats.dropped_gate_names()
                     self.detector.note_dropped(gates)

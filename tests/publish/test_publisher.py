@@ -242,3 +242,13 @@ def test_unlistable_claims_keep_all_changing_groups(api, server, monkeypatch):
     stats = reconcile(api, regroup(pool, mig, ["vgpu"]), node_name=NODE, driver_name=DRIVER, groups_enabled=True)
     assert [p.device for p in stats.protected] == [mig]
     assert devices(server)[mig]["consumesCounters"][0]["compatibilityGroups"] == ["mig"]
+
+
+def test_rejected_write_after_an_undetected_flip_republishes_in_the_same_pass(api, server):
+    pub, clock = make(api, server)
+    pub.run_once()
+    server.state.apiserver_gates[SHARED_CONSUMABLE] = False  # flips between two detections
+    server.state.slices.clear()  # creates now carry valueFrom into a server that strips it -> 422
+    result = pub.run_once()  # clock did not advance: detection is not due
+    assert result.features.shared_consumable_capacity is False
+    assert not uses(server, SHARED_CONSUMABLE) and server.state.slices
