@@ -100,7 +100,8 @@ def _nic(nic: NicPF) -> str:
 
 def render(inv: Inventory) -> str:
     out: list[str] = []
-    for model_name, group in groupby(sorted(inv.gpus, key=lambda g: (g.model.name, g.index)), key=lambda g: g.model.name):
+    by_model = sorted(inv.gpus, key=lambda g: (g.model.name, g.index))
+    for model_name, group in groupby(by_model, key=lambda g: g.model.name):
         gpus = list(group)
         model = gpus[0].model
         ids = ", ".join(f"{g.index} ({g.pci.address})" for g in gpus)

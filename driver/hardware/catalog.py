@@ -82,7 +82,8 @@ def load_catalog(overrides: Mapping[str, Any] | None = None) -> HardwareCatalog:
         model = _gpu(key, entry, layouts)
         if model.device_id in gpus:
             raise ConfigError(
-                f"hardware.gpus.{key}.device_id: 0x{model.device_id:04x} already used by model {owner[model.device_id]!r}"
+                f"hardware.gpus.{key}.device_id: 0x{model.device_id:04x} already used by model "
+                f"{owner[model.device_id]!r}"
             )
         gpus[model.device_id] = model
         owner[model.device_id] = key
@@ -187,7 +188,9 @@ def _gpu(key: str, entry: Mapping[str, Any], layouts: Mapping[str, Any]) -> GpuM
     return GpuModel(**fields)
 
 
-def _mig(where: str, mig: Any, layouts: Mapping[str, Any], gpu: Mapping[str, Any]) -> tuple[int, tuple[MigProfile, ...]]:
+def _mig(
+    where: str, mig: Any, layouts: Mapping[str, Any], gpu: Mapping[str, Any]
+) -> tuple[int, tuple[MigProfile, ...]]:
     where = f"{where}.mig"
     mig = _mapping(where, mig)
     _check_keys(where, mig, _MIG_KEYS)
@@ -214,7 +217,9 @@ def _mig(where: str, mig: Any, layouts: Mapping[str, Any], gpu: Mapping[str, Any
         _check_keys(pwhere, spec, _PROFILE_KEYS)
         shape_name = _str(f"{pwhere}.shape", _required(pwhere, spec, "shape"))
         if shape_name not in shapes:
-            raise ConfigError(f"{pwhere}.shape: unknown shape {shape_name!r} in layout {layout_name!r}; known: {sorted(shapes)}")
+            raise ConfigError(
+                f"{pwhere}.shape: unknown shape {shape_name!r} in layout {layout_name!r}; known: {sorted(shapes)}"
+            )
         compute, size, placements = shapes[shape_name]
         values = {}
         for short, (long, limit) in limits.items():
@@ -261,14 +266,17 @@ def _vgpu(where: str, vgpu: Any, memory_mib: int) -> tuple[VgpuProfile, ...]:
             _check_keys(iwhere, item, {"name", "framebuffer_mib", "max_instances"})
             profile = VgpuProfile(
                 name=_str(f"{iwhere}.name", _required(iwhere, item, "name")),
-                framebuffer_mib=_int(f"{iwhere}.framebuffer_mib", _required(iwhere, item, "framebuffer_mib"), minimum=1),
+                framebuffer_mib=_int(
+                    f"{iwhere}.framebuffer_mib", _required(iwhere, item, "framebuffer_mib"), minimum=1
+                ),
                 max_instances=_int(f"{iwhere}.max_instances", _required(iwhere, item, "max_instances"), minimum=1),
             )
         else:
             raise ConfigError(f"{iwhere}: must be a suffix string like '4C' or a mapping")
         if profile.framebuffer_mib * profile.max_instances > memory_mib:
             raise ConfigError(
-                f"{iwhere}: {profile.max_instances} x {profile.framebuffer_mib} MiB exceeds the GPU's memory_mib ({memory_mib})"
+                f"{iwhere}: {profile.max_instances} x {profile.framebuffer_mib} MiB exceeds the GPU's "
+                f"memory_mib ({memory_mib})"
             )
         out.append(profile)
     names = [p.name for p in out]
