@@ -81,7 +81,7 @@ class PluginProcess:
             "--sysfs-root", str(d.sysfs), "--node-name", self.node_name, "--driver-name", self.driver_name,
             "--store", str(d.store), "--kubelet-plugins-dir", str(d.plugins),
             "--kubelet-registry-dir", str(d.registry), "--cdi-root", str(d.cdi), "--state-dir", str(d.state),
-            "--features", str(self.features), "--health-interval", "1", "--publish-interval", "10",
+            "--features", str(self.features), "--health-interval", "3", "--publish-interval", "10",
             "--boot-id-file", str(d.root / "boot_id"), "--grace-period", "2",
         ]
 
