@@ -67,11 +67,14 @@ def load_catalog(overrides: Mapping[str, Any] | None = None) -> HardwareCatalog:
             raise ConfigError(f"hardware: must be a mapping, got {type(overrides).__name__}")
         unknown = set(overrides) - _SECTIONS
         if unknown:
-            raise ConfigError(f"hardware: unknown section(s) {sorted(unknown)}; expected {sorted(_SECTIONS)}")
-        for section in _SECTIONS:
+            raise ConfigError(f"hardware: unknown section(s) {sorted(unknown, key=str)}; expected {sorted(_SECTIONS)}")
+        for section in sorted(_SECTIONS):
             value = overrides.get(section)
             if value is not None and not isinstance(value, Mapping):
                 raise ConfigError(f"hardware.{section}: must be a mapping, got {type(value).__name__}")
+            for key in value or {}:
+                if not isinstance(key, str):
+                    raise ConfigError(f"hardware.{section}: keys must be strings, got {key!r} (quote it in YAML)")
         raw = deep_merge(raw, overrides)
     layouts = _layouts(raw.get("mig_layouts") or {})
     gpus: dict[int, GpuModel] = {}
@@ -99,7 +102,7 @@ def load_catalog(overrides: Mapping[str, Any] | None = None) -> HardwareCatalog:
 def _check_keys(where: str, entry: Mapping[str, Any], allowed: set[str]) -> None:
     unknown = set(entry) - allowed
     if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+        raise ConfigError(f"{where}: unknown field(s) {sorted(unknown, key=str)}; allowed: {sorted(allowed)}")
 
 
 def _int(where: str, value: Any, *, minimum: int = 0, maximum: int | None = None) -> int:

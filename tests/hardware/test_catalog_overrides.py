@@ -96,6 +96,8 @@ BAD = [
     ({"nics": {"15b3:abcd": {"name": "x"}}}, "hardware.nics.15b3:abcd.product_name: required field missing"),
     ({"gpu": {}}, "hardware: unknown section(s) ['gpu']"),
     ({"gpus": ["t4"]}, "hardware.gpus: must be a mapping, got list"),
+    ({"gpus": {1: {}}}, "hardware.gpus: keys must be strings, got 1"),
+    ({"nics": {0x15b3: {}}}, "hardware.nics: keys must be strings, got 5555"),
 ]
 
 
