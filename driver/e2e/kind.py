@@ -25,6 +25,7 @@ from typing import Any
 
 from driver import DEFAULT_DRIVER_NAME
 from driver.allocator.session import Allocator
+from driver.e2e import partition_map
 from driver.e2e.local import flatten
 from driver.e2e.manifests import NAMESPACE, class_name, namespace_object, pod_object, podgroup_object
 from driver.e2e.observe import Observation
@@ -208,7 +209,14 @@ class KindBackend:
                 # One FAKE_DRA_<DEVICE>_TYPE per CDI device the runtime injected.
                 obs.cdi_devices = sorted(key for key in obs.env if key.endswith("_TYPE"))
         obs.notes.append(f"node {self.node}")
+        # The kubelet prepares a claim once per node and keeps no answer we could compare.
+        obs.unobservable = frozenset({"prepare_calls_same"})
+        obs.counters = self._counters()
         return obs
+
+    def _counters(self) -> dict:
+        claims = k.list_items(self.api, "ResourceClaim")
+        return partition_map.remaining_counters(self._slices(), partition_map.holders(claims, self.driver_name))
 
     def _released(self, names: Sequence[str]) -> bool:
         deadline = time.monotonic() + 60
@@ -227,8 +235,8 @@ class KindBackend:
         still_used = {c for other, _ in self.pods.values() for c in other}
         free = [n for n in names if n not in still_used]
         if free:
-            return Observation(released=self._released(free))
-        return Observation(released=False)
+            return Observation(released=self._released(free), counters=self._counters())
+        return Observation(released=False, counters=self._counters())
 
     def delete_claim(self, name: str) -> Observation:
         k.delete(self.api, "ResourceClaim", name, NAMESPACE)

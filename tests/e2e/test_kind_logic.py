@@ -150,3 +150,12 @@ def test_cluster_features_match_install_script() -> None:
     assert kind.CLUSTER_FEATURES == parse_features("DRASharedConsumableCapacity=false")
     text = (Path(__file__).resolve().parents[2] / "hack" / "install.sh").read_text()
     assert 'FAKE_DRA_FEATURES:-DRASharedConsumableCapacity=false' in text
+
+
+def test_counters_and_unobservable_on_kind(backend) -> None:
+    b, fake = backend
+    _claim(fake, "mig", "mig", f'{D}.profile == "3g.20gb"')
+    b.run_pod("p", ["mig"], None, skewed=True)
+    obs = b.run_pod("p2", ["mig"], None, skewed=False)
+    assert "prepare_calls_same" in obs.unobservable
+    assert obs.counters["gpu-0-counters"]["multiprocessors"] == 108 - 42, "a 3g.20gb holds 42 of 108 SMs"

@@ -66,3 +66,10 @@ def test_prediction_is_compared_on_every_pod_step() -> None:
     assert _checks({}, agree) == {"allocator prediction": True}
     disagree = Observation(scheduled=False, reason="0/3 nodes available", predicted=(True, ""))
     assert _checks({}, disagree) == {"allocator prediction": False}
+
+
+def test_unobservable_expectations_are_reported_not_faked() -> None:
+    obs = Observation(prepared=True, unobservable=frozenset({"prepare_calls_same"}))
+    got = check_step(Step(1, "pod", {"name": "p"}, {"prepared": True, "prepare_calls_same": True}), obs, {})
+    assert [(c.what, c.observed, c.ok) for c in got] == [
+        ("prepare_calls_same", "not observable on this backend", True), ("prepared", "yes", True)]
