@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import signal
 import tempfile
 from pathlib import Path
@@ -12,12 +13,13 @@ from plugin.harness import Plugin
 
 
 @pytest.fixture(scope="session")
-def sysfs_template() -> Path:
+def sysfs_template():
     from driver.discovery import make_sysfs
 
     root = Path(tempfile.mkdtemp(prefix="fdp-sys-", dir="/tmp")) / "sys"
     make_sysfs("demo", root)
-    return root
+    yield root
+    shutil.rmtree(root.parent, ignore_errors=True)
 
 
 @pytest.fixture
@@ -31,3 +33,4 @@ def make_plugin(sysfs_template):
     for p in plugins:
         if p.proc is not None and p.proc.poll() is None:
             p.stop(signal.SIGKILL)
+        shutil.rmtree(p.root, ignore_errors=True)

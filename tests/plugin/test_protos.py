@@ -7,6 +7,7 @@ changed a .proto without regenerating.
 from __future__ import annotations
 
 import filecmp
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,7 @@ def test_regenerating_stubs_changes_nothing() -> None:
     assert fresh == committed
     assert len(fresh) == 6 * 3  # 6 protos x (pb2, pyi, grpc)
     _, mismatch, errors = filecmp.cmpfiles(out / "driver/plugin/gen", GEN, fresh, shallow=False)
+    shutil.rmtree(out, ignore_errors=True)
     assert mismatch == [] and errors == [], f"stale generated stubs: {mismatch or errors}; run hack/gen_protos.sh"
 
 

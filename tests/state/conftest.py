@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import shutil
 import tempfile
 import uuid
 from dataclasses import dataclass, field
@@ -23,12 +24,13 @@ NODE = "n1"
 
 
 @pytest.fixture(scope="session")
-def demo_sysfs() -> Path:
+def demo_sysfs():
     from driver.discovery import make_sysfs
 
     root = Path(tempfile.mkdtemp(prefix="fdra-sys-", dir="/tmp")) / "sys"
     make_sysfs("demo", root)
-    return root
+    yield root
+    shutil.rmtree(root.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -113,3 +115,4 @@ def env(demo_pool) -> Env:
     yield e
     for st in e.states:
         st.close()
+    shutil.rmtree(e.root, ignore_errors=True)

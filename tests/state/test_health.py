@@ -14,10 +14,11 @@ from driver.state.health import HealthModel, check_bdf, read_fault
 
 
 @pytest.fixture
-def sysfs(demo_sysfs) -> Path:
+def sysfs(demo_sysfs):
     root = Path(tempfile.mkdtemp(prefix="fdra-h-", dir="/tmp")) / "sys"
     shutil.copytree(demo_sysfs, root, symlinks=True)
-    return root
+    yield root
+    shutil.rmtree(root.parent, ignore_errors=True)
 
 
 def _model(sysfs, pool, clock=lambda: 1000.0):
