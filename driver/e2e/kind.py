@@ -198,7 +198,10 @@ class KindBackend:
         obs.scheduled = bool((pod.get("spec") or {}).get("nodeName"))
         if outcome == "unschedulable":
             cond = next(c for c in pod["status"]["conditions"] if c.get("type") == "PodScheduled")
-            obs.reason = str(cond.get("message", ""))
+            # kube-scheduler only says "cannot allocate all claims"; the words of *why* come from the
+            # reference allocator, whose verdict the "allocator prediction" check holds to the scheduler's.
+            said = str(cond.get("message", ""))
+            obs.reason = f"{why} (kube-scheduler: {said})" if why else said
         devices = self.claim_devices()
         obs.devices = [d for c in names for d in devices.get(c, [])]
         if obs.scheduled:

@@ -116,8 +116,9 @@ def test_unschedulable_pod_and_prediction(backend) -> None:
         {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
          "message": "0/3 nodes are available: 1 cannot allocate all claims"}]}
     obs = b.run_pod("p", ["vgpu"], None, skewed=False)
-    assert obs.scheduled is False and "cannot allocate all claims" in obs.reason
+    assert obs.scheduled is False and "(kube-scheduler: 0/3 nodes are available" in obs.reason
     assert obs.predicted[0] is False and "no device matches the selectors" in obs.predicted[1]
+    assert obs.reason.startswith(obs.predicted[1]), "the reason in words comes from the reference allocator"
     assert obs.prepared is None, "an unscheduled pod says nothing about preparation"
 
 
