@@ -92,21 +92,27 @@ def explain_claim(alloc: Any, claim: Claim) -> str | None:
     if lines:
         return f"claim {claim.label}: cannot be allocated: " + "; ".join(lines)
     # Every request can be served alone: find the first request that cannot join the earlier ones
-    # and diagnose it against the search's first solution for those.
-    for k in range(1, len(claim.requests)):
+    # (or whose own devices do not fit together) and diagnose its next device against the search's
+    # first solution for everything before it.
+    for k in range(len(claim.requests)):
         if Search(alloc, [_prefix(claim, k + 1)], alloc.classes, alloc.budget).run_and_rollback():
             continue
-        earlier = Search(alloc, [_prefix(claim, k)], alloc.classes, alloc.budget)
-        if not earlier.run():
+        alternatives = claim.requests[k]
+        partial_counts = range(alternatives[0].count - 1, -1, -1) if len(alternatives) == 1 and alternatives[0].mode == "ExactCount" else [0]
+        for placed in partial_counts:
+            requests = claim.requests[:k] + (((replace(alternatives[0], count=placed),),) if placed else ())
+            earlier = Search(alloc, [replace(claim, requests=requests)], alloc.classes, alloc.budget)
+            if not earlier.run():
+                continue
+            try:
+                chosen = ", ".join(p.device.name for p in earlier.results[0])
+                found = _reports(alloc, _prefix(claim, k + 1), alternatives, earlier)
+            finally:
+                earlier.rollback()
+            if found:
+                where = f"with {chosen} already placed for this claim, " if chosen else ""
+                return f"claim {claim.label}: cannot be allocated: {where}" + "; ".join(found)
             break
-        try:
-            chosen = ", ".join(p.device.name for p in earlier.results[0])
-            found = _reports(alloc, _prefix(claim, k + 1), claim.requests[k], earlier)
-        finally:
-            earlier.rollback()
-        if found:
-            return (f"claim {claim.label}: cannot be allocated: with the earlier requests on {chosen}, "
-                    + "; ".join(found))
         break
     return None
 
