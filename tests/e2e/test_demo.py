@@ -40,8 +40,9 @@ def test_gates_change_what_is_published() -> None:
 def test_demo_with_tour(tmp_path) -> None:
     out = io.StringIO()
     junit = tmp_path / "demo.xml"
-    assert demo.run(_args(scenario=["tour"], junit=str(junit)), out) == 0
+    code = demo.run(_args(scenario=["tour"], junit=str(junit)), out)
     text = out.getvalue()
+    assert code == 0, text[text.find("== E2E report"):]
     for section in ("== Node inventory", "== ResourceSlices", "== GPU partition map (before",
                     "== Scenario 'tour' step by step", "== E2E report", "== GPU partition map (after scenario 'tour')"):
         assert section in text, section
