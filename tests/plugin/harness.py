@@ -143,8 +143,11 @@ class Plugin:
         raise AssertionError(f"plugin published no ResourceSlices:\n{self.log_text()}")
 
     def allocate(self, name: str, requests: list[dict[str, Any]], config: list[dict[str, Any]] | None = None,
-                 namespace: str = "default") -> tuple[str, str, str]:
-        """Create a claim, allocate it with the reference allocator, store it; returns (ns, name, uid)."""
+                 namespace: str = "default", scheduler_view=None) -> tuple[str, str, str]:
+        """Create a claim, allocate it with the reference allocator, store it; returns (ns, name, uid).
+
+        `scheduler_view(slices) -> slices` lets a test show the allocator what a skewed
+        scheduler would see (e.g. slices whose compatibility groups were dropped)."""
         claim: dict[str, Any] = {
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4())},
@@ -152,7 +155,10 @@ class Plugin:
         }
         allocated = [c for c in self.store.list("resourceclaims", all_namespaces=True)
                      if (c.get("status") or {}).get("allocation")]
-        alloc = Allocator(slices=self.wait_slices(), classes=device_classes(), node=NODE, features=Features(),
+        slices = self.wait_slices()
+        if scheduler_view is not None:
+            slices = scheduler_view(slices)
+        alloc = Allocator(slices=slices, classes=device_classes(), node=NODE, features=Features(),
                           allocated=allocated)
         (allocation,) = alloc.allocate([claim])
         claim["status"] = {"allocation": allocation}

@@ -237,3 +237,33 @@ def test_grpc_errors_never_fail_the_whole_call(make_plugin):
     except grpc.RpcError as exc:  # pragma: no cover - the assertion below explains
         pytest.fail(f"bad claims must be per-claim errors, got {exc}")
     assert set(out) == {"u-1", "u-2", "../../u"} and all(r.error for r in out.values())
+
+
+def _without_groups(slices):
+    """What a scheduler that lost the compatibilityGroups field (version skew) would see."""
+    import copy
+
+    out = copy.deepcopy(slices)
+    for s in out:
+        for dev in s["spec"].get("devices", ()):
+            for cons in dev.get("consumesCounters", ()):
+                cons.pop("compatibilityGroups", None)
+    return out
+
+
+def test_skewed_scheduler_co_allocates_mig_and_vgpu_and_the_plugin_refuses(make_plugin):
+    plugin = make_plugin()
+    client = plugin.start()
+    def on_gpu1(profile):
+        return {"selectors": [{"cel": {"expression": f'device.attributes["{DRIVER}"].index == 1 && '
+                                                     f'device.attributes["{DRIVER}"].profile == "{profile}"'}}]}
+
+    vgpu = plugin.allocate("vgpu", [request("v", "vgpu", **on_gpu1("A100-5C"))], scheduler_view=_without_groups)
+    mig = plugin.allocate("mig", [request("m", "mig", **on_gpu1("1g.5gb"))], scheduler_view=_without_groups)
+    assert client.prepare([vgpu])[vgpu[2]].error == ""
+    error = client.prepare([mig])[mig[2]].error
+    assert "groups incompatible on counter set gpu-1-counters" in error
+    assert mig[2] not in plugin.cdi_uids()
+    # With the groups visible, the reference allocator itself never makes that placement.
+    with pytest.raises(Exception, match="cannot be allocated"):
+        plugin.allocate("mig2", [request("m", "mig", **on_gpu1("1g.5gb"))])
