@@ -1,1 +1,12 @@
-"""Prepare/unprepare: preparation-time revalidation, CDI specs and the crash-safe checkpoint."""
+"""Prepare/unprepare: preparation-time revalidation, CDI specs and the crash-safe checkpoint (no grpc/kubernetes).
+
+Public API:
+- `driver.state.prepare.DeviceState(driver_name=, claims=ClaimSource, pool=PoolCache, cdi=CdiWriter,
+  checkpoint=CheckpointStore, crash_hook=)`: `prepare([ClaimRef]) -> {uid: PrepareResult}`,
+  `unprepare([ClaimRef]) -> {uid: error}`, `prepared() -> {uid: ClaimEntry}`, `close()`.
+- `driver.state.types`: ClaimRef, ClaimSource (Protocol), PoolView, PreparedDevice, PrepareResult,
+  DeviceHealthStatus. `driver.state.sources.StoreClaimSource(ObjectStore)`.
+- `driver.state.health.HealthModel(sysfs_root, devices, driver_name).snapshot()`, `fault_path`, `read_fault`.
+- `driver.state.cdi.CdiWriter`, `driver.state.checkpoint.CheckpointStore`, `read_boot_id`,
+  `driver.state.config.parse_opaque` (GpuConfig/VfConfig), `driver.state.pool.PoolCache`.
+"""
