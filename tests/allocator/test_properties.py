@@ -5,7 +5,9 @@ devices for the claim's requests and checks selectors, devices in use, counters 
 compatibility groups (all-no-groups, or a common group among all devices on a counter set) and
 matchAttribute / distinctAttribute constraints. For every generated instance:
 
-* allocator succeeds  <=> some assignment is valid (feasibility agrees), and
+* allocator succeeds  <=> some assignment is valid (feasibility agrees),
+* for a firstAvailable first request, the chosen subrequest is the first one that is part of any
+  valid assignment (the search order), and
 * any allocation the allocator returns is itself valid (no counter exceeded, no incompatible
   groups co-allocated, constraints hold, no device used twice).
 """
@@ -43,7 +45,11 @@ def instances(draw):
     for c in range(draw(st.integers(1, 3))):
         requests = []
         for r in range(draw(st.integers(1, 2))):
-            requests.append({"name": f"r{r}", "count": draw(st.integers(1, 2)), "kind": draw(st.sampled_from([None, "x", "y"]))})
+            alternatives = [{"count": draw(st.integers(1, 2)), "kind": draw(st.sampled_from([None, "x", "y"])), "sub": None}]
+            if draw(st.booleans()):  # a firstAvailable request with two subrequests
+                alternatives = [{"count": draw(st.integers(1, 3)), "kind": draw(st.sampled_from([None, "x", "y"])), "sub": f"s{i}"}
+                                for i in range(2)]
+            requests.append({"name": f"r{r}", "alternatives": alternatives})
         constraint = draw(st.sampled_from([None, "matchAttribute", "distinctAttribute"]))
         claims.append({"name": f"c{c}", "requests": requests, "constraint": constraint})
     return totals, devices, claims
@@ -75,10 +81,16 @@ def to_objects(totals, devices):
 def claim_object(claim):
     requests = []
     for r in claim["requests"]:
-        exact = {"deviceClassName": "c", "count": r["count"]}
-        if r["kind"]:
-            exact["selectors"] = [{"cel": {"expression": f"device.attributes['{DRIVER}'].kind == '{r['kind']}'"}}]
-        requests.append({"name": r["name"], "exactly": exact})
+        subs = []
+        for alt in r["alternatives"]:
+            exact = {"deviceClassName": "c", "count": alt["count"]}
+            if alt["kind"]:
+                exact["selectors"] = [{"cel": {"expression": f"device.attributes['{DRIVER}'].kind == '{alt['kind']}'"}}]
+            subs.append({"name": alt["sub"], **exact} if alt["sub"] else exact)
+        if r["alternatives"][0]["sub"]:
+            requests.append({"name": r["name"], "firstAvailable": subs})
+        else:
+            requests.append({"name": r["name"], "exactly": subs[0]})
     devices = {"requests": requests}
     if claim["constraint"]:
         devices["constraints"] = [{claim["constraint"]: f"{DRIVER}/a"}]
@@ -86,13 +98,14 @@ def claim_object(claim):
 
 
 # ---- the independent oracle ------------------------------------------------------------------
-def valid(chosen_by_request, claim, devices, totals, in_use):
+def valid(chosen_by_request, alts, claim, devices, totals, in_use):
+    """Is this choice (one alternative and a device set per request) a valid allocation?"""
     by_name = {d["name"]: d for d in devices}
     flat = [n for names in chosen_by_request for n in names]
     if len(set(flat)) != len(flat) or set(flat) & set(in_use):
         return False
-    for r, names in zip(claim["requests"], chosen_by_request):
-        if r["kind"] and any(by_name[n]["kind"] != r["kind"] for n in names):
+    for alt, names in zip(alts, chosen_by_request):
+        if len(names) != alt["count"] or (alt["kind"] and any(by_name[n]["kind"] != alt["kind"] for n in names)):
             return False
     everything = [by_name[n] for n in list(in_use) + flat]
     for cs, limits in totals.items():
@@ -114,10 +127,16 @@ def valid(chosen_by_request, claim, devices, totals, in_use):
     return True
 
 
-def oracle_feasible(claim, devices, totals, in_use):
+def oracle_first_alternative(claim, devices, totals, in_use):
+    """Index of request 0's first alternative that is part of some valid allocation, or None."""
     names = [d["name"] for d in devices]
-    options = [list(combinations(names, r["count"])) for r in claim["requests"]]
-    return any(valid(choice, claim, devices, totals, in_use) for choice in product(*options))
+    for first in range(len(claim["requests"][0]["alternatives"])):
+        choices = [[r["alternatives"][first]] if i == 0 else r["alternatives"] for i, r in enumerate(claim["requests"])]
+        for alts in product(*choices):
+            options = [list(combinations(names, alt["count"])) for alt in alts]
+            if any(valid(choice, alts, claim, devices, totals, in_use) for choice in product(*options)):
+                return first
+    return None
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -128,17 +147,23 @@ def test_allocator_agrees_with_brute_force_oracle(instance):
     alloc = Allocator(slices=slices, classes=classes, node="n")
     in_use: list[str] = []
     for claim in claims:
-        expected = oracle_feasible(claim, devices, totals, in_use)
+        first = oracle_first_alternative(claim, devices, totals, in_use)
         try:
             (allocation,) = alloc.allocate([claim_object(claim)])
         except AllocationError as exc:
-            assert not expected, f"allocator failed but a valid assignment exists: {exc}"
+            assert first is None, f"allocator failed but a valid assignment exists: {exc}"
             continue
-        assert expected, f"allocator found {allocation} but the oracle says infeasible"
+        assert first is not None, f"allocator found {allocation} but the oracle says infeasible"
         results = allocation["devices"]["results"]
-        chosen = [[x["device"] for x in results if x["request"] == r["name"]] for r in claim["requests"]]
-        assert [len(c) for c in chosen] == [r["count"] for r in claim["requests"]]
-        assert valid(chosen, claim, devices, totals, in_use), f"invalid allocation {chosen}"
+        alts, chosen = [], []
+        for r in claim["requests"]:
+            mine = [x for x in results if x["request"].split("/")[0] == r["name"]]
+            sub = mine[0]["request"].partition("/")[2] if mine else None
+            alts.append(next(a for a in r["alternatives"] if a["sub"] == (sub or None)))
+            chosen.append([x["device"] for x in mine])
+        # firstAvailable: the search takes the first subrequest that is part of any solution.
+        assert claim["requests"][0]["alternatives"].index(alts[0]) == first
+        assert valid(chosen, alts, claim, devices, totals, in_use), f"invalid allocation {chosen}"
         in_use.extend(n for names in chosen for n in names)
 
 
