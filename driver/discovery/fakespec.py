@@ -45,6 +45,8 @@ class FakeFunction:
     speed: int | None = None  # Mb/s; -1 written as-is for a down link
     mdev: tuple[FakeMdev, ...] = ()
     mdev_on_vfs: bool = False  # Ampere+ SR-IOV vGPU: types on each VF instead of the PF
+    # "mdev", or "vendor-vfio" (R580+/Linux >= 6.8: <VF>/nvidia/creatable_vgpu_types, numeric type ids)
+    vgpu_framework: str = "mdev"
     subsystem: tuple[int, int] = (0, 0)
     driver: str | None = None  # bound driver; None: the usual one for vendor/class (see _default_driver)
 

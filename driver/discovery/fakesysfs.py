@@ -107,6 +107,11 @@ class _Tree:
                                       f"max_resolution=4096x2160, max_instance={t.max_instance}")
             (d / "devices").mkdir(exist_ok=True)
 
+    def vendor_vfio(self, vf_path: Path, types: tuple[FakeMdev, ...]) -> None:
+        lines = ["ID    : vGPU Name"] + [f"{t.type_id:<5} : {t.name}" for t in types]
+        _write(vf_path / "nvidia" / "creatable_vgpu_types", "\n".join(lines))
+        _write(vf_path / "nvidia" / "current_vgpu_type", 0)
+
     def write(self, fn: FakeFunction) -> None:
         parent = self.out / "devices" / f"pci{fn.root}"
         for bridge in fn.bridges:
@@ -135,7 +140,9 @@ class _Tree:
             _link(vf_path / "physfn", path)
             if fn.interface:
                 self.net(vf_path, f"{fn.interface}v{i}", None, 0x0E4200000000 | seed << 8 | i)
-            if fn.mdev and fn.mdev_on_vfs:
+            if fn.mdev and fn.mdev_on_vfs and fn.vgpu_framework == "vendor-vfio":
+                self.vendor_vfio(vf_path, fn.mdev)
+            elif fn.mdev and fn.mdev_on_vfs:
                 self.mdev(vf_path, fn.mdev)
 
 

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from os.path import join
 from pathlib import Path
 
+from driver.discovery import vgpu
 from driver.errors import DiscoveryError
 from driver.model.hardware import HardwareCatalog
-from driver.model.inventory import Gpu, Inventory, MdevType, NicPF, PciDevice, VirtualFunction
+from driver.model.inventory import Gpu, Inventory, NicPF, PciDevice, VirtualFunction
 
 log = logging.getLogger("fake-dra.discovery")
 
@@ -263,50 +264,6 @@ class _Walker:
             return None
         return value if value > 0 else None
 
-    def mdev_types(self, device_path: str, address: str) -> list[MdevType]:
-        base = join(device_path, "mdev_supported_types")
-        if not os.path.lexists(base):
-            return []
-        try:
-            type_ids = sorted(os.listdir(base))
-        except OSError as exc:
-            self.warn(base, f"unreadable ({exc}); skipping vGPU types of {address}")
-            return []
-        out = []
-        for type_id in type_ids:
-            type_dir = join(base, type_id)
-            what = f"mdev type {type_id} of {address}"
-            name = self.text(join(type_dir, "name"), what)
-            available = self.integer(join(type_dir, "available_instances"), what) if name is not None else None
-            api = self.text(join(type_dir, "device_api"), what) if available is not None else None
-            if name is None or available is None or api is None:
-                continue
-            description = self.text(join(type_dir, "description"), what, required=False) or ""
-            out.append(MdevType(type_id, name, available, api, description, parents=(address,)))
-        return out
-
-
-def _merge_mdev(
-    types: list[MdevType], walker: _Walker, gpu_address: str, paths: dict[str, str]
-) -> tuple[MdevType, ...]:
-    """Fold per-function mdev types into one entry per type id (instances summed, parents listed)."""
-    merged: dict[str, MdevType] = {}
-    for t in types:
-        seen = merged.get(t.type_id)
-        if seen is None:
-            merged[t.type_id] = t
-        elif seen.name != t.name:
-            walker.warn(
-                join(paths[t.parents[0]], "mdev_supported_types", t.type_id, "name"),
-                f"name {t.name!r} differs from {seen.name!r} on {seen.parents[0]}; ignoring it for GPU {gpu_address}",
-            )
-        else:
-            merged[t.type_id] = MdevType(
-                seen.type_id, seen.name, seen.available_instances + t.available_instances,
-                seen.device_api, seen.description, parents=seen.parents + t.parents,
-            )
-    return tuple(merged[k] for k in sorted(merged))
-
 
 def discover(root: str | Path, catalog: HardwareCatalog) -> Inventory:
     """Inventory of the node whose sysfs is mounted at `root` (e.g. "/sys" or a fake tree).
@@ -345,14 +302,15 @@ def _gpu(walker: _Walker, catalog: HardwareCatalog, item: _Found, index: int) ->
             "(add the model under `hardware.gpus` in the driver config)",
         )
         return None
-    # Pre-Ampere vGPU: types on the PF. Ampere+ SR-IOV vGPU: types on each VF (virtfnN).
-    types = walker.mdev_types(path, pci.address)
+    # Pre-Ampere vGPU: mdev types on the PF. Ampere+ SR-IOV vGPU: on each VF (virtfnN), either as mdev
+    # types or, with NVIDIA's vendor-specific VFIO framework, in <VF>/nvidia/creatable_vgpu_types.
+    types = vgpu.mdev_types(walker, path, pci.address)
     paths = {pci.address: path}
     for _, vf_path in walker.virtfns(path, f"GPU {pci.address}"):
         vf_name = os.path.basename(vf_path)
-        types += walker.mdev_types(vf_path, vf_name)
+        types += vgpu.mdev_types(walker, vf_path, vf_name) + vgpu.vendor_vfio_types(walker, vf_path, vf_name)
         paths[vf_name] = vf_path
-    return Gpu(index=index, pci=pci, model=model, mdev_types=_merge_mdev(types, walker, pci.address, paths))
+    return Gpu(index=index, pci=pci, model=model, mdev_types=vgpu.merge(types, walker, pci.address, paths))
 
 
 def _nic(

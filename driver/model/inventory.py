@@ -38,6 +38,9 @@ class MdevType:
     # PCI functions that offer this type: the PF on pre-Ampere GPUs, the SR-IOV VFs on Ampere+
     # (available_instances is then the sum over them; cap it with VgpuProfile.max_instances).
     parents: tuple[str, ...] = ()
+    # How instances are created: "mdev" (write a UUID to <parent>/mdev_supported_types/<type>/create) or
+    # "vendor-vfio" (NVIDIA R580+ on Linux >= 6.8: write the numeric type id to <VF>/nvidia/current_vgpu_type).
+    framework: str = "mdev"
 
     @property
     def profile(self) -> str:
