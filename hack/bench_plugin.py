@@ -182,9 +182,11 @@ def main() -> int:
     print("cpu ms = plugin CPU time per call; the GIL serialises it, so with C concurrent callers a "
           "call waits for up to C-1 others")
     print(f"plugin RSS: {rss:.1f} MB (peak {peak:.1f} MB)")
-    p99 = max(pct(lat, 99) for _, op, lat, _, _ in rows if op == "prepare")
-    print(f"targets: p99 prepare < 20 ms: {'met' if p99 < 20 else 'MISSED'} ({p99:.2f} ms); "
-          f"RSS < 100 MB: {'met' if peak < 100 else 'MISSED'}")
+    for label, op, lat, _, _ in rows:
+        if op == "prepare":
+            p99 = pct(lat, 99)
+            print(f"target p99 prepare < 20 ms, {label}: {'met' if p99 < 20 else 'MISSED'} ({p99:.2f} ms)")
+    print(f"target RSS < 100 MB: {'met' if peak < 100 else 'MISSED'} (peak {peak:.1f} MB)")
     return 0
 
 

@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     # (all modes, compatibility groups, valueFrom), whatever the publisher detected for the
     # scheduler. Device names do not depend on gates, so allocations from any published variant
     # are found, and revalidation still knows which modes exclude each other (version skew).
-    pool_cache = PoolCache(lambda: render(Features()), max_age_s=max(30.0, 3 * health_interval))
+    pool_cache = PoolCache(lambda: render(Features()), max_age_s=max(15.0, health_interval))
     pool_cache.refresh()  # fail fast on a broken sysfs root or config
 
     state_dir = Path(args.state_dir or Path(args.kubelet_plugins_dir) / driver_name)
@@ -140,8 +140,10 @@ def run(args: argparse.Namespace) -> int:
                         cdi=CdiWriter(args.cdi_root, driver_name), checkpoint=checkpoint, crash_hook=_crash_hook())
 
     def devices():
-        pool = pool_cache.refresh()
-        return pool.name, pool.devices()
+        # Faults are read every health interval (cheap); the inventory is rediscovered when the
+        # cache is older than 15 s, so a vanished device turns UNKNOWN well inside the 30 s lease.
+        pool, devs = pool_cache.get()
+        return pool.name, devs
 
     metrics = PluginMetrics.create()
     metrics.prepared.set(len(state.prepared()))

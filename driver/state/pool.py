@@ -1,8 +1,8 @@
 """A cached view of the current rendered pool (discovery + rendering are too slow per call).
 
 Why: prepare must check devices against the *current* inventory, but rediscovering sysfs on every
-call would dominate prepare latency. The health loop refreshes the cache every few seconds and
-prepare forces a refresh once when it meets a device it does not know.
+call would dominate prepare latency. The health loop refreshes the cache when it is older than
+max_age, and prepare forces a refresh once when it meets a device it does not know.
 """
 
 from __future__ import annotations
@@ -49,10 +49,13 @@ class PoolCache:
             self._pool, self._devices, self._at = pool, devices, time.monotonic()
         return pool
 
-    def get(self) -> tuple[PoolView, dict[str, dict[str, Any]]]:
+    def get(self, refresh_if_stale: bool = True) -> tuple[PoolView, dict[str, dict[str, Any]]]:
+        """The cached pool; re-rendered when older than max_age unless `refresh_if_stale` is False
+        (prepare passes False: it refreshes only on an unknown device, so the ~50 ms rediscovery
+        runs in the health loop, not in a kubelet call)."""
         with self._lock:
             pool, devices, at = self._pool, self._devices, self._at
-        if pool is None or time.monotonic() - at > self._max_age:
+        if pool is None or (refresh_if_stale and time.monotonic() - at > self._max_age):
             pool = self.refresh()
             with self._lock:
                 devices = self._devices

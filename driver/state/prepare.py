@@ -220,7 +220,7 @@ class DeviceState:
         Returns (already prepared claims that only need a flush, claims to act on, their previous
         checkpoint entries for rollback)."""
         boot = self._store.boot_id
-        pool, devices = self._pool.get()
+        pool, devices = self._pool.get(refresh_if_stale=False)
         batch: list[tuple[ClaimRef, list[PreparedDevice]]] = []
         placed = self._placed
         placed.sync(self._cp)
@@ -243,7 +243,8 @@ class DeviceState:
             try:
                 prepared = self._compute(ref, claim, pool.name, devices)
                 if prepared is None:  # the known devices might be stale: rediscover once
-                    pool, devices = self._pool.refresh(), self._pool.get()[1]
+                    pool = self._pool.refresh()
+                    devices = self._pool.get(refresh_if_stale=False)[1]
                     prepared = self._compute(ref, claim, pool.name, devices, final=True)
                 assert prepared is not None
                 placed.check(ref, prepared, pool.slices, devices, self._features)
