@@ -61,7 +61,8 @@ def _by_kind() -> dict[str, list[dict]]:
 def test_rbac_is_least_privilege() -> None:
     role = _by_kind()["ClusterRole"][0]
     rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in role["rules"]}
-    assert rules[(("resource.k8s.io",), ("resourceclaims",))] == {"get"}
+    # get: the plugin reads claims by name; list: the publisher protects groups of allocated devices.
+    assert rules[(("resource.k8s.io",), ("resourceclaims",))] == {"get", "list"}
     assert rules[(("",), ("nodes",))] == {"get"}
     assert "create" in rules[(("resource.k8s.io",), ("resourceslices",))]
     assert len(rules) == 3, "no other resources (no secrets, no pods, no metrics)"
