@@ -25,9 +25,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import cel
-from cel import stdlib
-
 from driver.celexpr.fastpath import Declined, FastNoSuchKey, compile_fast
 from driver.celexpr.values import FUNCTIONS, CelValueError, quantity_value, semver_value
 from driver.errors import InputError
@@ -44,13 +41,25 @@ _CORE_FUNCTIONS = {
 _STDLIB = ["core", "strings", "lists", "sets", "math"]
 
 
+@lru_cache(maxsize=1)
+def _library() -> tuple[Any, Any]:
+    """The CEL library, imported on first use.
+
+    `import cel` also loads the library's interactive CLI (prompt_toolkit): 0.3-1 s that processes
+    which never evaluate a selector, like the kubelet plugin, should not pay at start-up.
+    """
+    import cel
+    from cel import stdlib
+
+    return cel, stdlib
+
+
+@lru_cache(maxsize=1)
 def _known_functions() -> frozenset[str]:
+    cel, stdlib = _library()
     ctx = cel.Context()
     stdlib.add_stdlib_to_context(ctx, _STDLIB)
     return frozenset(_CORE_FUNCTIONS | set(ctx.functions) | set(FUNCTIONS))
-
-
-KNOWN_FUNCTIONS = _known_functions()
 
 
 class CelRuntimeError(Exception):
@@ -111,6 +120,7 @@ def _clean(message: str) -> str:
 def _context() -> Any:
     ctx = getattr(_local, "ctx", None)
     if ctx is None:
+        cel, stdlib = _library()
         ctx = cel.Context()
         stdlib.add_stdlib_to_context(ctx, _STDLIB)
         for name, fn in FUNCTIONS.items():
@@ -125,12 +135,12 @@ def _compile(expression: str) -> Selector | str:
     if not expression.strip():
         return "expression is empty"
     try:
-        program = cel.compile(expression)
+        program = _library()[0].compile(expression)
     except (ValueError, RuntimeError) as exc:
         text = str(exc).replace(f"Failed to parse expression '{expression}': ", "")
         return f"compilation failed: {text}"
     unknown = sorted(
-        f for f in program.functions() if not f.startswith(("_", "!", "@")) and f not in KNOWN_FUNCTIONS
+        f for f in program.functions() if not f.startswith(("_", "!", "@")) and f not in _known_functions()
     )
     if unknown:
         return f"compilation failed: undeclared reference to function(s) {', '.join(unknown)}"

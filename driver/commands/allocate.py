@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from driver.allocator import DEFAULT_BUDGET, allocate_claims
+from driver.allocator.engine import DEFAULT_BUDGET
 from driver.commands.common import add_features, features_from
 from driver.errors import InputError
 
@@ -55,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
     if args.budget < 1:
         raise InputError(f"--budget: must be a positive integer, got {args.budget}")
     features = features_from(args)
+    # Imported here: the allocator pulls in the CEL library, which every other command (and each
+    # plugin process start) would otherwise pay for at argument-parsing time.
+    from driver.allocator import allocate_claims
+
     outcome = allocate_claims(load_documents(args.files), node=args.node, features=features, budget=args.budget)
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
