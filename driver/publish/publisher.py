@@ -161,7 +161,8 @@ class Publisher:
             if self.metrics is not None:
                 self.metrics.observe_stats(stats)
             self.last = PublishResult(stats, report, report.features)
-            log.info("reconciled", extra={k: v for k, v in stats.as_dict().items() if v})
+            # Prefixed: "created" is a LogRecord attribute and may not be passed as an extra.
+            log.info("reconciled", extra={f"slices_{k}": v for k, v in stats.as_dict().items() if v})
             return self.last
 
     # -- background loop ------------------------------------------------------------------

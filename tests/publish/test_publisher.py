@@ -107,6 +107,16 @@ def test_fixed_features_skip_detection(api, server):
     assert not [r for r in server.state.requests if "dryRun" in r[2]]
 
 
+def test_pass_logs_its_write_counts_at_info(api, server, caplog):
+    # `fake-dra run` logs at INFO; a log call with a reserved LogRecord key ("created") used to raise.
+    caplog.set_level("INFO", logger="fake-dra")
+    pub = Publisher(api, lambda f: render(inventory(), f), Features(), 30, node_name=NODE, driver_name=DRIVER)
+    pub.run_once()
+    record = next(r for r in caplog.records if r.getMessage() == "reconciled")
+    assert record.slices_created >= 1
+    assert pub.last_error is None
+
+
 def regroup(pool: Pool, device: str, groups: list[str]) -> Pool:
     slices = copy.deepcopy(list(pool.slices))
     for s in slices:
