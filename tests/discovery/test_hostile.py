@@ -329,3 +329,17 @@ def test_fifo_and_huge_files_do_not_hang_or_exhaust(tree, catalog) -> None:
     assert gpus(inv) == [] and len(inv.nics) == 1
     one_warning(inv, f"{GPU0}/vendor: unreadable (ValueError: not a regular file)")
     one_warning(inv, f"{GPU1}/device: unreadable (ValueError: larger than 4096 bytes)")
+
+
+def test_device_outside_a_root_complex_keeps_an_unknown_pcie_root(tree, catalog) -> None:
+    root = tree()
+    src = dev(root, GPU0)
+    moved = root / "devices" / GPU0  # directly under devices/, not devices/pciDDDD:BB/...
+    shutil.copytree(src, moved, symlinks=True)
+    link = root / "bus/pci/devices" / GPU0
+    link.unlink()
+    link.symlink_to(f"../../../devices/{GPU0}")
+    inv = discover(root, catalog)
+    assert gpus(inv) == [GPU0, GPU1]
+    assert inv.gpus[0].pci.pcie_root is None and inv.gpus[1].pci.pcie_root == "pci0000:00"
+    one_warning(inv, str(link), "not below a devices/pciDDDD:BB root complex; pcieRoot unknown")
