@@ -3,14 +3,5 @@
 # Usage: hack/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON="${PYTHON:-python3}"
-if [ ! -x .venv/bin/python ]; then
-  "$PYTHON" -m venv .venv
-fi
-stamp=.venv/.fake-dra-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[test]'
-  touch "$stamp"
-fi
+. hack/lib/venv.sh
 exec .venv/bin/python -m pytest "$@"

@@ -6,14 +6,12 @@ registry would refuse duplicate metric names.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from driver.errors import InputError
+from driver.metrics import serve_metrics
 
-log = logging.getLogger("fake-dra.metrics")
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
@@ -43,12 +41,4 @@ class PluginMetrics:
 
     def serve(self, addr: str) -> object:
         """Start the HTTP exporter on HOST:PORT; returns the server (call .shutdown() to stop)."""
-        host, sep, port = addr.rpartition(":")
-        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-            raise InputError(f"--metrics-addr: expected HOST:PORT, got {addr!r}")
-        try:
-            server, _thread = start_http_server(int(port), addr=host.strip("[]") or "0.0.0.0", registry=self.registry)
-        except OSError as exc:
-            raise InputError(f"--metrics-addr {addr}: {exc}") from None
-        log.info("serving metrics", extra={"addr": f"{host}:{server.server_port}"})
-        return server
+        return serve_metrics(self.registry, addr)

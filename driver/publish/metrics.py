@@ -7,9 +7,9 @@ and several publishers in one process do not collide in the global registry.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from driver.errors import InputError
+from driver.metrics import serve_metrics
 
 from driver.publish.gates import GateReport
 from driver.publish.reconcile import ReconcileStats
@@ -72,11 +72,4 @@ class PublishMetrics:
 
     def serve(self, addr: str) -> object:
         """HTTP exporter on HOST:PORT for standalone `fake-dra publish` (run serves the plugin's registry)."""
-        host, sep, port = addr.rpartition(":")
-        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-            raise InputError(f"--metrics-addr: expected HOST:PORT, got {addr!r}")
-        try:
-            server, _thread = start_http_server(int(port), addr=host.strip("[]") or "0.0.0.0", registry=self.registry)
-        except OSError as exc:
-            raise InputError(f"--metrics-addr {addr}: {exc}") from None
-        return server
+        return serve_metrics(self.registry, addr)
