@@ -22,7 +22,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,24 +116,30 @@ class CheckpointStore:
             raise ValueError("claims must be an object")
         return Checkpoint({uid: ClaimEntry.from_json(uid, entry) for uid, entry in claims.items()})
 
-    def encode(self, cp: Checkpoint) -> bytes:
-        """Serialise; per-claim fragments are cached (entries are replaced, never mutated), so a
-        node with hundreds of prepared claims does not re-encode all of them on every change."""
-        parts = []
-        cache: dict[str, tuple[ClaimEntry, str]] = {}
-        old = self._fragments
-        for uid, entry in cp.claims.items():
-            hit = old.get(uid)
-            if hit is not None and hit[0] is entry:
-                frag = hit[1]
-            else:
-                frag = json.dumps(uid) + ":" + json.dumps(entry.to_json(), separators=(",", ":"))
-            cache[uid] = (entry, frag)
-            parts.append(frag)
-        self._fragments = cache
+    def encode(self, cp: Checkpoint, changed: Iterable[str] | None = None) -> bytes:
+        """Serialise from cached per-claim fragments (entries are replaced, never mutated).
+
+        With `changed` (the UIDs whose entry was set or removed since the last encode) only those
+        fragments are rebuilt, so a prepare costs O(its claims) Python work plus one C-level join,
+        not a walk over every prepared claim; without it every entry is checked by identity.
+        """
+        frags = self._fragments
+        if changed is None:  # full check: start-up, or a change the caller did not report
+            changed = [*cp.claims, *(u for u in frags if u not in cp.claims)]
+        for uid in changed:
+            entry = cp.claims.get(uid)
+            if entry is None:
+                frags.pop(uid, None)
+                continue
+            hit = frags.get(uid)
+            if hit is None or hit[0] is not entry:
+                frags[uid] = (entry, json.dumps(uid) + ":" + json.dumps(entry.to_json(), separators=(",", ":")))
+        if len(frags) != len(cp.claims):  # only if a caller mutated cp.claims without telling us
+            return self.encode(cp, None)
         head = json.dumps({"kind": KIND, "version": VERSION, "driver": self.driver_name, "node": self.node_name,
                            "bootID": self.boot_id}, separators=(",", ":"))
-        return (head[:-1] + ',"claims":{' + ",".join(parts) + "}}").encode()
+        body = ",".join(frag for _, frag in frags.values())
+        return (head[:-1] + ',"claims":{' + body + "}}").encode()
 
     def write(self, data: bytes, durable: bool = False) -> None:
         """Atomic replace (tmp, fsync when durable, rename). Without fsync it survives a process

@@ -70,6 +70,7 @@ class DeviceState:
         self._io_lock = threading.Lock()  # serialises checkpoint writes and fsyncs
         self._stripes = [threading.Lock() for _ in range(64)]
         self._version = self._written = self._synced = 0
+        self._dirty: set[str] = set()  # claim UIDs changed since the last checkpoint encode
         # Revalidation is strict regardless of the scheduler's gates: that is its point.
         self._features = Features()
         checkpoint.ensure_dir()
@@ -141,7 +142,8 @@ class DeviceState:
         with self._lock:
             if self._synced >= self._version or (not durable and self._written >= self._version):
                 return
-            data, version = self._store.encode(self._cp), self._version
+            data, version = self._store.encode(self._cp, self._dirty), self._version
+            self._dirty = set()
         self._persist(data, version, durable)
 
     def _flush(self) -> None:
@@ -150,6 +152,20 @@ class DeviceState:
     def prepared(self) -> dict[str, ClaimEntry]:
         with self._lock:
             return dict(self._cp.claims)
+
+    def count(self) -> int:
+        """How many claims are recorded (the metrics gauge; no copy)."""
+        return len(self._cp.claims)
+
+    def _set_entry(self, uid: str, entry: ClaimEntry | None) -> None:
+        """Under self._lock: the one way to change a claim's record after start-up, so the
+        revalidation index and the checkpoint fragment cache follow incrementally."""
+        if entry is None:
+            self._cp.claims.pop(uid, None)
+        else:
+            self._cp.claims[uid] = entry
+        self._placed.update(uid, entry)
+        self._dirty.add(uid)
 
     # -- prepare --------------------------------------------------------------------------
 
@@ -220,11 +236,26 @@ class DeviceState:
         Returns (already prepared claims that only need a flush, claims to act on, their previous
         checkpoint entries for rollback)."""
         boot = self._store.boot_id
-        pool, devices = self._pool.get(refresh_if_stale=False)
         batch: list[tuple[ClaimRef, list[PreparedDevice]]] = []
-        placed = self._placed
-        placed.sync(self._cp)
         pending: list[tuple[ClaimRef, list[PreparedDevice]]] = []
+        try:
+            self._validate_all(fetched, results, boot, pending, batch)
+        except BaseException:
+            # Claims indexed for this call but never recorded must not stay reserved.
+            for ref, _ in batch:
+                self._placed.update(ref.uid, self._cp.claims.get(ref.uid))
+            raise
+        before = {ref.uid: self._cp.claims.get(ref.uid) for ref, _ in batch}
+        for ref, devs in batch:
+            self._set_entry(ref.uid, ClaimEntry(ref, STARTED, boot, devs))
+        if batch:
+            self._version += 1
+        return pending, batch, before
+
+    def _validate_all(self, fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult],
+                      boot: str, pending: list[Batch], batch: list[Batch]) -> None:
+        pool, devices = self._pool.get(refresh_if_stale=False)
+        placed = self._placed
         for ref, claim in fetched:
             entry = self._cp.claims.get(ref.uid)
             if entry is not None and entry.state == COMPLETED and entry.boot_id == boot:
@@ -256,14 +287,8 @@ class DeviceState:
                 results[ref.uid] = PrepareResult(
                     error=f"claim {ref.namespace}/{ref.name}: malformed allocation: {type(exc).__name__}: {exc}")
                 continue
-            placed.add(ref, prepared[1])
+            placed.add(ref, prepared[1])  # later claims of this call are checked against it
             batch.append((ref, prepared[1]))
-        before = {ref.uid: self._cp.claims.get(ref.uid) for ref, _ in batch}
-        for ref, devs in batch:
-            self._cp.claims[ref.uid] = ClaimEntry(ref, STARTED, boot, devs)
-        if batch:
-            self._version += 1
-        return pending, batch, before
 
     def _compute(
         self, ref: ClaimRef, claim: dict[str, Any], pool_name: str, devices: Mapping[str, dict[str, Any]], final: bool = False
@@ -316,7 +341,7 @@ class DeviceState:
         except OSError as exc:
             with self._lock:
                 for uid, old in before.items():
-                    _restore(self._cp, uid, old)
+                    self._set_entry(uid, old)
                 self._version += 1
             for ref, _ in batch:
                 results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: writing checkpoint: {exc}")
@@ -335,9 +360,9 @@ class DeviceState:
         self._crash("prepare-cdi-written")
         with self._lock:
             for ref, devs in ok:
-                self._cp.claims[ref.uid] = ClaimEntry(ref, COMPLETED, self._store.boot_id, devs)
+                self._set_entry(ref.uid, ClaimEntry(ref, COMPLETED, self._store.boot_id, devs))
             for ref in failed:
-                _restore(self._cp, ref.uid, before[ref.uid])
+                self._set_entry(ref.uid, before[ref.uid])
             self._version += 1
         return ok
 
@@ -364,7 +389,7 @@ class DeviceState:
             with self._lock:
                 gone = [r for r in valid if not results[r.uid] and r.uid in self._cp.claims]
                 for r in gone:
-                    self._cp.claims.pop(r.uid)
+                    self._set_entry(r.uid, None)
                 if gone:
                     self._version += 1
             try:
@@ -380,13 +405,6 @@ class DeviceState:
         for r in gone:
             log.info("unprepared claim", extra={"claim": f"{r.namespace}/{r.name}", "uid": r.uid})
         return results
-
-
-def _restore(cp: Checkpoint, uid: str, old: ClaimEntry | None) -> None:
-    if old is None:
-        cp.claims.pop(uid, None)
-    else:
-        cp.claims[uid] = old
 
 
 def _check_ref(ref: ClaimRef) -> None:

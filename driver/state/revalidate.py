@@ -13,11 +13,8 @@ from typing import Any
 from driver.allocator.rules import PlacedDevice, validate_combination
 from driver.errors import InputError, PrepareError
 from driver.features import Features
-from driver.state.checkpoint import Checkpoint
+from driver.state.checkpoint import Checkpoint, ClaimEntry
 from driver.state.types import ClaimRef, PreparedDevice
-
-
-_UNRECORDED = object()  # marks claims indexed before their checkpoint record exists
 
 
 class PlacedIndex:
@@ -28,6 +25,9 @@ class PlacedIndex:
     a shared (allowMultipleAllocations) device without a `consumedCounters` snapshot change nothing
     either — static counters are charged once per device — so one of them stands for all; this
     keeps a request with thousands of claims on one time-shared GPU linear instead of quadratic.
+
+    The owner keeps it in step with the checkpoint through `update` (O(devices of that claim));
+    `sync` rebuilds from a whole checkpoint (start-up, or to repair after an unexpected error).
     """
 
     def __init__(self, cp: Checkpoint, driver_name: str) -> None:
@@ -38,36 +38,45 @@ class PlacedIndex:
         self._sets_of: dict[str, set[str]] = {}
         self._devices_on: dict[str, set[str]] = {}
         self._indexed: Mapping[str, dict[str, Any]] | None = None
-        self._entries: dict[str, object] = {}  # uid -> the checkpoint entry it was built from
+        self._slices: Sequence[dict[str, Any]] | None = None
+        self._slice_devices: dict[str, list[tuple[int, int]]] = {}  # name -> (slice, position)
+        self._slice_sets: dict[str, list[tuple[int, int]]] = {}
+        self._claims: dict[str, list[PreparedDevice]] = {}  # uid -> the devices indexed for it
         self.sync(cp)
 
+    def __len__(self) -> int:
+        return len(self._claims)
+
     def sync(self, cp: Checkpoint) -> None:
-        """Mirror the checkpoint: O(claims) identity checks, re-indexing only what changed."""
-        for uid in [u for u, e in self._entries.items() if cp.claims.get(u) is not e]:
+        """Mirror a whole checkpoint: drop claims it lacks, (re)index those that differ."""
+        for uid in [u for u in self._claims if u not in cp.claims]:
             self.remove(uid)
         for uid, entry in cp.claims.items():
-            if uid not in self._entries:
-                self.add(entry.ref, entry.devices)
-                self._entries[uid] = entry
+            self.update(uid, entry)
+
+    def update(self, uid: str, entry: ClaimEntry | None) -> None:
+        """The checkpoint's entry for `uid` is now `entry` (None: removed)."""
+        if entry is None:
+            self.remove(uid)
+        elif self._claims.get(uid) != entry.devices:
+            self.add(entry.ref, entry.devices)
 
     def remove(self, uid: str) -> None:
-        self._entries.pop(uid, None)
-        for index in (self.counted, self.plain):
-            for device in [d for d, by_uid in index.items() if uid in by_uid]:
-                del index[device][uid]
-                if not index[device]:
-                    del index[device]
+        devices = self._claims.pop(uid, None)
+        for d in devices or ():
+            for index in (self.counted, self.plain):
+                by_uid = index.get(d.device)
+                if by_uid is not None and by_uid.pop(uid, None) is not None and not by_uid:
+                    del index[d.device]
 
     def _placed(self, uid: str, d: PreparedDevice) -> PlacedDevice:
         return PlacedDevice(claim=uid, request=d.request_names[0] if d.request_names else "", driver=self.driver,
                             pool=d.pool, device=d.device, consumed_counters=d.consumed_counters, share_id=d.share_id)
 
     def add(self, ref: ClaimRef, devices: Sequence[PreparedDevice]) -> None:
-        """Index a claim's devices (a claim validated but not yet recorded is dropped by the next
-        sync() unless the checkpoint has it by then)."""
-        if ref.uid in self._entries:
-            self.remove(ref.uid)
-        self._entries[ref.uid] = _UNRECORDED
+        """Index a claim's devices (replacing what was indexed for it before)."""
+        self.remove(ref.uid)
+        self._claims[ref.uid] = list(devices)
         for d in devices:
             index = self.counted if d.consumed_counters else self.plain
             index.setdefault(d.device, {}).setdefault(ref.uid, []).append(self._placed(ref.uid, d))
@@ -81,6 +90,33 @@ class PlacedIndex:
             for cs in sets:
                 self._devices_on.setdefault(cs, set()).add(name)
         self._indexed = devices
+
+    def _subset(self, slices: Sequence[dict[str, Any]], devices: set[str], sets: set[str]) -> list[dict[str, Any]]:
+        """The slices cut down to the relevant devices and counter sets (keeps revalidation
+        O(claim)); looked up through an index of the slices, rebuilt when they are replaced."""
+        if self._slices is not slices:
+            self._slice_devices, self._slice_sets = {}, {}
+            for i, spec in enumerate(slices):
+                spec = spec.get("spec", spec)
+                if spec.get("devices"):  # a slice lists devices or shared counters, never both
+                    for j, d in enumerate(spec["devices"]):
+                        self._slice_devices.setdefault(d.get("name"), []).append((i, j))
+                elif spec.get("sharedCounters"):
+                    for j, c in enumerate(spec["sharedCounters"]):
+                        self._slice_sets.setdefault(c.get("name"), []).append((i, j))
+            self._slices = slices
+        picked: dict[int, tuple[str, list[tuple[int, dict[str, Any]]]]] = {}
+        for names, where, key in ((devices, self._slice_devices, "devices"), (sets, self._slice_sets, "sharedCounters")):
+            for name in names:
+                for i, j in where.get(name, ()):
+                    spec = slices[i].get("spec", slices[i])
+                    picked.setdefault(i, (key, []))[1].append((j, spec[key][j]))
+        out = []
+        for i in sorted(picked):  # the slices' own order, and each slice's item order, as before
+            key, items = picked[i]
+            spec = slices[i].get("spec", slices[i])
+            out.append({**spec, key: [item for _, item in sorted(items, key=lambda x: x[0])]})
+        return out
 
     def check(self, ref: ClaimRef, prepared: tuple[list[dict[str, Any]], list[PreparedDevice]],
               slices: Sequence[dict[str, Any]], devices: Mapping[str, dict[str, Any]], features: Features) -> None:
@@ -106,7 +142,7 @@ class PlacedIndex:
                     break
         relevant = names | {p.device for p in others}
         try:
-            violations = validate_combination(_subset(slices, relevant, sets), others + new, features)
+            violations = validate_combination(self._subset(slices, relevant, sets), others + new, features)
         except InputError as exc:  # e.g. an unparsable consumedCounters quantity in the allocation
             raise PrepareError(f"claim {ref.namespace}/{ref.name}: cannot revalidate: {exc}") from None
         mine = [v for v in violations if any(d.rsplit("/", 1)[-1] in names for d in v.devices)]
@@ -117,21 +153,3 @@ class PlacedIndex:
 
 def _counter_sets(device: Mapping[str, Any] | None) -> set[str]:
     return {str(c.get("counterSet")) for c in (device or {}).get("consumesCounters") or ()}
-
-
-def _subset(slices: Sequence[dict[str, Any]], devices: set[str], sets: set[str]) -> list[dict[str, Any]]:
-    """The slices cut down to the relevant devices and counter sets (keeps revalidation O(claim))."""
-    out = []
-    for spec in slices:
-        spec = spec.get("spec", spec)
-        if spec.get("devices"):
-            keep = [d for d in spec["devices"] if d.get("name") in devices]
-            if keep:
-                out.append({**spec, "devices": keep})
-        elif spec.get("sharedCounters"):
-            keep = [c for c in spec["sharedCounters"] if c.get("name") in sets]
-            if keep:
-                out.append({**spec, "sharedCounters": keep})
-    return out
-
-
