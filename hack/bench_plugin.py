@@ -7,6 +7,11 @@ time-shared GPUs), then measures each NodePrepareResources / NodeUnprepareResour
 claim per call, as the kubelet does per pod) sequentially and with C concurrent callers, and
 prints p50/p99 plus the plugin's RSS. Targets: p99 prepare < 20 ms, RSS < 100 MB.
 
+It also measures two floors on the same machine, so a missed target can be told apart from a
+slow plugin: a no-op DRA gRPC server in its own CPython process driven by the same client (the
+cost of the transport alone), and the file operations a fresh prepare cannot skip (checkpoint
+PrepareStarted + CDI spec + durable checkpoint: three atomic replaces and one fsync).
+
 Usage: .venv/bin/python hack/bench_plugin.py [--claims 200] [--concurrency 16]
 """
 
@@ -77,6 +82,79 @@ def make_claims(store: ObjectStore, sysfs: Path, n: int) -> list[tuple[str, str,
         store.create("resourceclaims", claim)
         refs.append(("default", claim["metadata"]["name"], claim["metadata"]["uid"]))
     return refs
+
+
+NOOP_SERVER = """
+import sys, time
+from concurrent import futures
+import grpc
+sys.path.insert(0, sys.argv[2])
+from driver.plugin.gen import dra_v1_pb2 as pb2, dra_v1_pb2_grpc as g
+class S(g.DRAPluginServicer):
+    def NodePrepareResources(self, request, context):
+        resp = pb2.NodePrepareResourcesResponse()
+        for c in request.claims:
+            resp.claims[c.uid].devices.append(pb2.Device(request_names=["r"], pool_name="n1", device_name="gpu-0",
+                                                         cdi_device_ids=["k8s.x/device=" + c.uid + "-gpu-0"]))
+        return resp
+server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
+g.add_DRAPluginServicer_to_server(S(), server)
+server.add_insecure_port("unix://" + sys.argv[1])
+server.start()
+server.wait_for_termination()
+"""
+
+
+def noop_floor(root: Path, refs, concurrency: int) -> tuple[list[float], float]:
+    """Latencies of a no-op NodePrepareResources server (a separate CPython process, like the
+    plugin) under the same client and concurrency, and its CPU ms per call."""
+    import grpc
+
+    from driver.plugin.gen import dra_v1_pb2 as pb2
+    from driver.plugin.gen import dra_v1_pb2_grpc as g
+
+    sock = root / "noop.sock"
+    proc = subprocess.Popen([sys.executable, "-c", NOOP_SERVER, str(sock), str(ROOT)])
+    try:
+        while not sock.exists():
+            if proc.poll() is not None:
+                raise SystemExit("no-op gRPC server did not start")
+            time.sleep(0.05)
+
+        class Client:
+            def __init__(self) -> None:
+                self.channel = grpc.insecure_channel(f"unix://{sock}")
+                self.stub = g.DRAPluginStub(self.channel)
+
+            def prepare(self, claims):
+                req = pb2.NodePrepareResourcesRequest(claims=[pb2.Claim(namespace=n, name=m, uid=u) for n, m, u in claims])
+                return {uid: type("R", (), {"error": r.error}) for uid, r in self.stub.NodePrepareResources(req).claims.items()}
+
+            def close(self) -> None:
+                self.channel.close()
+
+        run_calls(Client, refs[:20], "prepare", 1)  # warm-up
+        cpu0 = cpu_s(proc.pid)
+        lat = run_calls(Client, refs, "prepare", concurrency)
+        return lat, (cpu_s(proc.pid) - cpu0) / len(refs) * 1000
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def file_ops_ms(root: Path, n: int = 100) -> float:
+    """CPU ms (user + system) of the file work a fresh prepare must do, on the benchmark's disk."""
+    from driver.state.files import atomic_write
+
+    d = root / "fileops"
+    d.mkdir()
+    body = b"x" * 4096
+    t0 = time.process_time()
+    for i in range(n):
+        atomic_write(d / "checkpoint.json", body, 0o600, fsync=False, sync_dir=False)
+        atomic_write(d / f"spec-{i}.json", body, 0o644, fsync=False, sync_dir=False)
+        atomic_write(d / "checkpoint.json", body, 0o600, fsync=True, sync_dir=False)
+    return (time.process_time() - t0) / n * 1000
 
 
 def pct(samples: list[float], p: float) -> float:
@@ -166,6 +244,8 @@ def main() -> int:
                 wall, cpu = time.perf_counter() - t0, cpu_s(proc.pid) - cpu0
                 rows.append((label, name, lat, len(refs) / wall, cpu / len(refs) * 1000))
         rss, peak = rss_mb(proc.pid)
+        noop_lat, noop_cpu = noop_floor(root, refs, args.concurrency)
+        files_ms = file_ops_ms(root)
     finally:
         proc.terminate()
         proc.wait(20)
@@ -187,6 +267,22 @@ def main() -> int:
             p99 = pct(lat, 99)
             print(f"target p99 prepare < 20 ms, {label}: {'met' if p99 < 20 else 'MISSED'} ({p99:.2f} ms)")
     print(f"target RSS < 100 MB: {'met' if peak < 100 else 'MISSED'} (peak {peak:.1f} MB)")
+    cores = len(os.sched_getaffinity(0))
+    fresh_cpu = next(cpu for label, op, _, _, cpu in rows if label != "sequential" and op == "prepare")
+    c = args.concurrency
+    print(f"\nfloors on this machine ({cores} cores, {c} closed-loop callers; the callers share the cores):")
+    print(f"  no-op gRPC server (CPython, {c} concurrent): p50 {pct(noop_lat, 50):.2f} ms, p99 {pct(noop_lat, 99):.2f} ms,"
+          f" {noop_cpu:.2f} ms server CPU per call")
+    print(f"  file work a fresh prepare cannot skip (3 atomic replaces + 1 fsync): {files_ms:.2f} ms CPU")
+    # Little's law: C calls always in flight, each needing `cpu` ms of plugin CPU, most of it under
+    # the GIL; even with both cores busy only for the plugin, the mean latency is at least C*cpu/cores.
+    bound = c * fresh_cpu / cores
+    print(f"  lower bound on mean fresh-prepare latency = {c} x {fresh_cpu:.2f} ms CPU / {cores} cores = {bound:.1f} ms"
+          f" (p99 is higher); meeting p99 < 20 ms needs < {20 * cores / c:.2f} ms plugin CPU per call,"
+          f" of which gRPC alone takes {noop_cpu:.2f} ms and the file work {files_ms:.2f} ms")
+    if bound >= 20 or noop_cpu + files_ms >= 20 * cores / c:
+        print(f"  => p99 prepare < 20 ms with {c} concurrent fresh prepares is NOT reachable by this CPython plugin on"
+              f" this machine; the target holds sequentially and for already-prepared calls")
     return 0
 
 

@@ -29,6 +29,7 @@ from driver.plugin.gen import drahealth_v1alpha1_pb2_grpc, drahealth_v1beta1_pb2
 from driver.plugin.gen import pluginregistration_v1_pb2_grpc as reg_grpc
 from driver.plugin.metrics import PluginMetrics
 from driver.plugin.services import (
+    DEFAULT_STATE_CONCURRENCY,
     DRA_VERSIONS,
     HEALTH_VERSIONS,
     HealthHub,
@@ -97,14 +98,18 @@ def _private_umask() -> Iterator[None]:
 class PluginServer:
     def __init__(self, *, driver_name: str, paths: SocketPaths, state: DeviceState,
                  health: Callable[[], list[DeviceHealthStatus]], metrics: PluginMetrics,
-                 health_interval_s: float = 5.0, max_workers: int = 32) -> None:
+                 health_interval_s: float = 5.0, max_workers: int = 32,
+                 state_concurrency: int = DEFAULT_STATE_CONCURRENCY) -> None:
         self.driver_name = driver_name
         self.paths = paths
         self.state = state
         self.metrics = metrics
         self._health = health
         self.hub = HealthHub(health_interval_s)
+        # Many worker threads (long-lived health streams each hold one), but only a few may work
+        # on the state at once: see driver.plugin.services.dra_servicer.
         self._max_workers = max_workers
+        self._gate = threading.BoundedSemaphore(state_concurrency)
         self._dra: grpc.Server | None = None
         self._reg: grpc.Server | None = None
         self._stop = threading.Event()
@@ -120,7 +125,8 @@ class PluginServer:
 
         self._dra = grpc.server(futures.ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="dra"))
         for version, (pb2, grpc_mod) in _DRA.items():
-            grpc_mod.add_DRAPluginServicer_to_server(dra_servicer(pb2, grpc_mod, version, self.state, self.metrics), self._dra)
+            grpc_mod.add_DRAPluginServicer_to_server(dra_servicer(pb2, grpc_mod, version, self.state, self.metrics, self._gate),
+                                                     self._dra)
         for version, (pb2, grpc_mod) in _HEALTH.items():
             grpc_mod.add_DRAResourceHealthServicer_to_server(health_servicer(pb2, grpc_mod, version, self.hub, self.metrics),
                                                              self._dra)

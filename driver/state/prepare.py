@@ -125,26 +125,28 @@ class DeviceState:
 
     # -- checkpoint persistence (group commit) ----------------------------------------------
 
-    def _persist(self, data: bytes, version: int, durable: bool) -> None:
+    def _write_current(self, durable: bool) -> None:
+        """Outside self._lock: write (and optionally fsync) the checkpoint as of now.
+
+        Group commit: the I/O lock is taken *before* the snapshot, so a caller that waited while
+        another one wrote snapshots everything recorded meanwhile (its own change and those of
+        every other waiter) and the callers behind it find their versions already covered; with
+        C concurrent prepares that is ~1 write per wave instead of one per call. self._lock is
+        held only while encoding, never across the disk I/O."""
         with self._io_lock:
+            with self._lock:
+                if self._synced >= self._version or (not durable and self._written >= self._version):
+                    return
+                data, version = self._store.encode(self._cp, self._dirty), self._version
+                self._dirty = set()
             if version > self._written:
                 self._store.write(data, durable=durable)
                 self._written = version
                 if durable:
                     self._synced = version
-            elif durable and self._synced < version:
-                self._store.sync()  # the newer file on disk covers this version too
+            elif durable:  # the file on disk already holds this version: only flush it
+                self._store.sync()
                 self._synced = self._written
-
-    def _write_current(self, durable: bool) -> None:
-        """Outside self._lock: write (and optionally fsync) the checkpoint as of now. Concurrent
-        callers share the work: a newer snapshot already written or synced covers older ones."""
-        with self._lock:
-            if self._synced >= self._version or (not durable and self._written >= self._version):
-                return
-            data, version = self._store.encode(self._cp, self._dirty), self._version
-            self._dirty = set()
-        self._persist(data, version, durable)
 
     def _flush(self) -> None:
         self._write_current(durable=True)
