@@ -125,17 +125,19 @@ class DeviceState:
 
     # -- checkpoint persistence (group commit) ----------------------------------------------
 
-    def _write_current(self, durable: bool) -> None:
+    def _write_current(self, durable: bool, need: int | None = None) -> None:
         """Outside self._lock: write (and optionally fsync) the checkpoint as of now.
 
         Group commit: the I/O lock is taken *before* the snapshot, so a caller that waited while
         another one wrote snapshots everything recorded meanwhile (its own change and those of
         every other waiter) and the callers behind it find their versions already covered; with
         C concurrent prepares that is ~1 write per wave instead of one per call. self._lock is
-        held only while encoding, never across the disk I/O."""
+        held only while encoding, never across the disk I/O. `need` is the version the caller's
+        own change produced (default: everything recorded so far)."""
         with self._io_lock:
             with self._lock:
-                if self._synced >= self._version or (not durable and self._written >= self._version):
+                target = self._version if need is None else need
+                if (self._synced if durable else self._written) >= target:
                     return
                 data, version = self._store.encode(self._cp, self._dirty), self._version
                 self._dirty = set()
@@ -148,8 +150,8 @@ class DeviceState:
                 self._store.sync()
                 self._synced = self._written
 
-    def _flush(self) -> None:
-        self._write_current(durable=True)
+    def _flush(self, need: int | None = None) -> None:
+        self._write_current(durable=True, need=need)
 
     def prepared(self) -> dict[str, ClaimEntry]:
         with self._lock:
@@ -182,12 +184,15 @@ class DeviceState:
                 results[ref.uid] = PrepareResult(error=str(exc))
         with self._claims_locked(ref.uid for ref, _ in fetched):
             with self._lock:
-                pending, batch, before = self._prepare_locked(fetched, results)
+                pending, batch, before, recorded = self._prepare_locked(fetched, results)
+            need = None  # already prepared claims whose flush failed earlier: everything
             if batch:
-                pending.extend(self._act(batch, before, results))
+                ok, done = self._act(batch, before, results, recorded)
+                need = done if not pending else None
+                pending.extend(ok)
             if pending:
                 try:
-                    self._flush()
+                    self._flush(need)
                 except OSError as exc:
                     # The claims stay recorded (and reserved); the kubelet's retry finishes them.
                     for ref, _ in pending:
@@ -232,11 +237,11 @@ class DeviceState:
         return claim
 
     def _prepare_locked(self, fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult]
-                        ) -> tuple[list[Batch], list[Batch], dict[str, ClaimEntry | None]]:
+                        ) -> tuple[list[Batch], list[Batch], dict[str, ClaimEntry | None], int]:
         """Idempotent answers, validation and in-memory PrepareStarted records.
 
         Returns (already prepared claims that only need a flush, claims to act on, their previous
-        checkpoint entries for rollback)."""
+        checkpoint entries for rollback, the checkpoint version that holds these records)."""
         boot = self._store.boot_id
         batch: list[tuple[ClaimRef, list[PreparedDevice]]] = []
         pending: list[tuple[ClaimRef, list[PreparedDevice]]] = []
@@ -252,7 +257,7 @@ class DeviceState:
             self._set_entry(ref.uid, ClaimEntry(ref, STARTED, boot, devs))
         if batch:
             self._version += 1
-        return pending, batch, before
+        return pending, batch, before, self._version
 
     def _validate_all(self, fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult],
                       boot: str, pending: list[Batch], batch: list[Batch]) -> None:
@@ -335,11 +340,12 @@ class DeviceState:
         return mine, prepared
 
     def _act(self, batch: list[Batch], before: dict[str, ClaimEntry | None],
-             results: dict[str, PrepareResult]) -> list[Batch]:
+             results: dict[str, PrepareResult], recorded: int) -> tuple[list[Batch], int]:
         """Outside the global lock (the claims' own locks are held): persist PrepareStarted, write
-        the CDI specs, mark PrepareCompleted. Returns the claims that succeeded."""
+        the CDI specs, mark PrepareCompleted. Returns the claims that succeeded and the version
+        recording them."""
         try:
-            self._write_current(durable=False)
+            self._write_current(durable=False, need=recorded)
         except OSError as exc:
             with self._lock:
                 for uid, old in before.items():
@@ -347,7 +353,7 @@ class DeviceState:
                 self._version += 1
             for ref, _ in batch:
                 results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: writing checkpoint: {exc}")
-            return []
+            return [], 0
         self._crash("prepare-started")
         ok: list[Batch] = []
         failed: list[ClaimRef] = []
@@ -366,7 +372,7 @@ class DeviceState:
             for ref in failed:
                 self._set_entry(ref.uid, before[ref.uid])
             self._version += 1
-        return ok
+            return ok, self._version
 
     # -- unprepare ------------------------------------------------------------------------
 
