@@ -31,8 +31,8 @@ from driver.store.objectstore import ObjectStore
 from state.conftest import DRIVER, NODE, result
 
 DOCS = [
-    "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c, uid: u, generation: 3}\n"
-    "status:\n  allocation:\n    devices:\n      results:\n      - {device: gpu-0, pool: n1, adminAccess: false}\n",
+    ("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c, uid: u, generation: 3}\n"
+     "status:\n  allocation:\n    devices:\n      results:\n      - {device: gpu-0, pool: n1, adminAccess: false}\n"),
     "a: 1\nb: 1.5\nc: true\nd: null\ne: ~\nf: '007'\ng: 0x1f\nh: 2024-01-02\ni: yes\nj: [1, 'x', no]\n",
     "base: &b {x: 1, y: [1, 2]}\nref: *b\nlist: &l [a, b]\nagain: *l\n",
     "base: &b {x: 1, y: 2}\nmerged:\n  <<: *b\n  y: 3\n",
