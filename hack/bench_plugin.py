@@ -274,15 +274,21 @@ def main() -> int:
     print(f"  no-op gRPC server (CPython, {c} concurrent): p50 {pct(noop_lat, 50):.2f} ms, p99 {pct(noop_lat, 99):.2f} ms,"
           f" {noop_cpu:.2f} ms server CPU per call")
     print(f"  file work a fresh prepare cannot skip (3 atomic replaces + 1 fsync): {files_ms:.2f} ms CPU")
-    # Little's law: C calls always in flight, each needing `cpu` ms of plugin CPU, most of it under
-    # the GIL; even with both cores busy only for the plugin, the mean latency is at least C*cpu/cores.
-    bound = c * fresh_cpu / cores
-    print(f"  lower bound on mean fresh-prepare latency = {c} x {fresh_cpu:.2f} ms CPU / {cores} cores = {bound:.1f} ms"
-          f" (p99 is higher); meeting p99 < 20 ms needs < {20 * cores / c:.2f} ms plugin CPU per call,"
-          f" of which gRPC alone takes {noop_cpu:.2f} ms and the file work {files_ms:.2f} ms")
-    if bound >= 20 or noop_cpu + files_ms >= 20 * cores / c:
-        print(f"  => p99 prepare < 20 ms with {c} concurrent fresh prepares is NOT reachable by this CPython plugin on"
-              f" this machine; the target holds sequentially and for already-prepared calls")
+    # Little's law: C calls always in flight, each needing `cpu` ms of plugin CPU (most of it
+    # under the GIL): even with every core working only for the plugin, mean latency >= C*cpu/cores.
+    budget = 20 * cores / c
+    floor = noop_cpu + files_ms
+    print(f"  plugin CPU per fresh prepare under load: {fresh_cpu:.2f} ms = gRPC {noop_cpu:.2f} + file work {files_ms:.2f}"
+          f" + Python work {max(0.0, fresh_cpu - floor):.2f} (claim parse, revalidation, CDI/checkpoint encoding,"
+          " thread hand-offs)")
+    print(f"  mean latency >= {c} callers x CPU per call / {cores} cores: {c * fresh_cpu / cores:.1f} ms for this plugin,"
+          f" {c * floor / cores:.1f} ms for a plugin doing no Python work at all (gRPC + file work only);"
+          f" p99 < 20 ms needs mean well under 20 ms, i.e. < {budget:.2f} ms CPU per call")
+    p99 = pct(next(lat for label, op, lat, _, _ in rows if label != "sequential" and op == "prepare"), 99)
+    if p99 >= 20:
+        print(f"  => {c} concurrent fresh prepares: p99 {p99:.1f} ms, target NOT met; in CPython on {cores} cores the"
+              f" remaining {max(0.0, fresh_cpu - budget):.2f} ms/call over budget is Python work that the GIL"
+              " serialises (and the callers compete for the same cores); sequential and already-prepared calls meet it")
     return 0
 
 
