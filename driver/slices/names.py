@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 import uuid
+from fractions import Fraction
 
 from driver.errors import InputError
+from driver.model.quantity import format_quantity, parse_quantity
 
 DNS_LABEL_MAX = 63
 _DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -59,58 +61,34 @@ def stable_uuid(node_name: str, pci_address: str, device_name: str) -> str:
     return str(uuid.uuid5(_UUID_NAMESPACE, f"{node_name}/{pci_address}/{device_name}"))
 
 
-# Binary suffixes for memory (MiB in, canonical Ki/Mi/Gi/Ti/Pi/Ei out).
-_BINARY = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
-_DECIMAL = ("k", "M", "G", "T", "P", "E")
-
-
 def mib_quantity(mib: int) -> str:
     """MiB -> canonical binary quantity: 40960 -> `40Gi`, 4864 -> `4864Mi`, 0 -> `0`."""
     if mib < 0:
         raise ValueError(f"negative memory size {mib}")
-    if mib == 0:
-        return "0"
-    value, idx = mib, 1  # idx into _BINARY: Mi
-    while value % 1024 == 0 and idx + 1 < len(_BINARY):
-        value //= 1024
-        idx += 1
-    return f"{value}{_BINARY[idx]}"
+    return format_quantity(Fraction(mib * 2**20), like="1Mi")
 
 
 def mbps_quantity(mbps: int) -> str:
     """Mb/s -> canonical decimal quantity in bit/s: 100000 -> `100G`, 12500 -> `12500M`."""
     if mbps < 0:
         raise ValueError(f"negative bandwidth {mbps}")
-    if mbps == 0:
-        return "0"
-    value, idx = mbps, 1  # idx into _DECIMAL: M
-    while value % 1000 == 0 and idx + 1 < len(_DECIMAL):
-        value //= 1000
-        idx += 1
-    return f"{value}{_DECIMAL[idx]}"
-
-
-_QTY_RE = re.compile(r"^\s*(\d+)\s*([kMGTPE]i?|Ki)?\s*$")
-_FACTORS = {
-    None: 1,
-    **{s: 1000 ** (i + 1) for i, s in enumerate(_DECIMAL)},
-    **{s: 1024 ** (i + 1) for i, s in enumerate(_BINARY)},
-}
+    return format_quantity(Fraction(mbps * 10**6), like="1M")
 
 
 def parse_size(text: str | int, what: str) -> int:
-    """Whole-number quantity (`1Gi`, `100M`, `512`) -> integer base units; InputError names `what`.
+    """Quantity (`1Gi`, `100M`, `1.5Gi`, `512`) -> whole base units; InputError names `what`.
 
-    Only what the `slices:` config needs (steps for request policies); fractional or exponent
-    forms are rejected with a clear message instead of being rounded silently.
+    Only what the `slices:` config needs (steps for request policies): any Kubernetes quantity
+    that is a whole, non-negative number of base units; fractions are rejected, not rounded.
     """
     if isinstance(text, bool):
         raise InputError(f"{what}: expected a quantity like 1Gi or 100M, got {text!r}")
-    if isinstance(text, int):
-        if text < 0:
-            raise InputError(f"{what}: must not be negative, got {text}")
-        return text
-    m = _QTY_RE.match(str(text))
-    if not m:
-        raise InputError(f"{what}: expected a whole-number quantity like 1Gi or 100M, got {text!r}")
-    return int(m.group(1)) * _FACTORS[m.group(2)]
+    try:
+        value = parse_quantity(text)
+    except InputError:
+        raise InputError(f"{what}: expected a quantity like 1Gi or 100M, got {text!r}") from None
+    if value < 0:
+        raise InputError(f"{what}: must not be negative, got {text!r}")
+    if value.denominator != 1:
+        raise InputError(f"{what}: expected a whole-number quantity, got {text!r}")
+    return int(value)

@@ -178,7 +178,7 @@ def test_every_gate_combination_is_valid_and_safe(gates):
         ({"perModel": ["a100"]}, "slices.perModel: expected a mapping"),
         ({"perModel": {"a100-40gb": "vgpu:"}}, r"slices.perModel\[a100-40gb\]: unknown mode"),
         ({"timeshareModes": ["mig"]}, "slices.timeshareModes"),
-        ({"timeshareMemoryStep": "1.5Gi"}, "slices.timeshareMemoryStep: expected a whole-number quantity"),
+        ({"timeshareMemoryStep": "0.5"}, "slices.timeshareMemoryStep: expected a whole-number quantity"),
         ({"timeshareMemoryStep": "1000k"}, "slices.timeshareMemoryStep: must be a positive whole number of Mi"),
         ({"bandwidthStep": "1k"}, "slices.bandwidthStep: must be a positive whole number of M"),
         ({"bandwidthStep": True}, "slices.bandwidthStep"),
