@@ -75,12 +75,11 @@ class SearchState:
 class Search:
     """One allocation attempt for a list of claims against the allocator's pools and state."""
 
-    def __init__(self, alloc: Any, claims: Sequence[Claim], classes: Mapping[str, DeviceClass], budget: int):
+    def __init__(self, alloc: Any, claims: Sequence[Claim]):
         self.alloc = alloc
         self.features = alloc.features
         self.claims = claims
-        self.classes = classes
-        self.budget = budget
+        self.budget = alloc.budget
         self.steps = 0
         self.results: list[list[Placement]] = [[] for _ in claims]
         self.constraints = [[ConstraintState(c) for c in claim.constraints] for claim in claims]
@@ -228,7 +227,7 @@ class Search:
         positions = self.candidates.get(key)
         if positions is None:
             positions = []
-            for flat, (pool, dev) in enumerate(self.alloc.flat):
+            for flat, (_pool, dev) in enumerate(self.alloc.flat):
                 try:
                     ok = self.alloc.selectable(claim, req, dev)
                 except AllocationError:
@@ -278,7 +277,7 @@ class Search:
                         return fail("groups (feature gate off)")
         request_counters: tuple = ()
         if dev.consumes and feats.shared_consumable_capacity:
-            resolved = request_driven_counters(dev, self.alloc.qualified_requests(req, dev), pool.counter_sets)
+            resolved = request_driven_counters(dev, qualified(req.capacity, dev.driver), pool.counter_sets)
             if resolved is None:
                 return fail("counter request policy")
             request_counters = resolved

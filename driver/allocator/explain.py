@@ -88,20 +88,20 @@ def explain_claim(alloc: Any, claim: Claim) -> str | None:
 
     lines = []
     for alternatives in claim.requests:
-        lines.extend(_reports(alloc, claim, alternatives, Search(alloc, [claim], alloc.classes, alloc.budget)) or ())
+        lines.extend(_reports(alloc, claim, alternatives, Search(alloc, [claim])) or ())
     if lines:
         return f"claim {claim.label}: cannot be allocated: " + "; ".join(lines)
     # Every request can be served alone: find the first request that cannot join the earlier ones
     # (or whose own devices do not fit together) and diagnose its next device against the search's
     # first solution for everything before it.
     for k in range(len(claim.requests)):
-        if Search(alloc, [_prefix(claim, k + 1)], alloc.classes, alloc.budget).run_and_rollback():
+        if Search(alloc, [_prefix(claim, k + 1)]).run_and_rollback():
             continue
         alternatives = claim.requests[k]
         partial_counts = range(alternatives[0].count - 1, -1, -1) if len(alternatives) == 1 and alternatives[0].mode == "ExactCount" else [0]
         for placed in partial_counts:
             requests = claim.requests[:k] + (((replace(alternatives[0], count=placed),),) if placed else ())
-            earlier = Search(alloc, [replace(claim, requests=requests)], alloc.classes, alloc.budget)
+            earlier = Search(alloc, [replace(claim, requests=requests)])
             if not earlier.run():
                 continue
             try:

@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from driver.allocator.devices import Capacity, CounterKey, DeviceInfo, DeviceKey, qualify
-from driver.allocator.engine import DEFAULT_BUDGET, Placement, Search, SearchState, qualified, selector_matches
+from driver.allocator.engine import DEFAULT_BUDGET, Placement, Search, SearchState, selector_matches
 from driver.allocator.explain import explain_failure
 from driver.allocator.inputs import MAX_RESULTS, Claim, DeviceClass, Request, allocated_results, parse_claim, parse_class
 from driver.allocator.pools import Node, Pool, counter_totals, gather_pools, index_slices
@@ -77,9 +77,6 @@ class Allocator:
         if caps is None:
             caps = self._caps[dev.key] = dev.capacity_by_qualified_name()
         return caps
-
-    def qualified_requests(self, req: Request, dev: DeviceInfo) -> dict[str, Fraction]:
-        return qualified(req.capacity, dev.driver)
 
     def selectable(self, claim: Claim, req: Request, dev: DeviceInfo) -> bool:
         key = (dev.key, req.selector_key)
@@ -218,7 +215,7 @@ class Allocator:
         parsed = [c if isinstance(c, Claim) else parse_claim(c) for c in claims]
         for claim in parsed:
             self.check_claim(claim)
-        search = Search(self, parsed, self.classes, self.budget)
+        search = Search(self, parsed)
         if not search.run():
             if not explain:
                 labels = ", ".join(c.label for c in parsed)
