@@ -124,3 +124,20 @@ def load_driver_config(path: str | None) -> dict:
             f"driver config {path}: unknown section {section!r} ignored", extra={"path": str(path)}
         )
     return data
+
+
+def positive_seconds(value: object, flag: str) -> float:
+    """A duration flag: a positive number of seconds, else InputError naming the flag."""
+    try:
+        out = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(f"{flag}: expected seconds, got {value!r}") from None
+    if out <= 0:
+        raise InputError(f"{flag}: must be positive, got {value!r}")
+    return out
+
+
+def in_cluster() -> bool:
+    """Running in a pod with a service-account token (the API server is then the default backend)."""
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and Path(
+        "/var/run/secrets/kubernetes.io/serviceaccount/token").is_file()

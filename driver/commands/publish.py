@@ -42,11 +42,6 @@ def add_publish_flags(parser: argparse.ArgumentParser) -> None:
                              "them if the plugin stays away) (env FAKE_DRA_DELETE_SLICES_ON_EXIT)")
 
 
-def _in_cluster() -> bool:
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and Path(
-        "/var/run/secrets/kubernetes.io/serviceaccount/token").exists()
-
-
 def default_store_dir() -> Path:
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "fake-dra" / "store"
@@ -54,7 +49,7 @@ def default_store_dir() -> Path:
 
 def backend_from_args(args: argparse.Namespace) -> Any:
     """API server with --kubeconfig (or in-cluster without --store), else the local object store."""
-    if getattr(args, "kubeconfig", None) or (_in_cluster() and not getattr(args, "store", None)):
+    if getattr(args, "kubeconfig", None) or (common.in_cluster() and not getattr(args, "store", None)):
         from driver.kube.slices import api_backend
 
         return api_backend(args)
@@ -64,20 +59,10 @@ def backend_from_args(args: argparse.Namespace) -> Any:
     return store_backend(ObjectStore(getattr(args, "store", None) or default_store_dir()))
 
 
-def _seconds(value: Any, flag: str) -> float:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{flag}: expected seconds, got {value!r}") from None
-    if out <= 0:
-        raise InputError(f"{flag}: must be positive, got {value!r}")
-    return out
-
-
 def detector_from_args(args: argparse.Namespace, backend: Any, interval_s: float) -> Any:
     from driver.publish import make_detector
 
-    gate_interval = _seconds(args.gate_interval, "--gate-interval") if getattr(args, "gate_interval", None) else interval_s
+    gate_interval = common.positive_seconds(args.gate_interval, "--gate-interval") if getattr(args, "gate_interval", None) else interval_s
     try:
         sched = parse_gates(args.scheduler_features) if getattr(args, "scheduler_features", None) else None
     except InputError as exc:
@@ -154,7 +139,7 @@ def _print(result: Any, backend: Any, output: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    interval = _seconds(args.interval, "--interval")
+    interval = common.positive_seconds(args.interval, "--interval")
     backend = backend_from_args(args)
     publisher = build_publisher(args, backend, renderer_from_args(args), interval)
     if args.once:

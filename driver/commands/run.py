@@ -48,16 +48,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _float(value: str, flag: str) -> float:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{flag}: expected a number of seconds, got {value!r}") from None
-    if out <= 0:
-        raise InputError(f"{flag}: must be positive, got {value!r}")
-    return out
-
-
 def _crash_hook():
     step = os.environ.get("FAKE_DRA_CRASH_AT")
     if not step or os.environ.get("FAKE_DRA_TEST_MODE") != "1":
@@ -72,14 +62,9 @@ def _crash_hook():
     return hook
 
 
-def _in_cluster() -> bool:
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and Path(
-        "/var/run/secrets/kubernetes.io/serviceaccount/token").is_file()
-
-
 def _claim_source(args: argparse.Namespace, deadline_s: float) -> Any:
     """API server when configured (--kubeconfig, or in-cluster without --store), else the local store."""
-    if args.kubeconfig or (_in_cluster() and not args.store):
+    if args.kubeconfig or (common.in_cluster() and not args.store):
         from driver.kube.claims import KubeClaimSource, load_api_client
 
         api = load_api_client(args.kubeconfig)
@@ -120,9 +105,9 @@ def run(args: argparse.Namespace) -> int:
 
     node = common.require_node_name(args)
     driver_name = check_subdomain(args.driver_name, "--driver-name", 63)
-    health_interval = _float(args.health_interval, "--health-interval")
+    health_interval = common.positive_seconds(args.health_interval, "--health-interval")
     paths = SocketPaths.for_driver(args.kubelet_plugins_dir, args.kubelet_registry_dir, driver_name)
-    claims = _claim_source(args, _float(args.api_deadline, "--api-deadline"))
+    claims = _claim_source(args, common.positive_seconds(args.api_deadline, "--api-deadline"))
     from driver.commands.publish import renderer_from_args
 
     render = renderer_from_args(args)
@@ -156,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
     server.start()
-    publisher = start_publisher(args, render, _float(args.publish_interval, "--publish-interval"), metrics.registry)
+    publisher = start_publisher(args, render, common.positive_seconds(args.publish_interval, "--publish-interval"), metrics.registry)
     if publisher is not None:
         signal.signal(signal.SIGHUP, lambda *_: publisher.trigger())  # re-scan the inventory now
     try:
@@ -165,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         log.info("shutting down")
         if publisher is not None:
             publisher.stop()
-        server.stop(_float(args.grace_period, "--grace-period"))
+        server.stop(common.positive_seconds(args.grace_period, "--grace-period"))
         if metrics_server is not None:
             metrics_server.shutdown()
         state.close()
