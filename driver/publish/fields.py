@@ -12,10 +12,12 @@ Three jobs share one table of gated fields so they can never disagree:
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
+
+from driver.errors import InputError
+from driver.model.quantity import parse_quantity
 
 PARTITIONABLE = "DRAPartitionableDevices"
 GROUPS = "DRADeviceCompatibilityGroups"
@@ -190,33 +192,13 @@ def _owned_exactly(path: tuple[str, ...]) -> str | None:
 # -- semantic equality ---------------------------------------------------------------------------
 
 _QUANTITY_KEYS = {"value", "default", "min", "max", "step", "validValues"}
-_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE]|)$")
-_SUFFIX = {
-    "": Fraction(1), "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
-    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
-    "P": Fraction(10**15), "E": Fraction(10**18), "Ki": Fraction(2**10), "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30), "Ti": Fraction(2**40), "Pi": Fraction(2**50), "Ei": Fraction(2**60),
-}
 
 
 def _quantity(value: Any) -> Fraction | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return Fraction(value)
-    if not isinstance(value, str):
-        return None
-    m = _QUANTITY_RE.match(value.strip())
-    if not m:
-        return None
     try:
-        number = Fraction(m.group(1))
-    except (ValueError, ZeroDivisionError):
+        return parse_quantity(value)
+    except InputError:
         return None
-    suffix = m.group(2)
-    if suffix[:1] in ("e", "E"):
-        return number * Fraction(10) ** int(suffix[1:])
-    return number * _SUFFIX[suffix]
 
 
 def semantic_equal(a: Any, b: Any) -> bool:
@@ -232,7 +214,7 @@ def _eq(a: Any, b: Any, quantity: bool) -> bool:
             return False
         return all(_eq(a[k], b[k], k in _QUANTITY_KEYS) for k in a)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_eq(x, y, quantity) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_eq(x, y, quantity) for x, y in zip(a, b, strict=True))
     if quantity and a != b:
         qa, qb = _quantity(a), _quantity(b)
         return qa is not None and qa == qb
