@@ -278,14 +278,14 @@ def discover(root: str | Path, catalog: HardwareCatalog) -> Inventory:
     functions = walker.functions()
     gpus: list[Gpu] = []
     nics: list[NicPF] = []
-    for address, item in functions.items():
-        pci, path = item.pci, item.path
-        is_vf = os.path.lexists(join(path, "physfn"))
-        if pci.vendor_id == NVIDIA_VENDOR and pci.class_code >> 8 in GPU_CLASSES and not is_vf:
+    # functions() already dropped VFs (they are reached through their PF's virtfnN links).
+    for item in functions.values():
+        pci = item.pci
+        if pci.vendor_id == NVIDIA_VENDOR and pci.class_code >> 8 in GPU_CLASSES:
             gpu = _gpu(walker, catalog, item, len(gpus))
             if gpu is not None:
                 gpus.append(gpu)
-        elif pci.class_code >> 16 == NETWORK_BASE_CLASS and not is_vf:
+        elif pci.class_code >> 16 == NETWORK_BASE_CLASS:
             nic = _nic(walker, catalog, item, len(nics))
             if nic is not None:
                 nics.append(nic)
