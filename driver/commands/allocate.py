@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from driver.allocator import allocate_claims
 from driver.allocator.engine import DEFAULT_BUDGET
 from driver.commands.common import add_features, features_from
 from driver.errors import InputError
@@ -55,17 +56,13 @@ def run(args: argparse.Namespace) -> int:
     if args.budget < 1:
         raise InputError(f"--budget: must be a positive integer, got {args.budget}")
     features = features_from(args)
-    # Imported here: the allocator pulls in the CEL library, which every other command (and each
-    # plugin process start) would otherwise pay for at argument-parsing time.
-    from driver.allocator import allocate_claims
-
     outcome = allocate_claims(load_documents(args.files), node=args.node, features=features, budget=args.budget)
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     allocated = [r.claim for r in outcome.allocated]
     if allocated:
         sys.stdout.write(yaml.safe_dump_all(allocated, sort_keys=False))
-    for failed in outcome.failed:
-        print(failed.reason, file=sys.stderr)
+    if outcome.failed:  # allocation stops at the first claim that does not fit
+        print(outcome.failed[0].reason, file=sys.stderr)
         return 1
     return 0
