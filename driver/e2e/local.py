@@ -25,8 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from driver import DEFAULT_DRIVER_NAME
 from driver.allocator.session import Allocator
 from driver.discovery import discover, make_sysfs, set_fault
@@ -70,26 +68,6 @@ class _Prepared:
     ref: tuple[str, str, str]
     result: ClaimResult
     pods: set[str] = field(default_factory=set)
-
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster on 100 KB of slices
-
-
-def _read_objects(folder: Path, names: Sequence[str]) -> list[dict[str, Any]]:
-    """Objects of one store folder, read with libyaml (the store's own reader is pure Python).
-
-    Read-only and tolerant of a file replaced or removed between listing and reading, like the
-    store; a half-written file cannot be seen because the store writes atomically.
-    """
-    out = []
-    for name in sorted(names):
-        try:
-            obj = yaml.load((folder / name).read_text(), Loader=_LOADER)
-        except FileNotFoundError:
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
-    return out
 
 
 def flatten(dev: Mapping[str, Any]) -> dict[str, Any]:
@@ -140,7 +118,7 @@ class LocalBackend:
         scenario, self._scenario = self._scenario, None
         try:
             if scenario is not None and hasattr(self, "store"):
-                self.final_states[scenario.name] = FinalState(self._slices(), self._list(CLAIMS, NAMESPACE))
+                self.final_states[scenario.name] = FinalState(self._slices(), self.store.list(CLAIMS, NAMESPACE))
         finally:
             if hasattr(self, "plugin"):
                 self.plugin.stop("TERM")
@@ -187,19 +165,10 @@ class LocalBackend:
         except FileNotFoundError:
             key = ()
         if key != self._slice_key:
-            self._slice_cache = [s for s in _read_objects(folder, [name for name, *_ in key])
+            self._slice_cache = [s for s in self.store.list("resourceslices")
                                  if s.get("spec", {}).get("driver") == self.driver_name]
             self._slice_key = key
         return list(self._slice_cache)  # read-only for callers; the skewed scheduler copies before editing
-
-    def _list(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        """Like ObjectStore.list, parsed with libyaml (reads dominate a step's time)."""
-        folder = self.store.path_of(resource, namespace, "x").parent
-        try:
-            names = [e.name for e in os.scandir(folder) if e.name.endswith(".yaml")]
-        except FileNotFoundError:
-            return []
-        return _read_objects(folder, names)
 
     def published_devices(self) -> list[dict[str, Any]]:
         return [flatten(d) for s in self._slices() for d in s["spec"].get("devices") or []]
@@ -210,13 +179,13 @@ class LocalBackend:
     def claim_devices(self) -> dict[str, list[dict[str, Any]]]:
         devices = {d["name"]: d for d in self.published_devices()}
         out = {}
-        for claim in self._list(CLAIMS, NAMESPACE):
+        for claim in self.store.list(CLAIMS, NAMESPACE):
             results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
             out[claim["metadata"]["name"]] = [devices.get(r["device"], {"name": r["device"]}) for r in results]
         return out
 
     def _counters(self) -> dict:
-        claims = self._list(CLAIMS, NAMESPACE)
+        claims = self.store.list(CLAIMS, NAMESPACE)
         return partition_map.remaining_counters(self._slices(), partition_map.holders(claims, self.driver_name))
 
     def _health(self, until: tuple[str, str] | None = None, timeout_s: float = 5.0) -> dict[str, str]:
@@ -246,9 +215,9 @@ class LocalBackend:
                     for cc in d.get("consumesCounters") or []:
                         cc.pop("compatibilityGroups", None)
             features = parse_features("DRADeviceCompatibilityGroups=false", base=features)
-        allocated = [c for c in self._list(CLAIMS, NAMESPACE) if (c.get("status") or {}).get("allocation")]
+        allocated = [c for c in self.store.list(CLAIMS, NAMESPACE) if (c.get("status") or {}).get("allocation")]
         try:
-            alloc = Allocator(slices=slices, classes=self._list("deviceclasses"), node=NODE,
+            alloc = Allocator(slices=slices, classes=self.store.list("deviceclasses"), node=NODE,
                               features=features, allocated=allocated)
             results = alloc.allocate([claims[n] for n in todo])
         except AllocationError as exc:
