@@ -1,4 +1,4 @@
-"""Atomic file writes shared by the checkpoint and the CDI specs.
+"""Atomic file writes shared by the local object store, the checkpoint and the CDI specs.
 
 Why: a crash (or SIGKILL) between write and rename must leave either the old or the new file,
 never a torn one; fsync of the file and then its directory additionally makes the rename durable

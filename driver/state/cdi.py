@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from driver.errors import FakeDraError
-from driver.state.files import atomic_write, remove
+from driver.fsutil import atomic_write, remove
 from driver.state.names import check_subdomain, check_uid
 from driver.state.types import ClaimRef, PreparedDevice
 

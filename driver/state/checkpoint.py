@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from driver.state.files import atomic_write, fsync_dir
+from driver.fsutil import atomic_write, fsync_dir
 from driver.state.names import check_uid
 from driver.state.types import ClaimRef, PreparedDevice
 

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from driver.errors import ConflictError, InputError, NotFoundError
+from driver.fsutil import atomic_write
 
 CLUSTER_SCOPE = "_cluster"
 # libyaml's C loader/dumper are ~10x faster than the pure-Python ones; a store holding a node's
@@ -73,7 +74,7 @@ class ObjectStore:
         except (FileNotFoundError, ValueError):
             current = 0
         nxt = current + 1
-        _atomic_write(counter, f"{nxt}\n")
+        atomic_write(counter, f"{nxt}\n".encode(), 0o644)
         return str(nxt)
 
     # -- reads -----------------------------------------------------------------------------
@@ -124,7 +125,7 @@ class ObjectStore:
             meta["resourceVersion"] = self._next_resource_version()
             meta.setdefault("generation", 1)
             path.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(path, _dump(obj))
+            atomic_write(path, _dump(obj), 0o644)
         return obj
 
     def update(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -147,7 +148,7 @@ class ObjectStore:
             else:
                 meta["generation"] = cur_meta.get("generation", 1)
             meta["resourceVersion"] = self._next_resource_version()
-            _atomic_write(self.path_of(resource, meta.get("namespace"), meta["name"]), _dump(obj))
+            atomic_write(self.path_of(resource, meta.get("namespace"), meta["name"]), _dump(obj), 0o644)
         return obj
 
     def delete(self, resource: str, namespace: str | None, name: str, resource_version: str | None = None) -> None:
@@ -185,20 +186,5 @@ def _load(path: Path, text: str) -> dict[str, Any]:
     return obj
 
 
-def _dump(obj: dict[str, Any]) -> str:
-    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+def _dump(obj: dict[str, Any]) -> bytes:
+    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False).encode()

@@ -161,6 +161,8 @@ def test_duplicate_claims_in_one_request(env):
         (ClaimRef("default", "c", "../../x"), "invalid claim UID"),
         (ClaimRef("default", "c", "a" * 65), "invalid claim UID"),
         (ClaimRef("default", "x" * 300, "u-1"), "invalid claim name"),
+        (ClaimRef("default", "a.-b", "u-1"), "invalid claim name"),  # each dotted part is a label
+        (ClaimRef("default", "c", "u-1\n"), "invalid claim UID"),  # no trailing newline into a file name
     ],
 )
 def test_hostile_names_are_rejected_before_any_file_is_touched(env, ref, fragment):
@@ -298,7 +300,7 @@ def test_malformed_allocation_is_a_per_claim_error(env, allocation, fragment):
 
 
 def test_failed_atomic_write_leaves_no_temp_file(tmp_path, monkeypatch):
-    from driver.state import files
+    from driver import fsutil as files
 
     def boom(fd):
         raise OSError(5, "Input/output error")
