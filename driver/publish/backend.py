@@ -150,12 +150,14 @@ class StoreSliceBackend:
             if (s.get("spec") or {}).get("driver") == driver and (s.get("spec") or {}).get("nodeName") == node
         ]
 
-    def _strip(self, obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
+    def _strip(self, obj: dict[str, Any], old_name: str | None) -> dict[str, Any]:
+        """Drop fields of gates the simulated apiserver has off, keeping those the stored object uses."""
         off = self.gate_config().disabled("apiserver")
         if not off:
             return obj
         obj = copy.deepcopy(obj)
-        keep = gates_used(old.get("spec") or {}) if old else set()
+        # Read the old object only when something may be stripped: most stores have every gate on.
+        keep = gates_used(self.store.get(SLICES, None, old_name).get("spec") or {}) if old_name else set()
         obj["spec"] = strip_disabled(obj.get("spec") or {}, off, keep)
         return obj
 
@@ -165,9 +167,7 @@ class StoreSliceBackend:
 
     def update_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
         self.requests += 1
-        name = obj["metadata"]["name"]
-        old = self.store.get(SLICES, None, name)
-        return self.store.update(SLICES, self._strip(obj, old))
+        return self.store.update(SLICES, self._strip(obj, obj["metadata"]["name"]))
 
     def delete_slice(self, name: str, *, uid: str | None = None, resource_version: str | None = None) -> None:
         self.requests += 1

@@ -74,13 +74,22 @@ def test_deleted_and_edited_slices_are_restored(local, store):
 
 def test_delete_preconditions(local, store):
     reconcile(local, render(small()), node_name=NODE, driver_name=DRIVER)
-    name, obj = next(iter(slices(store).items()))
+    name = next(iter(slices(store)))
     with pytest.raises(ConflictError, match="uid precondition"):
         local.delete_slice(name, uid="other")
     with pytest.raises(ConflictError, match="stale"):
         local.delete_slice(name, resource_version="999")
     with pytest.raises(NotFoundError):
         local.delete_slice("00099-nope")
+
+
+@pytest.mark.parametrize("gates", [None, {"apiserver": {GROUPS: False}}])
+def test_update_of_a_missing_slice_is_not_found(local, store, gates):
+    if gates:
+        gates_file(store, gates)  # the stripping path reads the old object first
+    with pytest.raises(NotFoundError, match="00099-nope"):
+        local.update_slice({"metadata": {"name": "00099-nope"}, "spec": {"driver": DRIVER, "nodeName": NODE}})
+    assert store.list("resourceslices") == []
 
 
 def test_gate_file_flip_is_detected_and_republished(local, store):
