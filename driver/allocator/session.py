@@ -20,7 +20,7 @@ from driver.allocator.inputs import MAX_RESULTS, Claim, DeviceClass, Request, al
 from driver.allocator.pools import Node, Pool, counter_totals, gather_pools, index_slices
 from driver.allocator.render import render_allocation
 from driver.allocator.rules import CounterLedger, GroupIntersection, parse_consumed_counters
-from driver.celexpr import device_variable
+from driver.celexpr import CelRuntimeError, device_variable
 from driver.errors import AllocationError, InputError
 from driver.features import Features
 from driver.model.quantity import parse_quantity
@@ -84,7 +84,10 @@ class Allocator:
         if hit is None:
             variable = self._vars.get(dev.key)
             if variable is None:
-                variable = self._vars[dev.key] = device_variable(dev.driver, dev.raw)
+                try:
+                    variable = self._vars[dev.key] = device_variable(dev.driver, dev.raw)
+                except CelRuntimeError as exc:  # an attribute the API server would have rejected
+                    raise InputError(f"ResourceSlice {dev.slice_name}: device {dev.name}: {exc}") from None
             hit = self._match[key] = selector_matches(claim, req, self.classes[req.class_name], dev, variable)
         return hit
 

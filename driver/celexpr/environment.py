@@ -188,7 +188,10 @@ def device_variable(driver: str, device: Mapping[str, Any]) -> dict[str, Any]:
     attributes: dict[str, dict[str, Any]] = {}
     for name, value in (device.get("attributes") or {}).items():
         domain, ident = _split_name(str(name), driver)
-        attributes.setdefault(domain, {})[ident] = _attribute_value(value or {})
+        try:
+            attributes.setdefault(domain, {})[ident] = _attribute_value(value or {})
+        except CelRuntimeError as exc:
+            raise CelRuntimeError(f"attributes[{name}]: {exc}") from None
     capacity: dict[str, dict[str, Any]] = {}
     for name, cap in (device.get("capacity") or {}).items():
         domain, ident = _split_name(str(name), driver)

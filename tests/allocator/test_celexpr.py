@@ -102,7 +102,7 @@ def test_compiled_once():
 
 
 def test_bad_version_attribute_is_a_runtime_error():
-    with pytest.raises(CelRuntimeError, match="invalid semantic version"):
+    with pytest.raises(CelRuntimeError, match=r"attributes\[v\]: invalid semantic version"):
         device_variable("d", {"name": "x", "attributes": {"v": {"version": "1.0"}}})
 
 

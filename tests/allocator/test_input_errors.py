@@ -154,3 +154,14 @@ def test_input_objects_are_not_modified():
     assert outcome.ok and [devs, claim] == before
     with pytest.raises(AllocationError):
         Allocator(slices=[devs], classes=[CLASS], node="n").allocate([claim, claim_with({"requests": [GOOD_REQUEST]})])
+
+
+@pytest.mark.parametrize(
+    "value,message",
+    [({"version": "not-a-version"}, "invalid semantic version"), ({"weird": 1}, "unsupported attribute value")],
+)
+def test_bad_attribute_value_is_input_error_naming_slice_device_and_attribute(value, message):
+    bad = slice_with(devices=[{"name": "x", "attributes": {"fw": value}}])
+    claim = claim_with({"requests": [GOOD_REQUEST]})
+    with pytest.raises(InputError, match=rf"ResourceSlice s: device x: attributes\[fw\]: {message}"):
+        allocate_claims([CLASS, bad, claim], node="n")
