@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from driver.allocator.rules import parse_consumed_counters
 from driver.model.quantity import format_quantity, parse_quantity
 
 
@@ -43,12 +44,9 @@ def holders(claims: Iterable[Mapping[str, Any]], driver: str) -> list[Holder]:
         for r in results:
             if r.get("driver") != driver:
                 continue
-            consumed = {
-                c["counterSet"]: {k: parse_quantity(v["value"] if isinstance(v, Mapping) else v)
-                                  for k, v in (c.get("counters") or {}).items()}
-                for c in r.get("consumedCounters") or []
-            }
-            out.append(Holder(f"{meta.get('namespace', '')}/{meta.get('name', '')}".lstrip("/"), r["device"], consumed))
+            label = f"{meta.get('namespace', '')}/{meta.get('name', '')}".lstrip("/")
+            consumed = dict(parse_consumed_counters(r.get("consumedCounters"), f"claim {label} result {r['device']}"))
+            out.append(Holder(label, r["device"], consumed))
     return out
 
 

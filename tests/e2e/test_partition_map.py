@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import pytest
+
 from driver.e2e import partition_map
+from driver.errors import InputError
 
 D = "fake-dra.example.com"
 
@@ -60,3 +63,9 @@ def test_render_marks_holders() -> None:
     assert "MIG slices     [. A]" in text
     assert "bandwidth left 60G" in text and "B:nic-0-vf-0 40G" in text
     assert "A = ns/mig" in text and "other" not in text, "other drivers' devices are not ours to draw"
+
+
+def test_bad_recorded_consumption_names_the_claim() -> None:
+    bad = _claim("vf", "nic-0-vf-0", [{"counterSet": "nic-0-counters", "counters": {"bandwidth": {"value": "lots"}}}])
+    with pytest.raises(InputError, match=r"claim ns/vf result nic-0-vf-0.*bandwidth"):
+        partition_map.holders([bad], D)
