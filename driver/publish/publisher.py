@@ -30,7 +30,11 @@ log = logging.getLogger("fake-dra.publish")
 class PublishResult:
     stats: ReconcileStats
     report: GateReport
-    features: Features
+
+    @property
+    def features(self) -> Features:
+        """The features this pass published with (those of its gate report)."""
+        return self.report.features
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,7 @@ class Publisher:
         if self.detector is None:
             assert self._fixed is not None
             return self._fixed
-        if self.detector.due() or self.detector.last is None:
+        if self.detector.due():  # also true before the first detection
             report = self.detector.detect()
             if self.metrics is not None:
                 self.metrics.observe_gates(report)
@@ -160,7 +164,7 @@ class Publisher:
             self.last_error = None
             if self.metrics is not None:
                 self.metrics.observe_stats(stats)
-            self.last = PublishResult(stats, report, report.features)
+            self.last = PublishResult(stats, report)
             # Prefixed: "created" is a LogRecord attribute and may not be passed as an extra.
             log.info("reconciled", extra={f"slices_{k}": v for k, v in stats.as_dict().items() if v})
             return self.last

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -288,5 +288,3 @@ def delete_all(backend: SliceBackend, *, node_name: str, driver_name: str) -> in
             pass
     return count
 
-
-RenderFn = Callable[..., PoolLike]
