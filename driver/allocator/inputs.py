@@ -37,14 +37,20 @@ def parse_class(obj: Mapping[str, Any]) -> DeviceClass:
     if not name:
         raise InputError("DeviceClass: metadata.name: required")
     spec = obj.get("spec") or {}
+    selectors = _parse_selectors(spec.get("selectors"), f"DeviceClass {name}: spec.selectors")
+    return DeviceClass(str(name), selectors, tuple(spec.get("config") or ()))
+
+
+def _parse_selectors(raw: Sequence[Any] | None, where: str) -> tuple[Selector, ...]:
+    """Compile the CEL selectors of a class or request; `where` is the path of the selectors list."""
     selectors = []
-    for i, sel in enumerate(spec.get("selectors") or ()):
-        where = f"DeviceClass {name}: spec.selectors[{i}].cel.expression"
+    for i, sel in enumerate(raw or ()):
+        at = f"{where}[{i}].cel.expression"
         expr = ((sel or {}).get("cel") or {}).get("expression")
         if not isinstance(expr, str):
-            raise InputError(f"{where}: required (only CEL selectors are supported)")
-        selectors.append(compile_selector(expr, where))
-    return DeviceClass(str(name), tuple(selectors), tuple(spec.get("config") or ()))
+            raise InputError(f"{at}: required (only CEL selectors are supported)")
+        selectors.append(compile_selector(expr, at))
+    return tuple(selectors)
 
 
 @dataclass(frozen=True)
@@ -97,13 +103,7 @@ def _parse_exact(raw: Mapping[str, Any], name: str, top: str, where: str) -> Req
     class_name = raw.get("deviceClassName")
     if not class_name:
         raise InputError(f"{where}.deviceClassName: required")
-    selectors = []
-    for i, sel in enumerate(raw.get("selectors") or ()):
-        at = f"{where}.selectors[{i}].cel.expression"
-        expr = ((sel or {}).get("cel") or {}).get("expression")
-        if not isinstance(expr, str):
-            raise InputError(f"{at}: required (only CEL selectors are supported)")
-        selectors.append(compile_selector(expr, at))
+    selectors = _parse_selectors(raw.get("selectors"), f"{where}.selectors")
     mode = raw.get("allocationMode") or "ExactCount"
     if mode not in ("ExactCount", "All"):
         raise InputError(f"{where}.allocationMode: must be ExactCount or All, got {mode!r}")
@@ -128,7 +128,7 @@ def _parse_exact(raw: Mapping[str, Any], name: str, top: str, where: str) -> Req
         if op not in ("Equal", "Exists"):
             raise InputError(f"{where}.tolerations[{i}].operator: must be Equal or Exists, got {op!r}")
     return Request(
-        name=name, top=top, class_name=str(class_name), selectors=tuple(selectors), mode=mode, count=int(count),
+        name=name, top=top, class_name=str(class_name), selectors=selectors, mode=mode, count=int(count),
         admin_access=bool(raw.get("adminAccess")), has_admin_access=raw.get("adminAccess") is not None,
         tolerations=tolerations, capacity=capacity, where=where,
     )
