@@ -44,11 +44,16 @@ class MdevType:
 
     @property
     def profile(self) -> str:
-        """vGPU profile name without the driver's prefix: "GRID A100-4C" / "NVIDIA A100-4C" -> "A100-4C"."""
+        """vGPU profile name without the driver's prefix: "GRID A100-4C" / "NVIDIA A100-4C" -> "A100-4C".
+
+        The prefix is matched in any case and surrounding blanks are dropped: the one rule that both
+        slice rendering and the discover/show reports use to match a type against the hardware table.
+        """
+        name = self.name.strip()
         for prefix in ("GRID ", "NVIDIA "):
-            if self.name.startswith(prefix):
-                return self.name[len(prefix):]
-        return self.name
+            if name.upper().startswith(prefix):
+                return name[len(prefix):].strip()
+        return name
 
 
 @dataclass(frozen=True)

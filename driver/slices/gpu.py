@@ -56,7 +56,6 @@ ENGINES = (
     ("ofa-engines", "ofa_engines"),
 )
 TIMESHARE_DEVICE = {"time-slicing": "timeslicing", "mps": "mps"}
-_MDEV_PREFIXES = ("GRID ", "NVIDIA ")
 
 
 def counter_set_name(gpu_index: int) -> str:
@@ -73,12 +72,7 @@ def matched_vgpu_profiles(gpu: Gpu) -> tuple[list[tuple[VgpuProfile, MdevType]],
     found: dict[str, tuple[VgpuProfile, MdevType]] = {}
     warnings = []
     for mdev in gpu.mdev_types:
-        name = mdev.name.strip()
-        for prefix in _MDEV_PREFIXES:
-            if name.upper().startswith(prefix):
-                name = name[len(prefix):]
-                break
-        profile = by_name.get(name.strip().upper())
+        profile = by_name.get(mdev.profile.upper())
         if profile is None:
             warnings.append(
                 f"gpu-{gpu.index} ({gpu.pci.address}): mdev type {mdev.type_id} {mdev.name!r} "
@@ -159,7 +153,7 @@ def render_gpu(gpu: Gpu, ctx: RenderContext) -> Rendered:
     else:
         mode = _resolve_single_mode(gpu, ctx, vgpus)
         want_mig = mode == MODE_MIG
-        want_vgpu = [p for p, _ in vgpus if mode.startswith(VGPU_PREFIX) and p.name.upper() == mode[5:].upper()]
+        want_vgpu = [p for p, _ in vgpus if mode.startswith(VGPU_PREFIX) and p.name.upper() == mode[len(VGPU_PREFIX):].upper()]
         want_ts = mode == MODE_TIMESHARE
     if want_ts and not features.consumable_capacity:
         if not groups_on:
