@@ -236,7 +236,7 @@ def index_slices(slices: Sequence[Mapping[str, Any]]) -> list[tuple[str, Mapping
 
 
 def counter_totals(pools: Sequence[Pool]) -> dict[CounterKey, dict[str, Counter]]:
-    totals: dict[CounterKey, dict[str, Counter]] = defaultdict(dict)
+    totals: dict[CounterKey, dict[str, Counter]] = {}
     for pool in pools:
         totals.update(pool.counter_totals())
-    return dict(totals)
+    return totals

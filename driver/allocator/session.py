@@ -16,7 +16,9 @@ from typing import Any
 from driver.allocator.devices import Capacity, CounterKey, DeviceInfo, DeviceKey, qualify
 from driver.allocator.engine import DEFAULT_BUDGET, Placement, Search, SearchState, selector_matches
 from driver.allocator.explain import explain_failure
-from driver.allocator.inputs import MAX_RESULTS, Claim, DeviceClass, Request, allocated_results, parse_claim, parse_class
+from driver.allocator.inputs import (
+    MAX_RESULTS, Claim, DeviceClass, Request, allocated_results, claim_label, parse_claim, parse_class,
+)
 from driver.allocator.pools import Node, Pool, counter_totals, gather_pools, index_slices
 from driver.allocator.render import render_allocation
 from driver.allocator.rules import CounterLedger, GroupIntersection, parse_consumed_counters
@@ -144,7 +146,7 @@ class Allocator:
     # ---- committed state ----------------------------------------------------------------------
     def commit_existing(self, obj: Mapping[str, Any]) -> None:
         """Account an already allocated claim: its devices are in use, its counters/capacity consumed."""
-        label = f"{(obj.get('metadata') or {}).get('namespace') or 'default'}/{(obj.get('metadata') or {}).get('name')}"
+        label = claim_label(obj)
         for i, r in enumerate(allocated_results(obj)):
             if r.get("adminAccess"):
                 continue  # admin access never makes a device unavailable
