@@ -169,7 +169,7 @@ def _attempt(
     groups_enabled: bool,
     stats: ReconcileStats,
 ) -> None:
-    existing = [s for s in backend.list_slices(driver, node) if (s.get("spec") or {}).get("driver") == driver]
+    existing = backend.list_slices(driver, node)  # already only this driver's slices on this node
     ours = [s for s in existing if ((s.get("spec") or {}).get("pool") or {}).get("name") == pool]
     ours_ids = {id(s) for s in ours}
     obsolete = [s for s in existing if id(s) not in ours_ids]

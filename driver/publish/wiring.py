@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from driver.errors import InputError
 from driver.features import Features
-from driver.publish.backend import GATE_CONFIG_FILE, SliceBackend
+from driver.publish.backend import GATE_CONFIG_FILE, SliceBackend, StoreSliceBackend
 from driver.publish.gates import GateDetector, SchedulerSource, http_metrics_source, parse_feature_metrics
 
 
@@ -45,8 +45,8 @@ def make_detector(
         source = http_metrics_source(scheduler_metrics_url, token_file=metrics_token_file, ca_file=metrics_ca_file,
                                      insecure=metrics_insecure)
         label = f"scheduler metrics {scheduler_metrics_url}"
-    elif backend.kind == "store":
-        gate_config = getattr(backend, "gate_config")
+    elif isinstance(backend, StoreSliceBackend):
+        gate_config = backend.gate_config
         source = lambda: gate_config().scheduler_gates()  # noqa: E731
         label = f"STORE/{GATE_CONFIG_FILE}"
     return GateDetector(
