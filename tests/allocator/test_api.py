@@ -64,6 +64,7 @@ def test_claims_allocated_together_see_each_other():
 def test_results_are_deterministic():
     first = allocate_claims(objects() + [mig_claim("a", 3)], node="node-1")
     second = allocate_claims(objects() + [mig_claim("a", 3)], node="node-1")
+    assert first.results[0].allocation is not None, first.results[0].reason  # else None == None passes
     assert first.results[0].allocation == second.results[0].allocation
 
 
