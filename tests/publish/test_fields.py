@@ -53,3 +53,9 @@ def test_semantic_equal_tolerates_round_trip_changes():
     assert not semantic_equal({"value": "abc"}, {"value": "abd"})
     assert semantic_equal({"min": "1e3"}, {"min": "1k"})
     assert not semantic_equal([1, 2], [2, 1])
+
+
+def test_semantic_equal_quantities_in_any_form_but_never_invalid_ones():
+    assert semantic_equal({"value": 1024}, {"value": "1Ki"})  # an integer is a quantity too
+    assert semantic_equal({"validValues": ["1Gi", "2G"]}, {"validValues": ["1024Mi", "2000M"]})
+    assert not semantic_equal({"value": "1.2.3"}, {"value": "1.2.30"})  # unparsable: compared as text
