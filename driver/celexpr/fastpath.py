@@ -51,8 +51,6 @@ def _parse_term(text: str) -> Term | None:
         literal = int(num)
     else:
         literal = boolean == "true"
-    if domain is None and name is None:
-        return (None, None, op, literal)
     return (domain, name, op, literal)
 
 
