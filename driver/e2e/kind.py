@@ -13,7 +13,6 @@ and kubectl on PATH (for `exec` into the plugin pod: fault injection and health)
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import shutil
@@ -26,7 +25,7 @@ from typing import Any
 from driver import DEFAULT_DRIVER_NAME
 from driver.allocator.session import Allocator
 from driver.e2e import partition_map
-from driver.e2e.local import flatten
+from driver.e2e.local import flatten, skewed_view
 from driver.e2e.manifests import NAMESPACE, class_name, namespace_object, pod_object, podgroup_object
 from driver.e2e.observe import Observation
 from driver.e2e.scenario import Scenario
@@ -132,12 +131,7 @@ class KindBackend:
             return True, "", []
         slices, features = self._slices(), self.features
         if skewed:
-            slices = copy.deepcopy(slices)
-            for s in slices:
-                for d in s["spec"].get("devices") or []:
-                    for cc in d.get("consumesCounters") or []:
-                        cc.pop("compatibilityGroups", None)
-            features = features.with_gates({"DRADeviceCompatibilityGroups": False})
+            slices, features = skewed_view(slices, features)
         allocated = [c for c in k.list_items(self.api, "ResourceClaim") if (c.get("status") or {}).get("allocation")]
         try:
             alloc = Allocator(slices=slices, classes=k.list_items(self.api, "DeviceClass"), node=self.node,

@@ -34,7 +34,7 @@ from driver.e2e.observe import Observation
 from driver.e2e.plugin_proc import PluginDirs, PluginProcess
 from driver.e2e.scenario import Scenario
 from driver.errors import AllocationError, InputError, NotFoundError
-from driver.features import parse_features
+from driver.features import Features
 from driver.hardware import load_catalog
 from driver.plugin.client import ClaimResult
 from driver.slices import render_pool
@@ -77,6 +77,17 @@ def flatten(dev: Mapping[str, Any]) -> dict[str, Any]:
         if "/" not in key and value:
             out[key] = next(iter(value.values()))
     return out
+
+
+def skewed_view(slices: Sequence[Mapping[str, Any]], features: Features) -> tuple[list[dict[str, Any]], Features]:
+    """Slices and gates as a scheduler from before KEP-5963 sees them: it decodes slices without
+    the field it does not know, so compatibility groups are gone (copies; the input is untouched)."""
+    stripped = copy.deepcopy(list(slices))
+    for s in stripped:
+        for d in s["spec"].get("devices") or []:
+            for cc in d.get("consumesCounters") or []:
+                cc.pop("compatibilityGroups", None)
+    return stripped, features.with_gates({"DRADeviceCompatibilityGroups": False})
 
 
 class LocalBackend:
@@ -205,16 +216,9 @@ class LocalBackend:
         todo = [n for n in names if not (claims[n].get("status") or {}).get("allocation")]
         if not todo:
             return [], ""
-        slices = self._slices()
-        features = self.features
+        slices, features = self._slices(), self.features
         if skewed:
-            # A scheduler from before KEP-5963 decodes slices without the field it does not know.
-            slices = copy.deepcopy(slices)
-            for s in slices:
-                for d in s["spec"].get("devices") or []:
-                    for cc in d.get("consumesCounters") or []:
-                        cc.pop("compatibilityGroups", None)
-            features = parse_features("DRADeviceCompatibilityGroups=false", base=features)
+            slices, features = skewed_view(slices, features)
         allocated = [c for c in self.store.list(CLAIMS, NAMESPACE) if (c.get("status") or {}).get("allocation")]
         try:
             alloc = Allocator(slices=slices, classes=self.store.list("deviceclasses"), node=NODE,

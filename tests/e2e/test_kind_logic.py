@@ -160,3 +160,15 @@ def test_counters_and_unobservable_on_kind(backend) -> None:
     obs = b.run_pod("p2", ["mig"], None, skewed=False)
     assert "prepare_calls_same" in obs.unobservable
     assert obs.counters["gpu-0-counters"]["multiprocessors"] == 108 - 42, "a 3g.20gb holds 42 of 108 SMs"
+
+
+def test_skewed_view_strips_groups_from_a_copy_and_turns_the_gate_off() -> None:
+    from driver.e2e.local import skewed_view
+    from driver.features import Features
+
+    cc = {"counterSet": "c", "counters": {}, "compatibilityGroups": ["g"]}
+    slices = [{"spec": {"devices": [{"name": "d", "consumesCounters": [cc]}]}}]
+    seen, features = skewed_view(slices, Features(compatibility_groups=True))
+    assert "compatibilityGroups" not in seen[0]["spec"]["devices"][0]["consumesCounters"][0]
+    assert cc["compatibilityGroups"] == ["g"], "the backend's own slices must stay intact"
+    assert features.compatibility_groups is False
