@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 
 from driver.errors import InputError
+from driver.slices.names import is_dns_label, is_dns_subdomain
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 # Kubernetes UIDs are RFC 4122 UUIDs; accept any short [A-Za-z0-9-] token so test UIDs work,
 # but nothing that could act as a path separator or traversal.
 _UID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")
@@ -24,24 +23,19 @@ def _fail(what: str, value: object, rule: str) -> InputError:
 
 
 def check_uid(value: object, what: str = "claim UID") -> str:
-    if not isinstance(value, str) or not _UID.match(value):
+    if not isinstance(value, str) or not _UID.fullmatch(value):  # match() would let "x\n" through
         raise _fail(what, value, "must be 1-64 characters of [A-Za-z0-9-] starting alphanumeric")
     return value
 
 
 def check_label(value: object, what: str) -> str:
-    if not isinstance(value, str) or not _DNS_LABEL.match(value):
+    if not isinstance(value, str) or not is_dns_label(value):
         raise _fail(what, value, "must be a DNS label (lower-case alphanumerics and '-', at most 63)")
     return value
 
 
 def check_subdomain(value: object, what: str, max_len: int = 253) -> str:
-    if (
-        not isinstance(value, str)
-        or len(value) > max_len
-        or not _DNS_SUBDOMAIN.match(value)
-        or ".." in value
-    ):
+    if not isinstance(value, str) or not is_dns_subdomain(value, max_len):
         raise _fail(what, value, f"must be a DNS subdomain of at most {max_len} characters")
     return value
 
