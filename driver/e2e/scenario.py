@@ -11,7 +11,6 @@ scenario must never turn into a silently skipped check.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -22,8 +21,8 @@ import yaml
 
 from driver.errors import InputError
 from driver.features import Features, parse_features
+from driver.slices.names import is_dns_label
 
-_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 # action -> (required keys, optional keys) besides `action`, `why` and `expect`.
 ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
@@ -100,7 +99,7 @@ def _fail(where: str, msg: str) -> InputError:
 
 
 def _check_name(value: Any, where: str, what: str) -> str:
-    if not isinstance(value, str) or not _NAME_RE.match(value):
+    if not isinstance(value, str) or not is_dns_label(value):
         raise _fail(where, f"{what} {value!r} must be a DNS label (lower-case letters, digits, '-')")
     return value
 

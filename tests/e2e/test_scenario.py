@@ -53,6 +53,7 @@ def test_valid_minimal_scenario() -> None:
         (_base(reason=""), "one-line `reason`"),
         (_base(reason="two\nlines"), "one-line `reason`"),
         (_base(name="Bad_Name"), "must be a DNS label"),
+        (_base(name="a" * 64), "must be a DNS label"),
         (_base(steps=[]), "non-empty list of steps"),
         (_base(extra=1), "unknown field extra"),
         (_base(features={"NoSuchGate": True}), "unknown feature gate 'NoSuchGate'"),
