@@ -11,15 +11,18 @@ from driver.errors import InputError
 from driver.features import Features, parse_features
 
 
+def env_var(flag: str) -> str:
+    """The environment variable behind `--some-flag`: FAKE_DRA_SOME_FLAG."""
+    return "FAKE_DRA_" + flag.lstrip("-").replace("-", "_").upper()
+
+
 def env_default(flag: str, default: str | None) -> str | None:
     """Default of `--some-flag` from $FAKE_DRA_SOME_FLAG when set."""
-    var = "FAKE_DRA_" + flag.lstrip("-").replace("-", "_").upper()
-    return os.environ.get(var, default)
+    return os.environ.get(env_var(flag), default)
 
 
 def add_flag(parser: argparse.ArgumentParser, flag: str, default: str | None, help: str, **kw) -> None:
-    var = "FAKE_DRA_" + flag.lstrip("-").replace("-", "_").upper()
-    parser.add_argument(flag, default=env_default(flag, default), help=f"{help} (env {var})", **kw)
+    parser.add_argument(flag, default=env_default(flag, default), help=f"{help} (env {env_var(flag)})", **kw)
 
 
 def add_sysfs_root(parser: argparse.ArgumentParser) -> None:
