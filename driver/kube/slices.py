@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from driver.kube.allocated import allocated_from_claims
 from driver.kube.rawapi import KubeApiError, KubeNotFound, RawApi
 
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
@@ -66,12 +67,7 @@ class KubeSliceBackend:
             return None
 
     def allocated_devices(self, driver: str, pool: str) -> set[str]:
-        names: set[str] = set()
-        for claim in self._list(CLAIMS, []):
-            results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
-            names.update(r["device"] for r in results
-                         if r.get("driver") == driver and r.get("pool") == pool and r.get("device"))
-        return names
+        return allocated_from_claims(self._list(CLAIMS, []), driver, pool)
 
     def metrics_text(self) -> str:
         """The apiserver's own /metrics (authenticated like every other request)."""

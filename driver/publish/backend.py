@@ -24,6 +24,7 @@ import yaml
 
 from driver.errors import ConfigError, ConflictError, NotFoundError
 from driver.features import GATE_FIELDS
+from driver.kube.allocated import allocated_from_claims
 from driver.publish.fields import DETECTED_GATES, gates_used, strip_disabled
 from driver.store.objectstore import ObjectStore
 
@@ -66,17 +67,6 @@ class SliceBackend(Protocol):
     def allocated_devices(self, driver: str, pool: str) -> set[str]:
         """Device names of (driver, pool) referenced by any allocated ResourceClaim."""
         ...
-
-
-def allocated_from_claims(claims: list[dict[str, Any]], driver: str, pool: str) -> set[str]:
-    """Shared by both backends: devices named in status.allocation.devices.results of the claims."""
-    names: set[str] = set()
-    for claim in claims:
-        results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
-        for r in results:
-            if r.get("driver") == driver and r.get("pool") == pool and r.get("device"):
-                names.add(r["device"])
-    return names
 
 
 @dataclass(frozen=True)
