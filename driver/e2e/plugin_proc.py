@@ -126,7 +126,8 @@ class PluginProcess:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            raise PluginStartError(f"plugin ignored SIG{sig} for {timeout_s:.0f} s and was killed: {self.log_tail()}")
+            raise PluginStartError(
+                f"plugin ignored SIG{sig} for {timeout_s:.0f} s and was killed: {self.log_tail()}") from None
 
     def restart(self, sig: str = "TERM", features: Features | None = None) -> KubeletClient:
         self.stop(sig)

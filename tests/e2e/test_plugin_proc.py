@@ -51,3 +51,21 @@ def test_plugin_killed_behind_the_harness_is_named_in_the_result() -> None:
     result = run_scenario(scenario, backend, claim_object)
     assert result.status == "FAIL"
     assert "plugin not running" in (result.error or "")
+
+
+def test_plugin_that_ignores_sigterm_is_killed_and_reported(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    plugin = PluginProcess(PluginDirs(tmp_path), node_name="n1", driver_name=DEFAULT_DRIVER_NAME, features=Features())
+    stubborn = subprocess.Popen(
+        [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                               "print('ready', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE)
+    assert stubborn.stdout is not None and stubborn.stdout.readline() == b"ready\n"  # handler installed
+    plugin.proc = stubborn
+    with pytest.raises(PluginStartError, match=r"ignored SIGTERM for 0 s and was killed"):
+        plugin.stop("TERM", timeout_s=0.3)
+    assert stubborn.poll() is not None, "the stubborn process must not outlive the harness"
+    assert not plugin.alive()
+    stubborn.stdout.close()
