@@ -103,6 +103,7 @@ current-context: x
 """)
     be = kube_backend(str(kc))
     assert be.list_slices("d", "n") == []
+    assert server.state.authorization[-1] == "Bearer secret-token"  # the kubeconfig's credentials were sent
 
 
 def test_bad_kubeconfig_names_the_file(tmp_path):

@@ -108,6 +108,7 @@ class StandInState:
         self.apiserver_gates = {g: True for g in GATES}
         self.scheduler_gates: dict[str, bool] | None = {g: True for g in GATES}
         self.requests: list[tuple[str, str, str]] = []
+        self.authorization: list[str | None] = []  # Authorization header of each request, in order
         self.conflicts_left = 0
 
     def next_rv(self) -> str:
@@ -157,6 +158,7 @@ class _Handler(BaseHTTPRequestHandler):
         q = {k: v[-1] for k, v in parse_qs(url.query).items()}
         st = self.state
         st.requests.append((method, url.path, url.query))
+        st.authorization.append(self.headers.get("Authorization"))
         with st.lock:
             if url.path == "/metrics" and method == "GET":
                 if st.scheduler_gates is None:
