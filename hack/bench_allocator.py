@@ -140,7 +140,7 @@ MIX = [
 ]
 
 
-def bench_cluster(nodes: int, claims_per_node: int = 8) -> tuple[float, float, int, int]:
+def bench_cluster(nodes: int, claims_per_node: int = 8) -> tuple[float, float, float, int, int]:
     template = synthetic_node("node-0")
     setup = time.perf_counter()
     allocators = []
