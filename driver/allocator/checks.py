@@ -48,7 +48,8 @@ def capacity_consumption(
     Raises FatalRequestError for requests upstream rejects outright.
     """
     resolved: dict[str, Fraction] = {}
-    via_counters = value_from_names(device) if shared_counters_on else set()
+    # Only needed to resolve request keys: most requests have none, and this runs per candidate.
+    via_counters = value_from_names(device) if shared_counters_on and request.capacity else set()
     for key, amount in (request.capacity or {}).items():
         name = resolve_capacity_name(key, device)
         if name is None:
