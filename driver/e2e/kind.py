@@ -25,7 +25,7 @@ from typing import Any
 from driver import DEFAULT_DRIVER_NAME
 from driver.allocator.session import Allocator
 from driver.e2e import partition_map
-from driver.e2e.local import flatten, skewed_view
+from driver.e2e.local import devices_by_claim, flatten, skewed_view
 from driver.e2e.manifests import NAMESPACE, class_name, namespace_object, pod_object, podgroup_object
 from driver.e2e.observe import Observation
 from driver.e2e.scenario import Scenario
@@ -115,13 +115,8 @@ class KindBackend:
         return k.get(self.api, "ResourceClaim", name, NAMESPACE)
 
     def claim_devices(self) -> dict[str, list[dict[str, Any]]]:
-        devices = {d["name"]: d for d in self.published_devices()}
-        out = {}
-        for claim in k.list_items(self.api, "ResourceClaim", NAMESPACE):
-            results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
-            out[claim["metadata"]["name"]] = [devices.get(r["device"], {"name": r["device"]}) for r in results
-                                              if r.get("driver") == self.driver_name]
-        return out
+        return devices_by_claim(k.list_items(self.api, "ResourceClaim", NAMESPACE), self.published_devices(),
+                                self.driver_name)
 
     # ---- prediction --------------------------------------------------------------------------
     def _predict(self, names: Sequence[str], skewed: bool) -> tuple[bool, str, list[dict[str, Any]]]:

@@ -79,6 +79,18 @@ def flatten(dev: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def devices_by_claim(claims: Sequence[Mapping[str, Any]], published: Sequence[Mapping[str, Any]],
+                     driver: str) -> dict[str, list[dict[str, Any]]]:
+    """Claim name -> flattened devices allocated to it from `driver` (a bare name if no longer published)."""
+    devices = {d["name"]: d for d in published}
+    out = {}
+    for claim in claims:
+        results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+        out[claim["metadata"]["name"]] = [devices.get(r["device"], {"name": r["device"]}) for r in results
+                                          if r.get("driver") == driver]
+    return out
+
+
 def skewed_view(slices: Sequence[Mapping[str, Any]], features: Features) -> tuple[list[dict[str, Any]], Features]:
     """Slices and gates as a scheduler from before KEP-5963 sees them: it decodes slices without
     the field it does not know, so compatibility groups are gone (copies; the input is untouched)."""
@@ -188,12 +200,7 @@ class LocalBackend:
         return self.store.get(CLAIMS, NAMESPACE, name)
 
     def claim_devices(self) -> dict[str, list[dict[str, Any]]]:
-        devices = {d["name"]: d for d in self.published_devices()}
-        out = {}
-        for claim in self.store.list(CLAIMS, NAMESPACE):
-            results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
-            out[claim["metadata"]["name"]] = [devices.get(r["device"], {"name": r["device"]}) for r in results]
-        return out
+        return devices_by_claim(self.store.list(CLAIMS, NAMESPACE), self.published_devices(), self.driver_name)
 
     def _counters(self) -> dict:
         claims = self.store.list(CLAIMS, NAMESPACE)
