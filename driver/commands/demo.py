@@ -10,7 +10,6 @@ partition map before and after the tour scenario. No cluster, no container engin
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile
@@ -111,6 +110,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def _run_e2e(args: argparse.Namespace, out: TextIO, started: float) -> int:
+    from driver.commands.e2e import default_jobs
     from driver.e2e import partition_map
     from driver.e2e.local import LocalBackend
     from driver.e2e.manifests import claim_object
@@ -120,7 +120,7 @@ def _run_e2e(args: argparse.Namespace, out: TextIO, started: float) -> int:
 
     scenarios = load_scenarios(names=args.scenario)
     finals: dict = {}
-    jobs = max(1, min(4, os.cpu_count() or 1))
+    jobs = default_jobs()
     report = run_all(scenarios, lambda: LocalBackend(final_states=finals), claim_object, jobs=jobs)
     tour = next((r for r in report.scenarios if r.name == TOUR), None)
     if tour is not None:
