@@ -105,7 +105,11 @@ def run(args: argparse.Namespace) -> int:
 
     node = common.require_node_name(args)
     driver_name = check_subdomain(args.driver_name, "--driver-name", 63)
+    # Every flag is checked before anything starts: a bad --grace-period must not surface only at
+    # SIGTERM (skipping the drain and socket clean-up), nor --publish-interval with sockets up.
     health_interval = common.positive_seconds(args.health_interval, "--health-interval")
+    publish_interval = common.positive_seconds(args.publish_interval, "--publish-interval")
+    grace_s = common.positive_seconds(args.grace_period, "--grace-period")
     paths = SocketPaths.for_driver(args.kubelet_plugins_dir, args.kubelet_registry_dir, driver_name)
     claims = _claim_source(args, common.positive_seconds(args.api_deadline, "--api-deadline"))
     from driver.commands.publish import renderer_from_args
@@ -131,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         return pool.name, devs
 
     metrics = PluginMetrics.create()
-    metrics.prepared.set(len(state.prepared()))
+    metrics.prepared.set(state.count())
     health = HealthModel(args.sysfs_root, devices, driver_name)
     server = PluginServer(driver_name=driver_name, paths=paths, state=state, health=health.snapshot,
                           metrics=metrics, health_interval_s=health_interval)
@@ -141,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
     server.start()
-    publisher = start_publisher(args, render, common.positive_seconds(args.publish_interval, "--publish-interval"), metrics.registry)
+    publisher = start_publisher(args, render, publish_interval, metrics.registry)
     if publisher is not None:
         signal.signal(signal.SIGHUP, lambda *_: publisher.trigger())  # re-scan the inventory now
     try:
@@ -150,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         log.info("shutting down")
         if publisher is not None:
             publisher.stop()
-        server.stop(common.positive_seconds(args.grace_period, "--grace-period"))
+        server.stop(grace_s)
         if metrics_server is not None:
             metrics_server.shutdown()
         state.close()
