@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from driver.celexpr import CelRuntimeError, compile_selector, device_variable
@@ -74,10 +76,13 @@ def test_true_expressions(expr):
         ("quantity('1.5').asInteger() == 1", "cannot convert quantity"),
         ("device.capacity['gpu.example.com'].memory.compareTo(semver('1.0.0')) == 0", "expected a quantity"),
         ("1 / 0 == 1", "division by zero"),
+        ("quantity(1) == quantity('1')", "quantity() needs a string, got 1"),
+        ("semver(1) == semver('1.0.0')", "semver() needs a string, got 1"),
+        ("semver('1.0.0').compareTo(quantity('1')) == 0", "expected a semver"),
     ],
 )
 def test_runtime_errors(expr, message):
-    with pytest.raises(CelRuntimeError, match=message.replace("(", r"\(")):
+    with pytest.raises(CelRuntimeError, match=re.escape(message)):
         ev(expr)
 
 

@@ -96,6 +96,11 @@ def test_class_selector_must_be_cel():
         allocate_claims([cls], node="n")
 
 
+def test_parsed_class_without_name_given_to_the_allocator():
+    with pytest.raises(InputError, match="DeviceClass: metadata.name: required"):
+        Allocator(slices=[], classes=[{"kind": "DeviceClass", "metadata": {}}], node="n")
+
+
 def test_class_without_name():
     with pytest.raises(InputError, match="DeviceClass \\(object #1\\): metadata.name: required"):
         allocate_claims([{"kind": "DeviceClass", "metadata": {}}], node="n")
