@@ -181,7 +181,7 @@ class LocalBackend:
     # ---- reads -----------------------------------------------------------------------------
     def _slices(self) -> list[dict[str, Any]]:
         """This driver's slices. Parsing YAML dominates a step, so reuse them while no file changed."""
-        folder = self.dirs.store / "resourceslices" / "_cluster"
+        folder = self.store.path_of("resourceslices", None, "x").parent  # the store owns its layout
         try:
             key = tuple(sorted((e.name, e.inode(), e.stat().st_mtime_ns, e.stat().st_size) for e in os.scandir(folder)
                                if e.name.endswith(".yaml")))

@@ -34,7 +34,7 @@ class FakeApi:
         pool = render_pool(discover(tmp / "sysfs", load_catalog()), kind.CLUSTER_FEATURES, node_name=NODE,
                            driver_name=DEFAULT_DRIVER_NAME)
         self.objs: dict[tuple[str, str | None, str], dict[str, Any]] = {}
-        for i, s in enumerate(to_resource_slices(pool)):
+        for s in to_resource_slices(pool):
             self.put("ResourceSlice", s)
         for dc in device_classes():
             self.put("DeviceClass", dc)
