@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
-from fractions import Fraction
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 import kubernetes_validate  # noqa: E402
 
-from driver.model.quantity import parse_quantity  # noqa: E402
+from driver.allocator.rules import PlacedDevice, validate_combination  # noqa: E402
+from driver.features import Features  # noqa: E402
+
+
+def placed(pool, device_names) -> list[PlacedDevice]:
+    """The devices of `pool` as if each were allocated to its own claim."""
+    driver = pool.slices[0]["driver"]
+    return [PlacedDevice(claim=f"c{k}", request="r", driver=driver, pool=pool.name, device=n)
+            for k, n in enumerate(device_names)]
 
 
 def fits(pool, device_names) -> bool:
-    """Do these devices' static counter consumptions fit the pool's counter sets together?"""
-    devices, sets = pool.devices(), pool.counter_sets()
-    used: dict[tuple[str, str], Fraction] = defaultdict(Fraction)
-    for name in device_names:
-        for entry in devices[name].get("consumesCounters", ()):
-            for counter, amount in entry["counters"].items():
-                used[(entry["counterSet"], counter)] += parse_quantity(amount["value"])
-    return all(used[key] <= parse_quantity(sets[key[0]]["counters"][key[1]]["value"]) for key in used)
+    """Do these devices' counter consumptions fit the pool's counter sets together? (The shared
+    counter rule of driver.allocator.rules; compatibility groups are not looked at here.)"""
+    violations = validate_combination(list(pool.slices), placed(pool, device_names), Features())
+    return not any(v.kind == "counters" for v in violations)
 
 
 def of_type(pool, kind: str) -> dict[str, dict]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from builders import demo_like
-from conftest import fits, memory_slices, of_type
+from conftest import fits, memory_slices, of_type, placed
 
-from driver.allocator.rules import PlacedDevice, validate_combination
+from driver.allocator.rules import validate_combination
 from driver.features import Features
 from driver.slices import render_pool
 
@@ -21,11 +21,6 @@ NO_GROUPS_POOL = render_pool(demo_like(), Features(compatibility_groups=False), 
 GPU0_MIGS = sorted(n for n in of_type(POOL, "mig") if n.startswith("gpu-0-"))
 GPU1 = sorted(n for n in POOL.devices() if n == "gpu-1" or n.startswith("gpu-1-"))
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def placed(names):
-    return [PlacedDevice(claim=f"c{k}", request="r", driver=DRIVER, pool="node-1", device=n)
-            for k, n in enumerate(names)]
 
 
 def mode(name: str) -> str:
@@ -51,7 +46,7 @@ def test_mig_sets_that_fit_never_overlap(names):
 def test_accepted_combinations_use_one_mode_per_gpu(names):
     """Whatever validate_combination accepts on one GPU is a single partitioning mode
     (the two shared devices count as one mode), and never the full GPU with anything else."""
-    violations = validate_combination(list(POOL.slices), placed(names), Features())
+    violations = validate_combination(list(POOL.slices), placed(POOL, names), Features())
     if not violations:
         modes = {"timeshare" if mode(n) == "timeshare" else mode(n) for n in names}
         assert len(modes) == 1, names
@@ -61,7 +56,7 @@ def test_accepted_combinations_use_one_mode_per_gpu(names):
 @SETTINGS
 @given(st.lists(st.sampled_from(sorted(NO_GROUPS_POOL.devices())), min_size=2, max_size=6, unique=True))
 def test_without_groups_counters_alone_exclude_the_full_gpu(names):
-    violations = validate_combination(list(NO_GROUPS_POOL.slices), placed(names), Features(compatibility_groups=False))
+    violations = validate_combination(list(NO_GROUPS_POOL.slices), placed(NO_GROUPS_POOL, names), Features(compatibility_groups=False))
     for index in (0, 1):
         on_gpu = [n for n in names if n == f"gpu-{index}" or n.startswith(f"gpu-{index}-")]
         if f"gpu-{index}" in on_gpu and len(on_gpu) > 1:
@@ -70,7 +65,7 @@ def test_without_groups_counters_alone_exclude_the_full_gpu(names):
 
 def test_rules_reject_overlap_and_mode_mixing_with_messages():
     def kinds(names):
-        return {v.kind for v in validate_combination(list(POOL.slices), placed(names), Features())}
+        return {v.kind for v in validate_combination(list(POOL.slices), placed(POOL, names), Features())}
 
     assert kinds(["gpu-0-mig-1g5gb-0", "gpu-0-mig-1g10gb-0"]) == {"counters"}
     assert "groups" in kinds(["gpu-1-mig-1g5gb-0", "gpu-1-vgpu-a100-4c-0"])
