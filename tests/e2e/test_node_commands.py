@@ -36,6 +36,11 @@ def test_node_sysfs_rewrites_its_own_tree_only(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="refusing to overwrite"):
         prepare_out(foreign)
     assert (foreign / "precious").exists()
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    with pytest.raises(InputError, match=r"--out .*file is not a directory"):
+        prepare_out(a_file)
+    assert a_file.read_text() == "x"
 
 
 def test_node_sysfs_needs_a_node_name_without_profile(tmp_path: Path, monkeypatch, capsys) -> None:
