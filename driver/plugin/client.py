@@ -14,18 +14,11 @@ from pathlib import Path
 
 import grpc
 
-from driver.plugin.gen import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
-from driver.plugin.gen import drahealth_v1_pb2, drahealth_v1_pb2_grpc, drahealth_v1alpha1_pb2
-from driver.plugin.gen import drahealth_v1alpha1_pb2_grpc, drahealth_v1beta1_pb2, drahealth_v1beta1_pb2_grpc
 from driver.plugin.gen import pluginregistration_v1_pb2 as reg_pb2
 from driver.plugin.gen import pluginregistration_v1_pb2_grpc as reg_grpc
+from driver.plugin.protos import DRA as _DRA
+from driver.plugin.protos import HEALTH as _HEALTH
 
-_DRA = {"v1": (dra_v1_pb2, dra_v1_pb2_grpc), "v1beta1": (dra_v1beta1_pb2, dra_v1beta1_pb2_grpc)}
-_HEALTH = {
-    "v1": (drahealth_v1_pb2, drahealth_v1_pb2_grpc),
-    "v1beta1": (drahealth_v1beta1_pb2, drahealth_v1beta1_pb2_grpc),
-    "v1alpha1": (drahealth_v1alpha1_pb2, drahealth_v1alpha1_pb2_grpc),
-}
 ClaimTuple = tuple[str, str, str]  # namespace, name, uid
 
 

@@ -23,11 +23,10 @@ from pathlib import Path
 import grpc
 
 from driver.errors import InputError
-from driver.plugin.gen import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
-from driver.plugin.gen import drahealth_v1_pb2, drahealth_v1_pb2_grpc, drahealth_v1alpha1_pb2
-from driver.plugin.gen import drahealth_v1alpha1_pb2_grpc, drahealth_v1beta1_pb2, drahealth_v1beta1_pb2_grpc
 from driver.plugin.gen import pluginregistration_v1_pb2_grpc as reg_grpc
 from driver.plugin.metrics import PluginMetrics
+from driver.plugin.protos import DRA as _DRA
+from driver.plugin.protos import HEALTH as _HEALTH
 from driver.plugin.services import (
     DEFAULT_STATE_CONCURRENCY,
     DRA_VERSIONS,
@@ -42,12 +41,6 @@ from driver.state.types import DeviceHealthStatus
 
 log = logging.getLogger("fake-dra.plugin")
 UNIX_PATH_MAX = 107  # sun_path is 108 bytes including the terminating NUL
-_DRA = {"v1": (dra_v1_pb2, dra_v1_pb2_grpc), "v1beta1": (dra_v1beta1_pb2, dra_v1beta1_pb2_grpc)}
-_HEALTH = {
-    "v1": (drahealth_v1_pb2, drahealth_v1_pb2_grpc),
-    "v1beta1": (drahealth_v1beta1_pb2, drahealth_v1beta1_pb2_grpc),
-    "v1alpha1": (drahealth_v1alpha1_pb2, drahealth_v1alpha1_pb2_grpc),
-}
 
 
 def supported_versions() -> list[str]:
