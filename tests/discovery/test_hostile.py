@@ -343,3 +343,22 @@ def test_device_outside_a_root_complex_keeps_an_unknown_pcie_root(tree, catalog)
     assert gpus(inv) == [GPU0, GPU1]
     assert inv.gpus[0].pci.pcie_root is None and inv.gpus[1].pci.pcie_root == "pci0000:00"
     one_warning(inv, str(link), "not below a devices/pciDDDD:BB root complex; pcieRoot unknown")
+
+
+def test_missing_pci_bus_directory_is_an_empty_inventory_with_a_warning(tree, catalog) -> None:
+    root = tree()
+    shutil.rmtree(root / "bus/pci")
+    inv = discover(root, catalog)
+    assert inv.gpus == () and inv.nics == ()
+    one_warning(inv, "bus/pci/devices: missing; no PCI devices discovered")
+
+
+def test_device_link_to_a_regular_file_skips_that_device(tree, catalog) -> None:
+    root = tree()
+    link = root / "bus/pci/devices" / GPU0
+    target = dev(root, GPU0)
+    shutil.rmtree(target)
+    target.write_text("not a device directory\n")  # same path inside ROOT/devices, now a file
+    inv = discover(root, catalog)
+    assert gpus(inv) == [GPU1] and len(inv.nics) == 1
+    one_warning(inv, str(link), "which is not a directory", f"skipping PCI device {GPU0}")
