@@ -69,3 +69,26 @@ def test_plugin_that_ignores_sigterm_is_killed_and_reported(tmp_path: Path) -> N
     assert stubborn.poll() is not None, "the stubborn process must not outlive the harness"
     assert not plugin.alive()
     stubborn.stdout.close()
+
+
+_VF = {"action": "claim", "name": "vf", "requests": [{"name": "vf", "class": "vf"}]}
+_POD = {"action": "pod", "name": "p", "claims": ["vf"]}
+BAD_STEPS = {
+    "pod-twice": ([_VF, _POD, _POD], "pod p already exists"),
+    "delete-unknown-pod": ([_VF, {"action": "delete-pod", "name": "q"}], "delete-pod: pod q does not exist"),
+    "delete-claim-in-use": ([_VF, _POD, {"action": "delete-claim", "name": "vf"}], "still used by pods p"),
+    "fault-unknown-device": ([{"action": "fault", "device": "nope"}], "no published device 'nope'"),
+}
+
+
+@pytest.mark.slow
+def test_local_backend_rejects_impossible_steps_by_name() -> None:
+    from driver.e2e.runner import run_all
+
+    scenarios = [parse_scenario({"name": name, "reason": "an impossible step is reported, not ignored",
+                                 "profile": "no-gpu", "steps": steps})
+                 for name, (steps, _) in BAD_STEPS.items()]
+    report = run_all(scenarios, LocalBackend, claim_object, jobs=4)
+    assert sorted(r.name for r in report.scenarios) == sorted(BAD_STEPS)
+    for result in report.scenarios:
+        assert BAD_STEPS[result.name][1] in (result.error or ""), (result.name, result.error)
