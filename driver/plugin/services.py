@@ -143,7 +143,7 @@ class HealthHub:
         seq = -1
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: self._stopped or self._seq != seq, timeout=self.interval_s)
+                self._cond.wait_for(lambda last=seq: self._stopped or self._seq != last, timeout=self.interval_s)
                 if self._stopped or not alive():
                     return
                 seq, devices = self._seq, self._devices
