@@ -319,12 +319,13 @@ class LocalBackend:
                 claim = self._claim(name)
             except NotFoundError:
                 continue
-            uid = claim["metadata"]["uid"]
-            if (claim.get("status") or {}).get("allocation") or uid in self.prepared:
-                return False
-            if any(self.dirs.cdi.glob(f"*{uid}*")):
+            if (claim.get("status") or {}).get("allocation") or self._on_node(claim["metadata"]["uid"]):
                 return False
         return True
+
+    def _on_node(self, uid: str) -> bool:
+        """Whether the kubelet still holds the claim prepared or a CDI spec of it is left behind."""
+        return uid in self.prepared or any(self.dirs.cdi.glob(f"*{uid}*"))
 
     # ---- actions ---------------------------------------------------------------------------
     def create_claim(self, name: str, obj: dict[str, Any]) -> Observation:
@@ -373,8 +374,7 @@ class LocalBackend:
             raise InputError(f"delete-claim: claim {name} is still used by pods {', '.join(users)}")
         uid = self._claim(name)["metadata"]["uid"]
         self.store.delete(CLAIMS, NAMESPACE, name)
-        released = uid not in self.prepared and not any(self.dirs.cdi.glob(f"*{uid}*"))
-        return Observation(released=released, counters=self._counters())
+        return Observation(released=not self._on_node(uid), counters=self._counters())
 
     def create_podgroup(self, name: str, claim: str) -> Observation:
         self.podgroups[name] = claim
