@@ -1,0 +1,72 @@
+"""Error paths of the DRA servicer: an unexpected exception fails the whole call with INTERNAL
+(and releases the state gate); a per-claim error travels in that claim's entry and is counted."""
+
+from __future__ import annotations
+
+import threading
+
+import grpc
+import pytest
+
+from driver.plugin.gen import dra_v1_pb2, dra_v1_pb2_grpc
+from driver.plugin.metrics import PluginMetrics
+from driver.plugin.services import dra_servicer
+from driver.state.types import PrepareResult
+
+
+class Aborted(Exception):
+    pass
+
+
+class Context:
+    def abort(self, code: grpc.StatusCode, details: str) -> None:
+        self.code, self.details = code, details
+        raise Aborted(details)  # grpc's abort raises too: the handler must not continue
+
+
+class BrokenState:
+    def __init__(self) -> None:
+        self.fail = True
+
+    def prepare(self, refs):
+        if self.fail:
+            raise RuntimeError("disk on fire")
+        return {r.uid: PrepareResult(error=f"claim {r.name}: not allocated") for r in refs}
+
+    def unprepare(self, refs):
+        raise RuntimeError("disk on fire")
+
+    def count(self) -> int:
+        return 0
+
+
+def _request(uid: str):
+    return dra_v1_pb2.NodePrepareResourcesRequest(claims=[dra_v1_pb2.Claim(namespace="default", name="c", uid=uid)])
+
+
+def test_unexpected_exception_is_internal_and_releases_the_gate():
+    state, metrics, gate = BrokenState(), PluginMetrics.create(), threading.BoundedSemaphore(1)
+    srv = dra_servicer(dra_v1_pb2, dra_v1_pb2_grpc, "v1", state, metrics, gate)
+    ctx = Context()
+    with pytest.raises(Aborted):
+        srv.NodePrepareResources(_request("u1"), ctx)
+    assert ctx.code == grpc.StatusCode.INTERNAL and "prepare failed: disk on fire" in ctx.details
+    # The gate admits one call at a time: a leaked permit would make this fail (not hang).
+    assert gate.acquire(timeout=1)
+    gate.release()
+    with pytest.raises(Aborted):
+        srv.NodeUnprepareResources(dra_v1_pb2.NodeUnprepareResourcesRequest(
+            claims=[dra_v1_pb2.Claim(namespace="default", name="c", uid="u1")]), ctx)
+    assert ctx.code == grpc.StatusCode.INTERNAL and "unprepare failed: disk on fire" in ctx.details
+    assert gate.acquire(timeout=1)
+    gate.release()
+
+
+def test_per_claim_error_is_answered_and_counted():
+    state, metrics = BrokenState(), PluginMetrics.create()
+    state.fail = False
+    srv = dra_servicer(dra_v1_pb2, dra_v1_pb2_grpc, "v1", state, metrics)
+    resp = srv.NodePrepareResources(_request("u2"), Context())
+    assert resp.claims["u2"].error == "claim c: not allocated" and not resp.claims["u2"].devices
+    value = metrics.registry.get_sample_value("fake_dra_plugin_claims_total", {"operation": "prepare", "result": "error"})
+    assert value == 1
