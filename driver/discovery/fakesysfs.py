@@ -6,7 +6,8 @@ virtfnN -> VF links and VFs a physfn link, attribute files end with a newline an
 0x prefix as the kernel prints them. Output is a pure function of the profile (deterministic).
 
 Health faults for the plugin: a file `fake-dra-fault` in a device's directory holds a one-line message;
-its presence marks the device unhealthy (`set_fault` / `read_fault`). Real sysfs never has this file.
+its presence marks the device unhealthy (written by `set_fault`, read by driver.state.health.read_fault).
+Real sysfs never has this file.
 """
 
 from __future__ import annotations
@@ -19,11 +20,10 @@ from driver.discovery.fakespec import (
     AMD, ASPEED, BROADCOM_PLX, CLASS_PCI_BRIDGE, INTEL, MELLANOX, NVIDIA, REALTEK, SAMSUNG, FakeFunction,
     FakeMdev, SysfsProfile, bdf_add,
 )
-from driver.discovery.sysfs import read_attribute
 from driver.errors import InputError
 
 __all__ = [
-    "FAULT_FILE", "PROFILES", "FakeFunction", "FakeMdev", "SysfsProfile", "make_sysfs", "read_fault",
+    "FAULT_FILE", "PROFILES", "FakeFunction", "FakeMdev", "SysfsProfile", "make_sysfs",
     "set_fault", "write_profile",
 ]
 
@@ -187,14 +187,3 @@ def set_fault(root: str | Path, bdf: str, message: str | None) -> None:
         tmp.write_text(message.strip().replace("\n", " ")[:1024] + "\n", encoding="utf-8")
         tmp.replace(path)  # atomic: a concurrent health poll sees the old or the new message
 
-
-def read_fault(root: str | Path, bdf: str) -> str | None:
-    """The injected fault message of device `bdf`, or None when healthy (or the device is gone)."""
-    path = Path(root) / "bus" / "pci" / "devices" / bdf / FAULT_FILE
-    try:
-        return read_attribute(str(path)) or "fault injected"
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        # Present but unreadable still means "something is wrong with this device".
-        return f"fault file unreadable: {exc}"

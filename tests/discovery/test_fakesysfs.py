@@ -1,4 +1,4 @@
-"""make_sysfs writes the kernel's layout, deterministically; set_fault/read_fault round-trip."""
+"""make_sysfs writes the kernel's layout, deterministically; set_fault round-trips through the health model's reader."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from driver.discovery import FAULT_FILE, PROFILES, make_sysfs, read_fault, set_fault
+from driver.discovery import FAULT_FILE, PROFILES, make_sysfs, set_fault
 from driver.errors import InputError
+from driver.state.health import read_fault
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -94,6 +95,6 @@ def test_fault_on_unknown_device(tree) -> None:
 def test_unreadable_fault_file_still_reports_a_fault(tree) -> None:
     root = tree()
     (root / "bus/pci/devices/0000:07:00.0" / FAULT_FILE).mkdir()
-    assert read_fault(root, "0000:07:00.0").startswith("fault file unreadable")
+    assert read_fault(root, "0000:07:00.0").startswith("cannot read fault file")
     set_fault(root, "0000:0f:00.0", "")
     assert read_fault(root, "0000:0f:00.0") == "fault injected"
