@@ -104,23 +104,16 @@ class SliceConfig:
             vgpu_homogeneous=homogeneous,
         )
 
-    def mode_for(self, gpu_index: int, model_name: str) -> str:
-        """The configured mode for one GPU: perGpu, then perModel, then singleMode."""
+    def mode_for(self, gpu_index: int, model_name: str) -> tuple[str, str]:
+        """The configured mode for one GPU and the config path that decided it (for error messages):
+        perGpu, then perModel, then singleMode."""
         for index, mode in self.per_gpu:
             if index == gpu_index:
-                return mode
+                return mode, f"slices.perGpu[{gpu_index}]"
         for model, mode in self.per_model:
             if model == model_name:
-                return mode
-        return self.single_mode
-
-    def where_mode_for(self, gpu_index: int, model_name: str) -> str:
-        """Config path that decided `mode_for` (for error messages)."""
-        if any(index == gpu_index for index, _ in self.per_gpu):
-            return f"slices.perGpu[{gpu_index}]"
-        if any(model == model_name for model, _ in self.per_model):
-            return f"slices.perModel[{model_name}]"
-        return "slices.singleMode"
+                return mode, f"slices.perModel[{model_name}]"
+        return self.single_mode, "slices.singleMode"
 
 
 def _gpu_index(key: Any) -> int:

@@ -193,6 +193,8 @@ def test_slice_config_errors_name_the_key(data, needle):
 def test_slice_config_defaults_and_parsing():
     assert SliceConfig.from_dict(None) == SliceConfig() == SliceConfig.from_dict({})
     cfg = SliceConfig.from_dict({"perGpu": {3: "vgpu:A100-4C"}, "timeshareMemoryStep": "512Mi", "bandwidthStep": "1G"})
-    assert cfg.mode_for(3, "a100-40gb") == "vgpu:A100-4C" and cfg.mode_for(2, "a100-40gb") == "auto"
+    assert cfg.mode_for(3, "a100-40gb") == ("vgpu:A100-4C", "slices.perGpu[3]")
+    assert cfg.mode_for(2, "a100-40gb") == ("auto", "slices.singleMode")
+    assert SliceConfig.from_dict({"perModel": {"t4": "full"}}).mode_for(0, "t4") == ("full", "slices.perModel[t4]")
     assert (cfg.timeshare_memory_step_mib, cfg.bandwidth_step_mbps) == (512, 1000)
     hash(cfg)
