@@ -250,3 +250,15 @@ def test_profiles_too_long_for_a_dns_label_are_left_out_with_a_warning():
     assert len(of_type(pool, "vgpu")) == 10
     assert sum("is not a DNS label" in w for w in pool.warnings) == 2
     assert check_pool(pool) == []
+
+
+def test_vgpu_profile_without_framebuffer_is_skipped_with_a_warning():
+    from dataclasses import replace
+
+    from driver.model.hardware import VgpuProfile
+
+    odd = replace(A100_40GB, vgpu_profiles=(VgpuProfile("A100-0C", 0, 1), VgpuProfile("A100-4C", 4096, 10)))
+    pool = render(Inventory(gpus=(gpu(0, model=odd, mdev=("A100-0C", "A100-4C")),)))
+    assert sorted({d["attributes"]["profile"]["string"] for d in of_type(pool, "vgpu").values()}) == ["A100-4C"]
+    assert any("gpu-0: vGPU profile A100-0C has no framebuffer size" in w for w in pool.warnings)
+    assert check_pool(pool) == []
