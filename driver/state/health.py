@@ -12,24 +12,23 @@ are reported UNKNOWN so the kubelet learns about them before its lease runs out.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from driver.discovery import FAULT_FILE
+from driver.discovery.sysfs import BDF
 from driver.errors import InputError
 from driver.state.pool import attr
 from driver.state.types import DeviceHealthStatus
 
-FAULT_FILE = "fake-dra-fault"
 MAX_MESSAGE = 1024
-_BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _ADDRESS_ATTRS = ("pciBusID", "parentPciBusID", "pfPciBusID")
 
 
 def check_bdf(value: str) -> str:
-    if not isinstance(value, str) or not _BDF.match(value):
+    if not isinstance(value, str) or not BDF.fullmatch(value):
         raise InputError(f"invalid PCI address {value!r}: expected DDDD:BB:DD.F in lower-case hex")
     return value
 

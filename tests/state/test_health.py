@@ -83,3 +83,5 @@ def test_bdf_validation_blocks_path_tricks(sysfs):
     with pytest.raises(InputError, match="invalid PCI address"):
         check_bdf("../../etc")
     assert read_fault(sysfs, "../../etc") is None
+    with pytest.raises(InputError, match="invalid PCI address"):
+        check_bdf("0000:07:00.0\n")  # re.match with "$" would accept the trailing newline
