@@ -4,7 +4,7 @@ Socket rules (kubelet plugin watcher): `<plugins-dir>/<driver>/dra.sock` serves 
 v1beta1 and DRAResourceHealth v1/v1beta1/v1alpha1; `<registry-dir>/<driver>-reg.sock` serves only
 Registration and is created last, because the kubelet dials the endpoint as soon as it sees the
 registration socket. Stale sockets from a crashed predecessor are removed at start (only if they
-are sockets) and ours on shutdown. Sockets are 0600 in 0700-or-stricter directories we create.
+are sockets) and ours on shutdown. Sockets are 0600 (created under umask 077); directories we create are 0750.
 `stop()` closes the registration socket first, then drains in-flight DRA calls (grace period).
 """
 
