@@ -25,15 +25,15 @@ _UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "fake-dra.example.com")
 
 
 def is_dns_label(name: str) -> bool:
-    return len(name) <= DNS_LABEL_MAX and bool(_DNS_LABEL_RE.match(name))
+    return len(name) <= DNS_LABEL_MAX and bool(_DNS_LABEL_RE.fullmatch(name))
 
 
 def is_dns_subdomain(name: str, max_len: int = 253) -> bool:
-    return len(name) <= max_len and bool(_DNS_SUBDOMAIN_RE.match(name))
+    return len(name) <= max_len and bool(_DNS_SUBDOMAIN_RE.fullmatch(name))
 
 
 def is_c_identifier(name: str) -> bool:
-    return bool(_C_IDENTIFIER_RE.match(name))
+    return bool(_C_IDENTIFIER_RE.fullmatch(name))
 
 
 def profile_label(profile: str) -> str:

@@ -36,7 +36,7 @@ _RESOURCE_RE = re.compile(r"^[a-z0-9]+$")
 
 
 def _check_segment(value: str, what: str, pattern: re.Pattern[str]) -> str:
-    if not isinstance(value, str) or not pattern.match(value) or value in (".", ".."):
+    if not isinstance(value, str) or not pattern.fullmatch(value) or value in (".", ".."):
         raise InputError(f"local store: invalid {what} {value!r}")
     return value
 

@@ -39,7 +39,7 @@ def test_missing_and_hostile_names(tmp_path):
     store = ObjectStore(tmp_path)
     with pytest.raises(NotFoundError, match="resourceclaims default/nope"):
         store.get("resourceclaims", "default", "nope")
-    for bad in ("../etc", "a/b", "", "A"):
+    for bad in ("../etc", "a/b", "", "A", "c1\n"):
         with pytest.raises(InputError, match="invalid name"):
             store.get("resourceclaims", "default", bad)
     with pytest.raises(InputError, match="invalid namespace"):

@@ -10,6 +10,7 @@ from driver.errors import InputError
 from driver.model.quantity import format_quantity, parse_quantity
 from driver.slices.names import (
     is_dns_label,
+    is_dns_subdomain,
     mbps_quantity,
     mib_quantity,
     parse_size,
@@ -68,3 +69,9 @@ def test_parse_size(text, value):
 def test_parse_size_rejects_garbage_naming_the_field(text):
     with pytest.raises(InputError, match="slices.someStep"):
         parse_size(text, "slices.someStep")
+
+
+def test_trailing_newline_is_not_a_valid_name():
+    # `$` in re.match accepts "x\n"; names flow into file names and API objects, so match the whole string.
+    assert is_dns_label("gpu-0") and not is_dns_label("gpu-0\n")
+    assert is_dns_subdomain("fake-dra.example.com") and not is_dns_subdomain("fake-dra.example.com\n")
