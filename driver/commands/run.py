@@ -65,7 +65,8 @@ def _crash_hook():
 def _claim_source(args: argparse.Namespace, deadline_s: float) -> Any:
     """API server when configured (--kubeconfig, or in-cluster without --store), else the local store."""
     if args.kubeconfig or (common.in_cluster() and not args.store):
-        from driver.kube.claims import KubeClaimSource, load_api_client
+        from driver.kube.claims import KubeClaimSource
+        from driver.kube.rawapi import load_api_client
 
         api = load_api_client(args.kubeconfig)
         log.info("reading claims from the API server", extra={"kubeconfig": args.kubeconfig or "in-cluster"})

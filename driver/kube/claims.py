@@ -17,10 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 import urllib3
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from driver.errors import ConfigError, FakeDraError, NotFoundError
+from driver.errors import FakeDraError, NotFoundError
 
 log = logging.getLogger("fake-dra.kube")
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -28,19 +28,6 @@ RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
 class ApiUnavailableError(FakeDraError):
     """The API server could not be reached (or kept failing) within the retry deadline."""
-
-
-def load_api_client(kubeconfig: str | None) -> client.ApiClient:
-    """ApiClient from a kubeconfig file, else the in-cluster service account."""
-    try:
-        if kubeconfig:
-            return config.new_client_from_config(config_file=kubeconfig)
-        cfg = client.Configuration()
-        config.load_incluster_config(client_configuration=cfg)
-        return client.ApiClient(cfg)
-    except (config.ConfigException, OSError, ValueError) as exc:
-        where = kubeconfig or "in-cluster service account"
-        raise ConfigError(f"cannot load Kubernetes client configuration from {where}: {exc}") from None
 
 
 class KubeClaimSource:

@@ -196,7 +196,7 @@ def test_socket_path_over_af_unix_limit_is_a_clear_error(make_plugin):
 def test_bad_kubeconfig_is_a_clear_error(make_plugin):
     plugin = make_plugin(extra_args=("--kubeconfig", "/nonexistent/kubeconfig"))
     assert plugin.spawn().wait(30) == 2
-    assert "cannot load Kubernetes client configuration from /nonexistent/kubeconfig" in plugin.log_text()
+    assert "--kubeconfig /nonexistent/kubeconfig: cannot load Kubernetes client configuration" in plugin.log_text()
     plugin.proc = None
 
 
