@@ -38,7 +38,8 @@ def add_features(parser: argparse.ArgumentParser) -> None:
         parser,
         "--features",
         None,
-        "feature gates G=true|false,... using upstream names (overrides detection; default all on)",
+        "feature gates G=true|false,... using Kubernetes 1.37 names (overrides detection; default: every gate "
+        "on except DRASharedConsumableCapacity, which 1.37 does not have)",
     )
 
 

@@ -83,7 +83,7 @@ class KindBackend:
             return "flips feature gates, which a running cluster cannot do"
         # valueFrom (DRASharedConsumableCapacity) is not in 1.37; scenarios that need it are local only.
         differ = [g for g, on in scenario.features.as_gates().items()
-                  if g != "DRASharedConsumableCapacity" and on != self.features.as_gates()[g]]
+                  if g != "DRASharedConsumableCapacity" and on != self.features.enabled(g)]
         if differ:
             return f"needs gates {', '.join(differ)} set differently from the kind cluster"
         return None

@@ -37,6 +37,7 @@ from driver.errors import AllocationError, InputError, NotFoundError
 from driver.features import Features
 from driver.hardware import load_catalog
 from driver.plugin.client import ClaimResult
+from driver.publish.backend import LocalGateConfig
 from driver.slices import render_pool
 from driver.store.objectstore import ObjectStore
 
@@ -130,6 +131,7 @@ class LocalBackend:
         for dc in device_classes(self.driver_name):
             self.store.create("deviceclasses", dc)
         self.features = scenario.features
+        LocalGateConfig.write(self.dirs.store, self.features)  # the simulated control plane's gates
         self.pods: dict[str, _Pod] = {}
         self.podgroups: dict[str, str] = {}
         self.prepared: dict[str, _Prepared] = {}  # claim uid -> kubelet record
@@ -392,6 +394,7 @@ class LocalBackend:
 
     def set_gates(self, gates: Mapping[str, bool]) -> Observation:
         self.features = self.features.with_gates(gates)
+        LocalGateConfig.write(self.dirs.store, self.features)
         self.client = self.plugin.restart("TERM", self.features)
         self._wait_for_pool()
         return Observation(notes=[f"gates now {self.features}"])

@@ -23,12 +23,13 @@ from typing import Any, Protocol, runtime_checkable
 import yaml
 
 from driver.errors import ConfigError, ConflictError, NotFoundError
-from driver.features import GATE_FIELDS
+from driver.features import Features, KNOWN_GATES, unknown_gate_error
 from driver.kube.allocated import allocated_from_claims
 from driver.publish.fields import DETECTED_GATES, gates_used, strip_disabled
 from driver.store.objectstore import ObjectStore
 
 log = logging.getLogger("fake-dra.publish")
+_DEFAULTS = Features()
 
 SLICES = "resourceslices"
 GATE_CONFIG_FILE = "featuregates.yaml"
@@ -77,12 +78,24 @@ class LocalGateConfig:
     apiserver: {DRADeviceCompatibilityGroups: false}   # fields of off gates are stripped on write
     scheduler: {DRADeviceCompatibilityGroups: false}   # what `kubernetes_feature_enabled` would say
     ```
-    Gates not listed are on. A missing file means every gate on in both components.
+    Gates not listed take `Features()`'s default: on, except `DRASharedConsumableCapacity`, which a
+    1.37 control plane does not have. A missing file means those defaults in both components.
     """
 
     apiserver: Mapping[str, bool] = field(default_factory=dict)
     scheduler: Mapping[str, bool] = field(default_factory=dict)
     path: Path | None = None
+
+    @staticmethod
+    def write(store_root: str | Path, features: Features) -> Path:
+        """Make the simulated apiserver and scheduler have `features`' detected gates (both alike)."""
+        from driver.fsutil import atomic_write
+
+        gates = {g: features.enabled(g) for g in DETECTED_GATES}
+        path = Path(store_root) / GATE_CONFIG_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, yaml.safe_dump({"apiserver": gates, "scheduler": gates}, sort_keys=False).encode(), 0o644)
+        return path
 
     @classmethod
     def load(cls, store_root: str | Path) -> LocalGateConfig:
@@ -106,8 +119,8 @@ class LocalGateConfig:
             if not isinstance(gates, Mapping):
                 raise ConfigError(f"{path}: {section} must map gate names to true/false")
             for gate, value in gates.items():
-                if gate not in GATE_FIELDS:
-                    raise ConfigError(f"{path}: {section}.{gate}: unknown feature gate (known: {', '.join(sorted(GATE_FIELDS))})")
+                if gate not in KNOWN_GATES:
+                    raise ConfigError(str(unknown_gate_error(gate, f"{path}: {section}.{gate}")))
                 if not isinstance(value, bool):
                     raise ConfigError(f"{path}: {section}.{gate}: expected true or false, got {value!r}")
             sections[section] = dict(gates)
@@ -115,10 +128,10 @@ class LocalGateConfig:
 
     def disabled(self, component: str) -> set[str]:
         gates = self.apiserver if component == "apiserver" else self.scheduler
-        return {g for g in DETECTED_GATES if gates.get(g, True) is False}
+        return {g for g in DETECTED_GATES if gates.get(g, _DEFAULTS.enabled(g)) is False}
 
     def scheduler_gates(self) -> dict[str, bool]:
-        return {g: bool(self.scheduler.get(g, True)) for g in DETECTED_GATES}
+        return {g: bool(self.scheduler.get(g, _DEFAULTS.enabled(g))) for g in DETECTED_GATES}
 
 
 class StoreSliceBackend:

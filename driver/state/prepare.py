@@ -72,7 +72,7 @@ class DeviceState:
         self._version = self._written = self._synced = 0
         self._dirty: set[str] = set()  # claim UIDs changed since the last checkpoint encode
         # Revalidation is strict regardless of the scheduler's gates: that is its point.
-        self._features = Features()
+        self._features = Features.all_on()
         checkpoint.ensure_dir()
         cdi.ensure_root()
         self._lock_fd = os.open(checkpoint.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)

@@ -8,6 +8,7 @@ import pytest
 
 from driver.allocator import Allocator, allocate_claims
 from driver.errors import AllocationError, InputError
+from driver.features import Features
 
 CLASS = {"kind": "DeviceClass", "metadata": {"name": "c"}, "spec": {}}
 
@@ -126,7 +127,7 @@ def test_existing_claim_with_bad_consumed_counters():
     old["status"] = {"allocation": {"devices": {"results": [
         {"request": "r", "driver": "d.example.com", "pool": "p", "device": "x", "consumedCounters": [{"counters": {}}]}]}}}
     with pytest.raises(InputError, match=r"results\[0\].consumedCounters\[0\].counterSet: required"):
-        allocate_claims([CLASS, counters, devs, old], node="n")
+        allocate_claims([CLASS, counters, devs, old], node="n", features=Features.all_on())
 
 
 def test_all_mode_on_invalid_pool_is_an_error():

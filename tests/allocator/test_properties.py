@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from driver.allocator import Allocator
 from driver.errors import AllocationError
+from driver.features import Features
 
 DRIVER = "p.example.com"
 GROUPS = ["g1", "g2", "g3"]
@@ -186,7 +187,7 @@ def _vf_objects(n_vfs, total, step):
 @given(st.integers(1, 4), st.integers(1, 12), st.sampled_from([None, 1, 2, 3]), st.lists(st.integers(1, 7), min_size=1, max_size=6))
 def test_value_from_never_exceeds_the_shared_counter(n_vfs, total, step, asks):
     slices, classes = _vf_objects(n_vfs, total, step)
-    alloc = Allocator(slices=slices, classes=classes, node="n")
+    alloc = Allocator(slices=slices, classes=classes, node="n", features=Features.all_on())
     used, vfs_used = 0, 0
     for i, ask in enumerate(asks):
         consumed = ask if not step else 1 + -(-(ask - 1) // step) * step  # round up from min 1 by step

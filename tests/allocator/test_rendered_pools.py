@@ -23,7 +23,7 @@ CLASS = {"metadata": {"name": "fake"}, "spec": {"selectors": [{"cel": {"expressi
 def dgx_slices(tmp_path_factory):
     root = tmp_path_factory.mktemp("dgx")
     make_sysfs("dgx-a100", root)
-    pool = render_pool(discover(root, load_catalog()), Features(), node_name="n1", driver_name=DRIVER)
+    pool = render_pool(discover(root, load_catalog()), Features.all_on(), node_name="n1", driver_name=DRIVER)
     return to_resource_slices(pool)
 
 
@@ -49,7 +49,7 @@ def test_pack_dgx_with_1g_mig_to_exhaustion(dgx_slices):
         for i in range(100):
             allocations.extend(alloc.allocate([claim(f"c{i}", selector)]))
     assert len(allocations) == 8 * 7  # seven 1g.5gb instances per A100-40GB
-    assert validate_combination(dgx_slices, placed(allocations), Features()) == []
+    assert validate_combination(dgx_slices, placed(allocations), Features.all_on()) == []
 
 
 def test_mig_then_timeshare_on_one_gpu_is_blocked_by_groups(dgx_slices):
@@ -61,10 +61,10 @@ def test_mig_then_timeshare_on_one_gpu_is_blocked_by_groups(dgx_slices):
 
 
 def test_vf_bandwidth_exhausts_the_pf_budget(dgx_slices):
-    alloc = Allocator(slices=dgx_slices, classes=[CLASS], node="n1")
+    alloc = Allocator(slices=dgx_slices, classes=[CLASS], node="n1", features=Features.all_on())
     selector = f"{attr('type')} == 'vf' && {attr('pfInterface')} == 'enp12s0np0'"
     results = [alloc.allocate([claim(f"v{i}", selector, capacity={"requests": {"bandwidth": "60G"}})])[0] for i in range(3)]
     assert {r["devices"]["results"][0]["consumedCounters"][0]["counters"]["bandwidth"]["value"] for r in results} == {"60G"}
     with pytest.raises(AllocationError, match="counters exhausted on counter set nic-0-counters"):
         alloc.allocate([claim("v3", selector, capacity={"requests": {"bandwidth": "60G"}})])
-    assert validate_combination(dgx_slices, placed(results), Features()) == []
+    assert validate_combination(dgx_slices, placed(results), Features.all_on()) == []

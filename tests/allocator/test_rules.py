@@ -102,9 +102,9 @@ def test_unknown_device():
 def test_value_from_uses_recorded_consumption_per_share():
     rec = lambda amount: ({"counterSet": "gpu-0", "counters": {"bw": {"value": amount}}},)
     ok = [place("vf-0", claim="a", consumed=rec("6G"), share="1"), place("vf-0", claim="b", consumed=rec("4G"), share="2")]
-    assert validate_combination(slices(), ok, Features()) == []
+    assert validate_combination(slices(), ok, Features.all_on()) == []
     bad = ok + [place("vf-0", claim="c", consumed=rec("1"), share="3")]
-    v = validate_combination(slices(), bad, Features())
+    v = validate_combination(slices(), bad, Features.all_on())
     assert [x.kind for x in v] == ["counters"] and "bw" in v[0].message
     # A gate-off scheduler does not account valueFrom at all.
     assert validate_combination(slices(), bad, Features(shared_consumable_capacity=False)) == []
@@ -115,20 +115,20 @@ def test_only_newest_generation_counts():
     new = slices(groups_vgpu=("mig",))
     for s in new:
         s["spec"]["pool"]["generation"] = 2
-    assert validate_combination(old + new, [place("mig-0"), place("vgpu-0")], Features()) == []
+    assert validate_combination(old + new, [place("mig-0"), place("vgpu-0")], Features.all_on()) == []
 
 
 def test_bad_slice_quantity_names_the_field():
     s = slices()
     s[0]["spec"]["sharedCounters"][0]["counters"]["sm"]["value"] = "lots"
     with pytest.raises(InputError, match=r"ResourceSlice n1-counters: spec.sharedCounters\[0\].counters\[sm\].value"):
-        validate_combination(s, [], Features())
+        validate_combination(s, [], Features.all_on())
 
 
 def test_bad_recorded_consumption_names_the_claim():
     bad = ({"counterSet": "gpu-0", "counters": {"bw": {"value": "x"}}},)
     with pytest.raises(InputError, match="claim c"):
-        validate_combination(slices(), [place("vf-0", consumed=bad)], Features())
+        validate_combination(slices(), [place("vf-0", consumed=bad)], Features.all_on())
 
 
 def test_group_intersection_rolls():

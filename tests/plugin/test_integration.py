@@ -47,7 +47,7 @@ def test_prepare_and_unprepare_claims_allocated_by_the_reference_allocator(make_
     plugin = make_plugin()
     client = plugin.start()
     mig = plugin.allocate("mig", [request("gpu", "mig")])
-    vf = plugin.allocate("vf", [request("net", "vf", capacity={"requests": {"bandwidth": "25G"}})])
+    vf = plugin.allocate("vf", [request("net", "vf", capacity={"requests": {"bandwidth": "10G"}})])
     ts = plugin.allocate("ts", [request("gpu", "timeshare")])
     out = client.prepare([mig, vf, ts])
     assert {uid: r.error for uid, r in out.items()} == {mig[2]: "", vf[2]: "", ts[2]: ""}

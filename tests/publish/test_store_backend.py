@@ -114,7 +114,7 @@ def test_store_simulates_apiserver_stripping_and_probe(local, store):
     assert report.gates[SHARED_CONSUMABLE].apiserver is False
     assert "local store dry-run" in report.gates[SHARED_CONSUMABLE].apiserver_source
     # a write carrying the field loses it, and reconcile reports it as dropped
-    stats = reconcile(local, render(small()), node_name=NODE, driver_name=DRIVER)
+    stats = reconcile(local, render(small(), Features.all_on()), node_name=NODE, driver_name=DRIVER)
     assert SHARED_CONSUMABLE in stats.dropped_gate_names()
 
 
@@ -148,3 +148,19 @@ def test_allocated_devices_from_store_claims(local, store):
                                 {"driver": "other", "pool": NODE, "device": "gpu-1", "request": "r"}]}}}})
     store.create("resourceclaims", {"metadata": {"name": "pending", "namespace": "ns2"}})
     assert local.allocated_devices(DRIVER, NODE) == {"gpu-0"}
+
+
+def test_without_a_gate_file_the_local_control_plane_is_a_1_37_one(local, store):
+    # KEP-5941 is not a 1.37 gate: a valueFrom slice loses the field, every other gate is on.
+    det = make_detector(local, node_name=NODE, driver_name=DRIVER)
+    assert det.detect().features == Features()
+    stats = reconcile(local, render(small(), Features.all_on()), node_name=NODE, driver_name=DRIVER)
+    assert stats.dropped_gate_names() == {SHARED_CONSUMABLE}
+
+
+def test_gate_file_written_for_a_scenario_is_read_back(local, store):
+    wanted = Features(compatibility_groups=False, shared_consumable_capacity=True)
+    LocalGateConfig.write(store.root, wanted)
+    cfg = LocalGateConfig.load(store.root)
+    assert cfg.disabled("apiserver") == cfg.disabled("scheduler") == {GROUPS}
+    assert make_detector(local, node_name=NODE, driver_name=DRIVER).detect().features == wanted

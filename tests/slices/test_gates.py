@@ -18,7 +18,7 @@ DRIVER = "fake-dra.example.com"
 NO_GROUPS = Features(compatibility_groups=False)
 
 
-def render(features=Features(), inventory=None, config=None):
+def render(features=Features.all_on(), inventory=None, config=None):
     cfg = SliceConfig.from_dict(config)
     return render_pool(inventory or demo_like(), features, node_name="node-1", driver_name=DRIVER, config=cfg)
 

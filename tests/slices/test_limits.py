@@ -10,7 +10,7 @@ from builders import demo_like
 from driver.features import Features
 from driver.slices import check_pool, render_pool
 
-POOL = render_pool(demo_like(), Features(), node_name="node-1", driver_name="fake-dra.example.com")
+POOL = render_pool(demo_like(), Features.all_on(), node_name="node-1", driver_name="fake-dra.example.com")
 
 
 def specs():

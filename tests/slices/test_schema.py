@@ -53,7 +53,7 @@ def test_rendered_slices_validate_strictly(name, gates):
 
 
 def test_value_from_shape_is_not_in_the_137_schema():
-    pool = render_pool(Inventory(nics=(nic(0),)), Features(), node_name="n1", driver_name="fake-dra.example.com")
+    pool = render_pool(Inventory(nics=(nic(0),)), Features.all_on(), node_name="n1", driver_name="fake-dra.example.com")
     objects = to_resource_slices(pool)
     with pytest.raises(kubernetes_validate.ValidationError):
         validate_all(objects)

@@ -40,7 +40,7 @@ def demo_pool(demo_sysfs: Path):
     from driver.hardware import load_catalog
     from driver.slices import render_pool
 
-    return render_pool(discover(demo_sysfs, load_catalog()), Features(), node_name=NODE, driver_name=DRIVER)
+    return render_pool(discover(demo_sysfs, load_catalog()), Features.all_on(), node_name=NODE, driver_name=DRIVER)
 
 
 @dataclass
