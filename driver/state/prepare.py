@@ -382,18 +382,29 @@ class DeviceState:
             try:
                 self._cdi.write(ref, devs)
                 ok.append((ref, devs))
-            except OSError as exc:
-                self._cdi.remove(ref.uid)
+            except Exception as exc:  # noqa: BLE001 - whatever it is, this claim only
+                if not isinstance(exc, OSError):
+                    log.exception("writing a CDI spec failed unexpectedly", extra={"claim": ref.uid})
                 failed.append(ref)
                 results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: writing CDI spec: {exc}")
         self._crash("prepare-cdi-written")
+        # Roll back in an order that cannot fail halfway: first the records (memory only), so a
+        # failed claim reserves nothing whatever the disk does; then, best effort, any spec an
+        # earlier attempt left (a read-only CDI root refuses even to unlink a missing file).
         with self._lock:
             for ref, devs in ok:
                 self._set_entry(ref.uid, ClaimEntry(ref, COMPLETED, self._store.boot_id, devs))
             for ref in failed:
                 self._set_entry(ref.uid, before[ref.uid])
             self._version += 1
-            return ok, self._version
+            version = self._version
+        for ref in failed:
+            try:
+                self._cdi.remove(ref.uid)
+            except OSError as exc:
+                log.warning("cannot remove the CDI spec of a claim whose preparation failed",
+                            extra={"claim": ref.uid, "error": str(exc)})
+        return ok, version
 
     # -- unprepare ------------------------------------------------------------------------
 
