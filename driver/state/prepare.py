@@ -101,8 +101,9 @@ class DeviceState:
             return cp
         cp = Checkpoint()
         for ref, devices in self._cdi.read_prepared():
-            # Boot ID unknown: the next prepare of such a claim redoes it, which is harmless.
-            cp.claims[ref.uid] = ClaimEntry(ref, COMPLETED, "", devices)
+            # Recorded as prepared in this boot: an empty boot ID would never match a later boot,
+            # so the entry would survive every reboot and keep its devices reserved.
+            cp.claims[ref.uid] = ClaimEntry(ref, COMPLETED, self._store.boot_id, devices)
         self._store.save(cp)
         log.warning("rebuilt checkpoint from CDI specs", extra={"claims": len(cp.claims)})
         return cp
