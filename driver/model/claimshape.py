@@ -24,21 +24,21 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _mapping(obj: Mapping[str, Any], key: str, where: str, required: bool = False) -> Mapping[str, Any]:
+def _mapping(obj: Mapping[str, Any], key: str, where: str, path: str = "", required: bool = False) -> Mapping[str, Any]:
     value = obj.get(key)
     if value is None and not required:
         return {}
     if not isinstance(value, Mapping):
-        raise InputError(f"{where}.{key}: expected an object, got {_shown(value)}")
+        raise InputError(f"{where}: {path}{key}: expected an object, got {_shown(value)}")
     return value
 
 
-def _list(obj: Mapping[str, Any], key: str, where: str) -> list[Any]:
+def _list(obj: Mapping[str, Any], key: str, where: str, path: str) -> list[Any]:
     value = obj.get(key)
     if value is None:
         return []
     if not isinstance(value, list):
-        raise InputError(f"{where}.{key}: expected a list, got {_shown(value)}")
+        raise InputError(f"{where}: {path}{key}: expected a list, got {_shown(value)}")
     return value
 
 
@@ -60,11 +60,11 @@ def check_claim_shape(obj: Any, namespace: str, name: str) -> dict[str, Any]:
             raise InputError(f"{where}: metadata.{key} is {_shown(meta.get(key))}, not {wanted!r}")
     _mapping(obj, "spec", where)
     status = _mapping(obj, "status", where)
-    allocation = _mapping(status, "allocation", f"{where}: status")
-    devices = _mapping(allocation, "devices", f"{where}: status.allocation")
-    at = f"{where}: status.allocation.devices"
+    allocation = _mapping(status, "allocation", where, "status.")
+    devices = _mapping(allocation, "devices", where, "status.allocation.")
+    path = "status.allocation.devices."
     for key in ("results", "config"):
-        for i, item in enumerate(_list(devices, key, at)):
+        for i, item in enumerate(_list(devices, key, where, path)):
             if not isinstance(item, Mapping):
-                raise InputError(f"{at}.{key}[{i}]: expected an object, got {_shown(item)}")
+                raise InputError(f"{where}: {path}{key}[{i}]: expected an object, got {_shown(item)}")
     return obj
