@@ -182,6 +182,10 @@ class DeviceState:
         for ref in _dedupe(refs, results, PrepareResult):
             try:
                 _check_ref(ref)
+            except FakeDraError as exc:  # the names are not trusted yet: shown shortened
+                results[ref.uid] = PrepareResult(error=f"claim {_short(ref.namespace)}/{_short(ref.name)}: {exc}")
+                continue
+            try:
                 fetched.append((ref, self._fetch(ref)))
             except FakeDraError as exc:
                 results[ref.uid] = PrepareResult(error=str(exc))
@@ -340,7 +344,10 @@ class DeviceState:
                     return None
                 raise PrepareError(f"{where}: device {name} of pool {pool_name} is not in the current inventory")
             types.append(str(attr(devices[name], "type", self.driver_name) or ""))
-        configs = configs_for_results(alloc.get("config"), self.driver_name, mine, types)
+        try:
+            configs = configs_for_results(alloc.get("config"), self.driver_name, mine, types)
+        except PrepareError as exc:
+            raise PrepareError(f"{where}: {exc}") from None
         prepared: list[PreparedDevice] = []
         for i, r, cfg in zip(positions, mine, configs, strict=True):
             name = r["device"]
