@@ -13,7 +13,7 @@ import uuid
 from fractions import Fraction
 
 from driver.errors import InputError
-from driver.model.quantity import format_quantity, parse_quantity, preview
+from driver.model.quantity import format_quantity, parse_quantity
 
 DNS_LABEL_MAX = 63
 _DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
