@@ -157,7 +157,9 @@ class PlacedIndex:
             violations = validate_combination(self._subset(slices, relevant, sets), others + new, features)
         except InputError as exc:  # e.g. an unparsable consumedCounters quantity in the allocation
             raise PrepareError(f"claim {ref.namespace}/{ref.name}: cannot revalidate: {exc}") from None
-        mine = [v for v in violations if any(d.rsplit("/", 1)[-1] in names for d in v.devices)]
+        # "recorded" violations belong to placements already prepared (this claim's records were
+        # checked strictly above); they charged nothing and must not block this claim.
+        mine = [v for v in violations if v.kind != "recorded" and any(d.rsplit("/", 1)[-1] in names for d in v.devices)]
         if mine:
             detail = "; ".join(v.message for v in mine)
             raise PrepareError(f"claim {ref.namespace}/{ref.name}: preparation-time revalidation failed: {detail}")

@@ -125,3 +125,27 @@ def test_a_bad_record_already_prepared_charges_nothing_and_is_reported(demo_pool
     # a policy violation of an earlier placement is charged as recorded, not refused again
     off_step = [PlacedDevice("old", "r", DRIVER, NODE, "nic-0-vf-0", consumed_counters=tuple(_bw("150M")))]
     assert validate_combination(demo_pool.slices, off_step, Features.all_on()) == []
+
+
+def test_a_bad_record_in_the_checkpoint_does_not_block_the_shared_device(env):
+    """A checkpoint written before records were checked may hold a bad one: it charges nothing
+    and must not refuse the next share of the same device."""
+    from driver.state.checkpoint import COMPLETED, Checkpoint, ClaimEntry
+    from driver.state.types import ClaimRef, PreparedDevice
+
+    old = ClaimRef("default", "old", "old-uid")
+    bad = ({"counterSet": "gpu-0-counters", "counters": {"multiprocessors": {"value": "-54"}}},)
+    cp = Checkpoint()
+    cp.claims[old.uid] = ClaimEntry(old, COMPLETED, env.boot_id, [PreparedDevice(
+        ("r",), NODE, "gpu-0-timeslicing", ("x",), consumed_counters=bad, share_id="s0")])
+    env.state().close()  # creates the directories
+    env.states.clear()
+    from driver.state.checkpoint import CheckpointStore
+    CheckpointStore(env.state_dir, driver_name=DRIVER, node_name=NODE, boot_id=env.boot_id).save(cp)
+    st = env.state()
+    assert set(st.prepared()) == {old.uid}
+    share = env.claims.add("share", [result("gpu-0-timeslicing", shareID="s1")])
+    assert st.prepare([share])[share.uid].error == ""
+    # the negative record did not hand back gpu-0's multiprocessors: the full GPU still does not fit
+    full = env.claims.add("full", [result("gpu-0")])
+    assert "counters exhausted on counter set gpu-0-counters" in st.prepare([full])[full.uid].error
