@@ -25,18 +25,26 @@ RUN /opt/fake-dra/bin/pip install --require-hashes --no-deps --only-binary :all:
 COPY pyproject.toml README.md /src/
 COPY driver /src/driver
 # fake-dra itself, built from the source tree with the locked build tools (no index, no
-# dependencies); then the build tools and pip leave the venv, and it is checked to be complete.
+# dependencies); the build tools leave the venv and `pip check` proves the rest complete.
+# Then the asyncio twin of the Kubernetes client goes: kubernetes >= 37 ships kubernetes.aio (68
+# of its 126 MB) and requires aiohttp for it, but fake-dra uses only the synchronous client
+# (driver.kube). Removed: kubernetes/aio and the packages only aiohttp needs (tests/deploy keeps
+# this list equal to what requirements.lock says only aiohttp brings, and driver/ free of both).
+# Last, pip leaves, and everything fake-dra imports must still import.
 WORKDIR /src
 RUN sed -n 's/==.*//p' requirements.lock > /tmp/runtime.txt \
  && { sed -n 's/==.*//p' requirements-build.lock | grep -vxF -f /tmp/runtime.txt > /tmp/build-only.txt || true; } \
  && /opt/fake-dra/bin/pip install --no-index --no-deps --no-build-isolation /src \
  && /opt/fake-dra/bin/pip uninstall --yes -r /tmp/build-only.txt \
  && /opt/fake-dra/bin/pip check \
+ && /opt/fake-dra/bin/pip uninstall --yes aiohttp aiohttp-retry aiohappyeyeballs aiosignal attrs frozenlist multidict propcache yarl \
+ && rm -r /opt/fake-dra/lib/python3*/site-packages/kubernetes/aio \
  && /opt/fake-dra/bin/pip uninstall --yes pip \
  && rm -f /opt/fake-dra/bin/activate* \
  && /opt/fake-dra/bin/fake-dra --help >/dev/null \
- && /opt/fake-dra/bin/python -c "import driver.plugin.server, driver.kube.rawapi, driver.celexpr, pyudev" \
- && for m in pip setuptools wheel grpc_tools; do \
+ && /opt/fake-dra/bin/python -c "import kubernetes, driver.kube.claims, driver.kube.slices, driver.kube.e2e_client" \
+ && /opt/fake-dra/bin/python -c "import driver.commands.run, driver.plugin.server, driver.celexpr, driver.discovery.udev, pyudev" \
+ && for m in pip setuptools wheel grpc_tools aiohttp kubernetes.aio; do \
       ! /opt/fake-dra/bin/python -c "import $m" 2>/dev/null || { echo "runtime venv still has $m" >&2; exit 1; }; \
     done
 
