@@ -165,10 +165,10 @@ def _wait(what: str, fn, timeout: float) -> Any:
         except Exception as exc:  # noqa: BLE001 - retried until the deadline, then reported
             last = exc
         time.sleep(0.2)
-    raise SmokeError(f"timed out after {timeout:.0f}s waiting for {what}" + (f": {last}" if last else ""))
+    raise SmokeError(f"timed out after {timeout:g}s waiting for {what}" + (f": {last}" if last else ""))
 
 
-def check(work: Path, node: str, driver: str = DEFAULT_DRIVER_NAME) -> None:
+def check(work: Path, node: str, driver: str = DEFAULT_DRIVER_NAME, wait_s: float = 60.0) -> None:
     from driver.allocator import Allocator
     from driver.e2e.manifests import device_classes
     from driver.features import Features
@@ -180,7 +180,7 @@ def check(work: Path, node: str, driver: str = DEFAULT_DRIVER_NAME) -> None:
     plugins = host / "var/lib/kubelet/plugins"
     cdi = host / "var/run/cdi"
     reg_sock = registry / f"{driver}-reg.sock"
-    _wait(f"registration socket {reg_sock}", reg_sock.exists, 60)
+    _wait(f"registration socket {reg_sock}", reg_sock.exists, wait_s)
 
     # Registration as the kubelet does it; the endpoint is the path inside the container, which
     # the DaemonSet's hostPath makes the same on the node. Here it maps to the bind-mounted dir.
