@@ -93,6 +93,7 @@ class _Parsed:
 
     def finish(self) -> argparse.Namespace:
         _envflags.finish(self._binding, self.args, self.argv)  # InputError naming a bad variable
+        self.from_variables = _envflags.from_variables(self._binding, self.args, self.argv)
         return self.args
 
 
@@ -125,16 +126,18 @@ def _silence_stdout() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = "fake-dra"
+    sources: dict[str, str] = {}
     try:
         parsed = _Parsed(argv)
         command = f"fake-dra {parsed.args.command}"
         args = parsed.finish()
+        sources = parsed.from_variables
         configure_logging(args.log_level, args.log_format)
         return int(args.func(args) or 0)
     except SystemExit as exc:  # argparse: usage error (2), --help / --version (0)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_BAD_INPUT)
     except FakeDraError as exc:
-        print(f"{command}: {exc}", file=sys.stderr)
+        print(f"{command}: {_envflags.name_variables(str(exc), sources)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)

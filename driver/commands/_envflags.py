@@ -10,8 +10,9 @@ Rules (docs/cli.md):
   over other fallbacks (`NODE_NAME`, `KUBECONFIG`) and the built-in default. Empty means unset.
 - On/off flags take 1/true/yes/on or 0/false/no/off (any case); anything else is an error.
 - Repeatable flags (`--scenario`) take a comma- or space-separated list.
-- A variable is checked only for the command being run: `FAKE_DRA_OUTPUT=yaml` suits `slices` and
-  is an error only when running a command whose `--output` has no `yaml`.
+- A variable is checked only for the command being run, and only when the command line does not
+  give the flag: `FAKE_DRA_OUTPUT=yaml` suits `slices` and is an error only when running a command
+  whose `--output` has no `yaml` without `-o`.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ class Binding:
     """What `bind` did, so `finish` can report errors for the command actually run."""
 
     bound: dict[str, list[Bound]] = field(default_factory=dict)
-    problems: dict[str, list[str]] = field(default_factory=dict)
+    problems: dict[str, list[tuple[argparse.Action, str]]] = field(default_factory=dict)
     groups: dict[str, list[argparse._MutuallyExclusiveGroup]] = field(default_factory=dict)
 
 
@@ -138,7 +139,7 @@ def bind(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> Binding
             try:
                 value = convert(action, raw, var)
             except InputError as exc:
-                out.problems.setdefault(name, []).append(str(exc))
+                out.problems.setdefault(name, []).append((action, str(exc)))
                 continue
             out.bound.setdefault(name, []).append(Bound(action, var, action.default))
             action.default = value
@@ -156,12 +157,30 @@ def _on_command_line(action: argparse.Action, argv: Sequence[str]) -> bool:
     return False
 
 
+def from_variables(binding: Binding, args: argparse.Namespace, argv: Sequence[str]) -> dict[str, str]:
+    """Long flag -> variable, for the flags of the command run whose value came from a variable."""
+    out: dict[str, str] = {}
+    for name in ("", getattr(args, "command", None) or ""):
+        for b in binding.bound.get(name, []):
+            if not _on_command_line(b.action, argv):
+                out[next(o for o in b.action.option_strings if o.startswith("--"))] = b.var
+    return out
+
+
+def name_variables(message: str, sources: Mapping[str, str]) -> str:
+    """Add `(from FAKE_DRA_X)` to an error about a flag whose value came from FAKE_DRA_X, so a
+    value checked by the command (a PCI address, a positive duration) still names the variable."""
+    named = [var for flag, var in sources.items() if re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", message)]
+    return f"{message} (from {', '.join(named)})" if named else message
+
+
 def finish(binding: Binding, args: argparse.Namespace, argv: Sequence[str]) -> None:
     """After parsing: raise the first bad variable of the command run; let the command line win where
     argparse would otherwise merge it with the variable (repeatable flags, exclusive groups)."""
     for name in ("", getattr(args, "command", None) or ""):
-        if binding.problems.get(name):
-            raise InputError(binding.problems[name][0])
+        for action, problem in binding.problems.get(name, []):
+            if not _on_command_line(action, argv):  # given on the command line, the variable is unused
+                raise InputError(problem)
     for name in ("", getattr(args, "command", None) or ""):
         bound = binding.bound.get(name, [])
         for b in bound:

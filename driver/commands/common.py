@@ -128,8 +128,10 @@ def load_driver_config(path: str | None) -> dict:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"driver config {path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"driver config {path}: unreadable ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"driver config {path}: not UTF-8 text (byte at offset {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"driver config {path}: unreadable ({exc.strerror or exc})") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -317,6 +319,19 @@ def output_file(path: str | os.PathLike[str], flag: str) -> Path:
             raise InputError(f"{flag} {path}: cannot write it: {exc.strerror or exc}") from None
         return p
     _probe_writable(parent, flag, path)
+    return p
+
+
+def input_file(path: str | os.PathLike[str], flag: str) -> Path:
+    """A file the command reads (now or later, like a rotated token): it must exist and open."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{flag} {path}: is a directory; give a file")
+    try:
+        with open(p, "rb"):
+            pass
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: cannot read: {exc.strerror or exc}") from None
     return p
 
 

@@ -70,6 +70,11 @@ def backend_from_args(args: argparse.Namespace, *, write: bool = True) -> Any:
 def detector_from_args(args: argparse.Namespace, backend: Any, interval_s: float) -> Any:
     from driver.publish import make_detector
 
+    for flag in ("--metrics-token-file", "--metrics-ca-file"):
+        value = getattr(args, flag[2:].replace("-", "_"), None)
+        if value:
+            common.input_file(value, flag)  # a typo must not turn into "scheduler gates unknown"
+
     gate_interval = common.positive_seconds(args.gate_interval, "--gate-interval") if getattr(args, "gate_interval", None) else interval_s
     try:
         sched = parse_gates(args.scheduler_features) if getattr(args, "scheduler_features", None) else None
