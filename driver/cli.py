@@ -44,6 +44,23 @@ def version() -> str:
         return "unknown (not installed)"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the boundary's message shape: `fake-dra run: <what is wrong>` and where to look,
+    instead of a screenful of usage (a sub-command's usage runs to twenty lines)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: {message}\n(see '{self.prog} --help')\n")
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        # Unknown flags are found by the top-level parser; name the command they were given to.
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(ns, "command", None)
+            prog = f"{self.prog} {command}" if command else self.prog
+            self.exit(2, f"{prog}: unrecognized arguments: {' '.join(extras)}\n(see '{prog} --help')\n")
+        return ns
+
+
 def _log_level(value: str) -> str:
     return value.upper()
 
@@ -61,7 +78,7 @@ def add_global_flags(parser: argparse.ArgumentParser, *, on_command: bool) -> No
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="fake-dra",
         description="DRA driver and kubelet plugin for simulated or real GPUs and SR-IOV NICs. "
         "Every flag also reads FAKE_DRA_<FLAG> (see docs/cli.md).",
