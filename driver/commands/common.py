@@ -18,11 +18,6 @@ from driver.errors import InputError
 from driver.features import Features, parse_features
 
 
-def env_var(flag: str) -> str:
-    """The environment variable behind `--some-flag`: FAKE_DRA_SOME_FLAG."""
-    return "FAKE_DRA_" + flag.lstrip("-").replace("-", "_").upper()
-
-
 def add_flag(parser: argparse.ArgumentParser, flag: str, default: str | None, help: str, **kw) -> None:
     """A string flag (its FAKE_DRA_<FLAG> variable is added by the CLI for every flag)."""
     parser.add_argument(flag, default=default, help=help, **kw)

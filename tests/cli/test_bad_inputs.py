@@ -81,6 +81,7 @@ CASES = [
     Case(("gates", *NODE, "--store", "afile"), ("--store", "afile", "not a directory")),
     Case(("gates", *NODE, "--kubeconfig", "binary.yaml"), ("--kubeconfig", "binary.yaml")),
     Case(("gates", *NODE, "--store", "store"), ("FAKE_DRA_OUTPUT",), env={"FAKE_DRA_OUTPUT": "yaml"}),
+    Case(("gates", *NODE, "--store", "binary-store"), ("binary-store/featuregates.yaml", "not UTF-8")),
     Case(("gates", *NODE, "--store", "store", "--metrics-ca-file", "missing.pem",
           "--scheduler-metrics-url", "https://127.0.0.1:1/metrics"), ("--metrics-ca-file", "missing.pem")),
     # make-sysfs
@@ -155,6 +156,8 @@ def world(tmp_path_factory) -> Path:
     (root / "binary.yaml").write_bytes(b"kind: ResourceClaim\nmetadata: {name: \xff\xfe}\n")
     (root / "binary-scenarios").mkdir()
     (root / "binary-scenarios" / "x.yaml").write_bytes(b"name: \xff\n")
+    (root / "binary-store").mkdir()
+    (root / "binary-store" / "featuregates.yaml").write_bytes(b"apiserver: \xff\n")
     (root / "classes-only.yaml").write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: c}\n")
     return root
 
