@@ -67,7 +67,7 @@ def _link_name(path: str) -> str | None:
 
 
 @dataclass
-class _Found:
+class FoundFunction:
     """A PCI function that passed the basic checks, with where it lives."""
 
     pci: PciDevice
@@ -144,7 +144,7 @@ class SysfsReader:
 
     # --- PCI functions ---------------------------------------------------------------------------
 
-    def pci(self, address: str, link: str, *, candidates_only: bool = False) -> _Found | None:
+    def pci(self, address: str, link: str, *, candidates_only: bool = False) -> FoundFunction | None:
         """Read one PCI function. `candidates_only`: silently drop VFs (reached through their PF's
         virtfnN links instead) and classes we never publish (bridges, storage, ...) before reading
         more than `class` — most functions on a server are neither GPUs nor NICs."""
@@ -174,7 +174,7 @@ class SysfsReader:
         pcie_root = parts[0] if len(parts) > 1 and parts[0].startswith("pci") else None
         if pcie_root is None:
             self.warn(link, f"resolves to {real}, not below a devices/pciDDDD:BB root complex; pcieRoot unknown")
-        return _Found(
+        return FoundFunction(
             PciDevice(
                 address=address, vendor_id=vendor, device_id=device, class_code=klass,
                 numa_node=numa, pcie_root=pcie_root, sysfs_path=real, driver=driver,
@@ -195,12 +195,12 @@ class SysfsReader:
             return None
         return value if value >= 0 else None
 
-    def functions(self) -> dict[str, _Found]:
+    def functions(self) -> dict[str, FoundFunction]:
         bus = join(self.root, "bus", "pci", "devices")
         if not os.path.isdir(bus):
             self.warn(bus, "missing; no PCI devices discovered")
             return {}
-        found: dict[str, _Found] = {}
+        found: dict[str, FoundFunction] = {}
         try:
             names = sorted(os.listdir(bus))
         except OSError as exc:

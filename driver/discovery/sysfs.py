@@ -16,6 +16,7 @@ from driver.discovery import vgpu
 from driver.discovery.reader import (
     BDF,
     GPU_CLASSES,
+    FoundFunction,
     NETWORK_BASE_CLASS,
     NVIDIA_VENDOR,
     SysfsReader,
@@ -57,7 +58,7 @@ def discover(root: str | Path, catalog: HardwareCatalog) -> Inventory:
     return Inventory(gpus=tuple(gpus), nics=tuple(nics), warnings=tuple(walker.warnings))
 
 
-def _gpu(walker: SysfsReader, catalog: HardwareCatalog, item: _Found, index: int) -> Gpu | None:
+def _gpu(walker: SysfsReader, catalog: HardwareCatalog, item: FoundFunction, index: int) -> Gpu | None:
     pci, path = item.pci, item.path
     model = catalog.gpu(pci.device_id)
     if model is None:
@@ -79,7 +80,7 @@ def _gpu(walker: SysfsReader, catalog: HardwareCatalog, item: _Found, index: int
 
 
 def _nic(
-    walker: SysfsReader, catalog: HardwareCatalog, item: _Found, index: int
+    walker: SysfsReader, catalog: HardwareCatalog, item: FoundFunction, index: int
 ) -> NicPF | None:
     pci, path = item.pci, item.path
     what = f"NIC {pci.address}"
