@@ -7,7 +7,6 @@ live in driver.discovery.reader; this module decides what the functions it reads
 
 from __future__ import annotations
 
-import logging
 import os
 from os.path import join
 from pathlib import Path
@@ -28,8 +27,6 @@ from driver.model.inventory import Gpu, Inventory, NicPF, VirtualFunction
 
 __all__ = ["BDF", "discover", "read_attribute"]
 
-log = logging.getLogger("fake-dra.discovery")
-
 
 def discover(root: str | Path, catalog: HardwareCatalog) -> Inventory:
     """Inventory of the node whose sysfs is mounted at `root` (e.g. "/sys" or a fake tree).
@@ -44,6 +41,7 @@ def discover(root: str | Path, catalog: HardwareCatalog) -> Inventory:
     functions = walker.functions()
     gpus: list[Gpu] = []
     nics: list[NicPF] = []
+    ports: list[FoundFunction] = []
     # functions() already dropped VFs (they are reached through their PF's virtfnN links).
     for item in functions.values():
         pci = item.pci
@@ -52,9 +50,16 @@ def discover(root: str | Path, catalog: HardwareCatalog) -> Inventory:
             if gpu is not None:
                 gpus.append(gpu)
         elif pci.class_code >> 16 == NETWORK_BASE_CLASS:
+            if not os.path.lexists(join(item.path, "sriov_totalvfs")):
+                ports.append(item)
+                continue
             nic = _nic(walker, catalog, item, len(nics))
             if nic is not None:
                 nics.append(nic)
+    # Plain ports (no SR-IOV) are numbered after the SR-IOV PFs, so discovering them never renames an
+    # existing VF device (nic-N-vf-K); they are only published when the driver config opts them in.
+    for item in ports:
+        nics.append(_port(walker, catalog, item, len(nics)))
     return Inventory(gpus=tuple(gpus), nics=tuple(nics), warnings=tuple(walker.warnings))
 
 
@@ -84,9 +89,6 @@ def _nic(
 ) -> NicPF | None:
     pci, path = item.pci, item.path
     what = f"NIC {pci.address}"
-    if not os.path.lexists(join(path, "sriov_totalvfs")):
-        log.debug("network function without SR-IOV ignored", extra={"path": str(path)})
-        return None
     total = walker.integer(join(path, "sriov_totalvfs"), what)
     num = walker.integer(join(path, "sriov_numvfs"), what) if total is not None else None
     if total is None or num is None:
@@ -101,9 +103,22 @@ def _nic(
         walker.warn(join(path, "sriov_numvfs"), f"says {num} VFs but {len(vfs)} usable virtfnN links found on {what}")
     interface = walker.netdev(path)
     speed = walker.speed(interface, path) if interface else None
-    model = catalog.nics.get((pci.vendor_id, pci.device_id))
-    product = model.product_name if model else f"PCI {pci.vendor_id:04x}:{pci.device_id:04x}"
     return NicPF(
         index=index, pci=pci, interface=interface, speed_mbps=speed, total_vfs=total, num_vfs=num,
-        vfs=tuple(vfs), product_name=product,
+        vfs=tuple(vfs), product_name=_product(catalog, pci.vendor_id, pci.device_id),
     )
+
+
+def _port(walker: SysfsReader, catalog: HardwareCatalog, item: FoundFunction, index: int) -> NicPF:
+    """A network function without SR-IOV: the host's own port (on-board NIC, virtio-net, ...)."""
+    interface = walker.netdev(item.path)
+    speed = walker.speed(interface, item.path) if interface else None
+    return NicPF(
+        index=index, pci=item.pci, interface=interface, speed_mbps=speed, total_vfs=0, num_vfs=0,
+        product_name=_product(catalog, item.pci.vendor_id, item.pci.device_id), sriov=False,
+    )
+
+
+def _product(catalog: HardwareCatalog, vendor: int, device: int) -> str:
+    model = catalog.nics.get((vendor, device))
+    return model.product_name if model else f"PCI {vendor:04x}:{device:04x}"

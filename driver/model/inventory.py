@@ -81,9 +81,12 @@ class VirtualFunction:
 
 @dataclass(frozen=True)
 class NicPF:
-    """A NIC physical function with SR-IOV."""
+    """A network physical function: SR-IOV capable (VFs enabled or not) or a plain port.
 
-    index: int  # stable node-local index (sorted by PCI address)
+    Without VFs it is the host's own port; it is only published when the driver config opts it in.
+    """
+
+    index: int  # stable node-local index: SR-IOV PFs by PCI address, then the other ports by address
     pci: PciDevice
     interface: str | None  # netdev name, e.g. "ens1f0"
     speed_mbps: int | None  # link speed from class/net/<if>/speed; None if down/unknown
@@ -91,6 +94,7 @@ class NicPF:
     num_vfs: int
     vfs: tuple[VirtualFunction, ...] = ()
     product_name: str = ""
+    sriov: bool = True  # False: no sriov_totalvfs (a plain port, total_vfs = num_vfs = 0)
 
 
 @dataclass(frozen=True)
