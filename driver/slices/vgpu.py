@@ -81,6 +81,11 @@ def vgpu_group(profile: VgpuProfile, homogeneous: bool) -> str:
 
 def vgpu_devices(gpu: Gpu, offered: OfferedType, ctx: RenderContext, parent: VgpuParent,
                  groups: list[str] | None, warnings: list[str]) -> list[dict]:
+    if offered.profile.framebuffer_mib <= 0 or offered.profile.max_instances <= 0:
+        # The catalog never builds such a row; a hand-made model might.
+        warnings.append(f"gpu-{gpu.index}: vGPU profile {offered.profile.name} has no framebuffer size or no "
+                        "instances; skipped")
+        return []
     if offered.profile.mig_backed:
         return _mig_backed(gpu, offered, ctx, parent, groups, warnings)
     return _time_sliced(gpu, offered, ctx, parent, groups)
