@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     # (all modes, compatibility groups, valueFrom), whatever the publisher detected for the
     # scheduler. Device names do not depend on gates, so allocations from any published variant
     # are found, and revalidation still knows which modes exclude each other (version skew).
-    pool_cache = PoolCache(lambda: render(Features()), max_age_s=max(15.0, health_interval))
+    pool_cache = PoolCache(lambda: render(Features.all_on()), max_age_s=max(15.0, health_interval))
     pool_cache.refresh()  # fail fast on a broken sysfs root or config
 
     state_dir = Path(args.state_dir or Path(args.kubelet_plugins_dir) / driver_name)
