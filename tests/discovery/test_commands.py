@@ -61,6 +61,12 @@ def test_discover_root_from_environment(pristine, capsys, monkeypatch) -> None:
     monkeypatch.setenv("FAKE_DRA_SYSFS_ROOT", str(pristine("no-gpu")))
     code, out, _ = run(capsys, "discover", "-o", "json")
     assert code == 0 and json.loads(out)["gpus"] == []
+    assert [(n["address"], n["sriov"]) for n in json.loads(out)["nics"]] == [("0000:31:00.0", True),
+                                                                            ("0000:02:00.0", False)]
+    code, out, _ = run(capsys, "discover")
+    assert "NICs (1 SR-IOV PFs, 8 VFs, 1 ports without SR-IOV)" in out
+    port = next(line for line in out.splitlines() if "0000:02:00.0" in line)
+    assert port.split()[:3] == ["1", "0000:02:00.0", "eno1"] and "no SR-IOV" in port
 
 
 def test_discover_lists_warnings(tree, capsys) -> None:
@@ -157,6 +163,8 @@ def test_show_demo(pristine, capsys) -> None:
 def test_show_no_gpu_and_down_link(pristine, capsys) -> None:
     _, out, _ = run(capsys, "show", "--sysfs-root", str(pristine("no-gpu")))
     assert out.startswith("No NVIDIA GPUs found.")
+    assert "NIC 1: 0000:02:00.0 eno1  PCI 10ec:8168  1 Gb/s" in out
+    assert "no SR-IOV: the host's own port (published only if slices.publishPFs names it)" in out
     _, out, _ = run(capsys, "show", "--sysfs-root", str(pristine("vgpu-host")))
     assert "MIG: not supported by this model" in out
     assert "ens1f1  Ethernet Controller E810-XXV for SFP  unknown" in out and "VFs: 0 enabled of 64\n" in out
