@@ -54,7 +54,7 @@ class _Plan:
 
 def _resolve_single_mode(gpu: Gpu, ctx: RenderContext, offered: list[OfferedType]) -> str:
     """The one mode published beside the full GPU when groups are off; ConfigError if impossible."""
-    mode, where = ctx.config.mode_for(gpu.index, gpu.model.name)
+    mode, where = ctx.config.mode_for(gpu.index, gpu.model.name, gpu.pci.address)
     if mode == MODE_AUTO:
         return MODE_MIG if gpu.model.mig_capable else MODE_FULL
     if mode == MODE_MIG and not gpu.model.mig_capable:

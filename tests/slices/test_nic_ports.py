@@ -72,7 +72,8 @@ def test_sriov_pf_with_no_vfs_is_the_hosts_until_named():
         ("eno1", "slices.publishPFs: expected a list"),
         ([""], r"slices.publishPFs\[0\]: expected a PCI address or an interface name"),
         ([3], r"slices.publishPFs\[0\]: expected a PCI address"),
-        (["0000:07:00"], r"slices.publishPFs\[0\]: '0000:07:00' is neither a PCI address"),
+        (["0000:07:00"], r"slices.publishPFs\[0\]: invalid PCI address '0000:07:00'"),
+        (["0000:07:20.0"], r"slices.publishPFs\[0\]: invalid PCI address '0000:07:20.0': device number 20"),
         (["a-very-long-interface-name"], r"slices.publishPFs\[0\]: .* is neither"),
         (["eth 0"], r"slices.publishPFs\[0\]: 'eth 0' is neither"),
     ],
@@ -83,5 +84,5 @@ def test_bad_publish_pfs_entries_name_the_entry(value, needle):
 
 
 def test_addresses_are_normalised_once():
-    cfg = SliceConfig.from_dict({"publishPFs": ["00000000:0A:00.1", "0000:0a:00.1", " eno1 "]})
+    cfg = SliceConfig.from_dict({"publishPFs": ["00000000:0A:00.1", "0000:0a:00.1", "0a:00.1", " eno1 "]})
     assert cfg.publish_pfs == ("0000:0a:00.1", "eno1")
