@@ -31,7 +31,7 @@ class MdevType:
     """One entry of <BDF>/mdev_supported_types (NVIDIA vGPU type)."""
 
     type_id: str  # directory name, e.g. "nvidia-471"
-    name: str  # contents of `name`, e.g. "GRID A100-4C"
+    name: str  # contents of `name`, e.g. "GRID A100X-4C" (R510) or "NVIDIA A100X-4C"
     available_instances: int
     device_api: str  # e.g. "vfio-pci"
     description: str = ""
@@ -44,7 +44,7 @@ class MdevType:
 
     @property
     def profile(self) -> str:
-        """vGPU profile name without the driver's prefix: "GRID A100-4C" / "NVIDIA A100-4C" -> "A100-4C".
+        """vGPU profile name without the driver's prefix: "GRID A100X-4C" / "NVIDIA A100X-4C" -> "A100X-4C".
 
         The prefix is matched in any case and surrounding blanks are dropped: the one rule that both
         slice rendering and the discover/show reports use to match a type against the hardware table.
