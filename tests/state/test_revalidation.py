@@ -31,7 +31,7 @@ def test_mig_and_full_gpu_on_one_counter_set_are_refused(env):
 
 def test_mig_and_vgpu_groups_are_refused(env):
     st = env.state()
-    vgpu = env.claims.add("vgpu", [result("gpu-1-vgpu-a100-10c-0")])
+    vgpu = env.claims.add("vgpu", [result("gpu-1-vgpu-a100x-10c-0")])
     mig = env.claims.add("mig", [result("gpu-1-mig-1g5gb-0")])
     assert st.prepare([vgpu])[vgpu.uid].error == ""
     error = _refused(env, st, mig)
