@@ -28,7 +28,8 @@ NVIDIA_VENDOR = 0x10DE
 GPU_CLASSES = (0x0300, 0x0302)
 NETWORK_BASE_CLASS = 0x02
 CANDIDATE_BASE_CLASSES = (0x03, NETWORK_BASE_CLASS)
-BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+# The kernel prints the domain with %04x, so domains above 0xffff (Intel VMD: 10000 and up) have more digits.
+BDF = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _VIRTFN = re.compile(r"^virtfn(\d+)$")
 _HEX = re.compile(r"^(0x)?[0-9a-fA-F]+$")
 

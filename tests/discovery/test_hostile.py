@@ -366,3 +366,20 @@ def test_device_link_to_a_regular_file_skips_that_device(tree, catalog) -> None:
     inv = discover(root, catalog)
     assert gpus(inv) == [GPU1] and len(inv.nics) == 1
     one_warning(inv, str(link), "which is not a directory", f"skipping PCI device {GPU0}")
+
+
+def test_gpu_behind_a_vmd_domain_is_discovered(tree, catalog) -> None:
+    # Intel VMD puts its child devices in PCI domains from 0x10000 on; the kernel names them with
+    # five hex digits (e.g. 10000:e1:00.0) under the VMD controller's own root port.
+    root = tree()
+    vmd = "10000:e1:00.0"
+    parent = root / "devices/pci0000:00/0000:00:0e.0/pci10000:e0/10000:e0:06.0"
+    shutil.copytree(dev(root, GPU1), parent / vmd, symlinks=True)
+    (root / "bus/pci/devices" / GPU1).unlink()
+    for link in (parent / vmd).glob("virtfn*"):  # its VFs stay where they were; drop the links
+        link.unlink()
+    os.symlink(os.path.relpath(parent / vmd, root / "bus/pci/devices"), root / "bus/pci/devices" / vmd)
+    inv = discover(root, catalog)
+    assert gpus(inv) == [GPU0, vmd]
+    assert inv.gpus[1].pci.pcie_root == "pci0000:00"
+    assert not [w for w in inv.warnings if vmd in w]
