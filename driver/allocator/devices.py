@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from driver.errors import InputError
-from driver.model.quantity import parse_quantity
+from driver.model.quantity import format_quantity, parse_quantity
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
 CounterKey = tuple[str, str, str]  # driver, pool, counter set
@@ -52,6 +52,22 @@ class RequestPolicy:
                 _q(v, f"{where}.validValues[{i}]") for i, v in enumerate(raw.get("validValues") or ())
             ),
         )
+
+    def describe(self, like: str | None = None) -> str:
+        """The policy in words, quantities formatted like `like` (the capacity or counter value)."""
+        def q(v: Fraction) -> str:
+            return format_quantity(v, like=like)
+
+        parts = []
+        if self.has_range:
+            rng = [f"min {q(self.min)}" if self.min is not None else "", f"max {q(self.max)}" if self.max is not None else "",
+                   f"step {q(self.step)}" if self.step is not None else ""]
+            parts.append("validRange " + ", ".join(r for r in rng if r))
+        elif self.valid_values:
+            parts.append("validValues " + ", ".join(q(v) for v in self.valid_values))
+        if self.default is not None:
+            parts.append(f"default {q(self.default)}")
+        return "; ".join(parts) or "no limits"
 
     @property
     def has_range(self) -> bool:
@@ -138,6 +154,10 @@ class DeviceInfo:
     consumes: tuple[Consumption, ...]
     taints: tuple[Mapping[str, Any], ...] = ()
     declares_groups: bool = False
+    # DRADeviceBindingConditions: None when the device does not set the field (an empty list is set).
+    binding_conditions: tuple[str, ...] | None = None
+    binding_failure_conditions: tuple[str, ...] | None = None
+    binds_to_node: bool = False
 
     @property
     def key(self) -> DeviceKey:
@@ -216,7 +236,18 @@ def parse_device(spec: Mapping[str, Any], index: int, slice_name: str) -> Device
         consumes=consumes,
         taints=tuple(raw.get("taints") or ()),
         declares_groups=any(c.groups for c in consumes),
+        binding_conditions=_string_list(raw.get("bindingConditions"), f"{where}.bindingConditions"),
+        binding_failure_conditions=_string_list(raw.get("bindingFailureConditions"), f"{where}.bindingFailureConditions"),
+        binds_to_node=bool(raw.get("bindsToNode")),
     )
+
+
+def _string_list(value: Any, where: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{where}: must be a list of strings")
+    return tuple(value)
 
 
 def parse_counter_sets(spec: Mapping[str, Any], slice_name: str) -> dict[str, dict[str, Counter]]:

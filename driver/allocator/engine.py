@@ -82,7 +82,8 @@ class Search:
         self.budget = alloc.budget
         self.steps = 0
         self.results: list[list[Placement]] = [[] for _ in claims]
-        self.constraints = [[ConstraintState(c) for c in claim.constraints] for claim in claims]
+        lists = alloc.features.list_type_attributes
+        self.constraints = [[ConstraintState(c, lists) for c in claim.constraints] for claim in claims]
         self.selected: dict[tuple[int, int], int] = {}
         self.all_devices: dict[tuple[int, int, int], list[tuple[DeviceInfo, Pool]]] = {}
         self.candidates: dict[tuple[int, int, int], list[int]] = {}
@@ -123,10 +124,13 @@ class Search:
         return out
 
     def _static_capacity_ok(self, claim: Claim, req: Request, dev: DeviceInfo) -> bool:
+        """Whether the device could serve the request given what other claims already hold of it
+        (upstream fixes the All set this way, before anything of this attempt is placed)."""
         if not self.features.consumable_capacity:
             return True
+        used = self.alloc.state.capacity_used.get(dev.key, {})
         try:
-            return capacity_consumption(dev, req, {}, {}, self.alloc.caps(dev), self.features.shared_consumable_capacity) is not None
+            return capacity_consumption(dev, req, used, {}, self.alloc.caps(dev), self.features.shared_consumable_capacity) is not None
         except FatalRequestError as exc:
             raise AllocationError(f"claim {claim.label}, request {req.name}: device {dev.name}: {exc}") from None
 
@@ -291,7 +295,9 @@ class Search:
             if not state.add(req, dev):
                 fail(f"constraint:{state.constraint.describe()}")
                 if must:
-                    raise AllocationError(f"claim {claim.label}, request {req.name}: cannot add device {dev.name} because a claim constraint would not be satisfied ({state.constraint.describe()})")
+                    raise AllocationError(
+                        f"claim {claim.label}, request {req.name}: cannot add device {'/'.join(dev.key)} because a claim "
+                        f"constraint would not be satisfied ({state.constraint.describe()})")
                 return None
             undo_steps.append(lambda s=state: s.remove(req, dev))
         if not multi:

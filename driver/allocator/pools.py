@@ -1,15 +1,19 @@
 """Which devices a node can use: pool gathering exactly as the upstream structured allocator does it.
 
 Rules (k8s.io/dynamic-resource-allocation/structured, GatherPools/buildPool): only the newest
-generation of a pool counts; slices with shared counters always belong to the pool; other slices
-count when their nodeName / nodeSelector / allNodes / per-device selection matches the node. A pool
-whose newest generation is missing slices is incomplete (nothing is allocated from it, and "All"
-requests fail); duplicate device or counter-set names, or consumption of unknown counters, make it
-invalid. Pools are ordered by (driver, pool) and slices by name, which fixes the search order.
+generation of a pool counts; a slice counts when its nodeName / nodeSelector / allNodes / per-device
+selection matches the node, and a pool short of slices is completed from all slices of its
+generation (that is how counter slices and other nodes' devices join). A pool whose newest
+generation is missing slices is incomplete (nothing is allocated from it, and "All" requests fail);
+duplicate device or counter-set names, or consumption of unknown counters, make it invalid. Pools
+are ordered by (driver, pool), pools with binding conditions last, and slices by name, which fixes
+the search order.
 
-Gate behaviour: without DRAPartitionableDevices, slices with sharedCounters or per-device node
-selection are ignored; without DRADeviceCompatibilityGroups, a slice in which any device declares
-compatibility groups is ignored, which leaves its pool incomplete (the 1.37 scheduler behaviour).
+Gate behaviour: without DRAPartitionableDevices, counter slices and per-device-node-selection
+slices do not target the node but still count for completeness (upstream), so only the devices
+that consume counters (rejected per candidate) or select nodes per device are lost; without
+DRADeviceCompatibilityGroups, a slice in which any device declares compatibility groups is ignored
+entirely, which leaves its pool incomplete (the 1.37 scheduler behaviour).
 """
 
 from __future__ import annotations
@@ -85,9 +89,14 @@ class Pool:
     incomplete: bool = False
     invalid: str | None = None
     devices: list[DeviceInfo] = field(default_factory=list)  # targeting the node, in search order
-    other_devices: list[DeviceInfo] = field(default_factory=list)  # same pool, other nodes (for counters)
+    # Same pool, not for this node: devices of slices targeting it whose own node selection does
+    # not match (`elsewhere`), and devices of slices targeting other nodes (`other_devices`). Both
+    # still draw from the pool's counters when allocated.
+    elsewhere: list[DeviceInfo] = field(default_factory=list)
+    other_devices: list[DeviceInfo] = field(default_factory=list)
     counter_sets: dict[str, dict[str, Counter]] = field(default_factory=dict)
     slice_specs: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # slice name -> spec
+    binding_conditions: bool = False  # a device for this node has bindingConditions: searched last
 
     @property
     def label(self) -> str:
@@ -103,10 +112,15 @@ def _slice_declares_groups(spec: Mapping[str, Any]) -> bool:
     )
 
 
-def _relevant(name: str, spec: Mapping[str, Any], node: Node, features: Features) -> bool:
+def _generation(spec: Mapping[str, Any]) -> int:
+    return int(spec["pool"].get("generation", 0))
+
+
+def _relevant(name: str, spec: Mapping[str, Any], node: Node) -> bool:
+    """Whether a slice targets the node (upstream GatherPools): by its own node selection, or, with
+    per-device node selection, when any of its devices does. A slice that sets none of these (a
+    future kind of selection) is not used."""
     where = f"ResourceSlice {name}: spec"
-    if spec.get("sharedCounters"):
-        return True
     if spec.get("nodeName") or spec.get("allNodes") or spec.get("nodeSelector") is not None:
         return node_matches(node, spec.get("nodeName"), bool(spec.get("allNodes")), spec.get("nodeSelector"), f"{where}.nodeSelector")
     if spec.get("perDeviceNodeSelection"):
@@ -114,90 +128,122 @@ def _relevant(name: str, spec: Mapping[str, Any], node: Node, features: Features
             node_matches(node, d.get("nodeName"), bool(d.get("allNodes")), d.get("nodeSelector"), f"{where}.devices[{i}].nodeSelector")
             for i, d in enumerate(spec.get("devices") or ())
         )
-    return False  # an unknown future kind of node selection: not usable
+    return False
 
 
 def gather_pools(slices: Sequence[tuple[str, Mapping[str, Any]]], node: Node, features: Features) -> list[Pool]:
-    """Pools usable from `node`, from (slice name, spec) pairs, in upstream search order."""
-    usable: list[tuple[str, Mapping[str, Any]]] = []
+    """Pools usable from `node`, from (slice name, spec) pairs, in upstream search order.
+
+    Mirrors upstream GatherPools: the slices targeting the node are grouped by pool (newest
+    generation wins); a pool with fewer slices than `resourceSliceCount` is looked up again among
+    *all* slices of that generation (a newer generation anywhere means the pool is being replaced
+    and is ignored; still too few means incomplete). Pools whose devices have binding conditions
+    come after all others; each group is sorted by (driver, pool).
+    """
+    dropped: set[tuple[str, str]] = set()
+    if not features.compatibility_groups:
+        # The 1.37 scheduler without the gate ignores such slices entirely, leaving the pool short
+        # ("treated as belonging to an incomplete pool", kubernetes.io DRA page).
+        kept = []
+        for name, spec in slices:
+            if _slice_declares_groups(spec):
+                if _relevant(name, spec, node):
+                    dropped.add((spec["driver"], spec["pool"]["name"]))
+                continue
+            kept.append((name, spec))
+        slices = kept
+
+    by_pool: dict[tuple[str, str], list[tuple[str, Mapping[str, Any]]]] = {}
     for name, spec in slices:
         if not features.partitionable_devices and (spec.get("perDeviceNodeSelection") is not None or spec.get("sharedCounters")):
             continue
-        if not features.compatibility_groups and _slice_declares_groups(spec):
-            continue
-        usable.append((name, spec))
-
-    by_pool: dict[tuple[str, str], list[tuple[str, Mapping[str, Any]]]] = {}
-    for name, spec in usable:
-        if not _relevant(name, spec, node, features):
+        if not _relevant(name, spec, node):
             continue
         pid = (spec["driver"], spec["pool"]["name"])
         current = by_pool.get(pid)
-        gen = int(spec["pool"].get("generation", 0))
-        if current is None or gen > int(current[0][1]["pool"].get("generation", 0)):
+        gen = _generation(spec)
+        if current is None or gen > _generation(current[0][1]):
             by_pool[pid] = [(name, spec)]
-        elif gen == int(current[0][1]["pool"].get("generation", 0)):
+        elif gen == _generation(current[0][1]):
             current.append((name, spec))
 
-    pools: list[Pool] = []
+    plain: list[Pool] = []
+    with_conditions: list[Pool] = []
     for (driver, pool_name), members in by_pool.items():
-        gen = int(members[0][1]["pool"].get("generation", 0))
+        gen = _generation(members[0][1])
         want = int(members[0][1]["pool"].get("resourceSliceCount", 0) or 0)
-        all_members = members
+        all_members = None
         if len(members) != want:
-            same_pool = [(n, s) for n, s in usable if s["driver"] == driver and s["pool"]["name"] == pool_name]
-            if any(int(s["pool"].get("generation", 0)) > gen for _, s in same_pool):
+            same_pool = [(n, s) for n, s in slices if s["driver"] == driver and s["pool"]["name"] == pool_name]
+            if any(_generation(s) > gen for _, s in same_pool):
                 continue  # the driver is replacing this generation: ignore the old one
-            all_members = [(n, s) for n, s in same_pool if int(s["pool"].get("generation", 0)) == gen]
+            all_members = [(n, s) for n, s in same_pool if _generation(s) == gen]
             if len(all_members) != want:
-                pools.append(Pool(driver, pool_name, incomplete=True))
+                plain.append(Pool(driver, pool_name, incomplete=True))
                 continue
-        pools.append(_build_pool(driver, pool_name, members, all_members, node, features))
-    pools.sort(key=lambda p: (p.driver, p.name))
-    return pools
+        pool = _build_pool(driver, pool_name, members, all_members, node, features)
+        (with_conditions if pool.binding_conditions else plain).append(pool)
+    for driver, pool_name in dropped - set(by_pool):
+        plain.append(Pool(driver, pool_name, incomplete=True))
+    plain.sort(key=lambda p: (p.driver, p.name))
+    with_conditions.sort(key=lambda p: (p.driver, p.name))
+    return plain + with_conditions
 
 
 def _build_pool(driver: str, pool_name: str, members, all_members, node: Node, features: Features) -> Pool:
     pool = Pool(driver, pool_name)
     members = sorted(members, key=lambda m: m[0])
-    member_names = {n for n, _ in members}
-    seen_devices: set[str] = set()
+    counter_slices = []
     for name, spec in members:
         pool.slice_specs[name] = spec
         if features.partitionable_devices and spec.get("sharedCounters"):
-            for cs_name, counters in parse_counter_sets(spec, name).items():
-                if cs_name in pool.counter_sets:
-                    pool.invalid = f"duplicate counter set name {cs_name}"
-                pool.counter_sets[cs_name] = counters
+            counter_slices.append((name, spec))
             continue
         per_device = bool(spec.get("perDeviceNodeSelection"))
         for i, raw in enumerate(spec.get("devices") or ()):
             info = parse_device(spec, i, name)
-            if info.name in seen_devices:
-                pool.invalid = f"duplicate device name {info.name}"
-            seen_devices.add(info.name)
+            if info.binding_conditions is not None:
+                pool.binding_conditions = True
             if per_device:
                 where = f"ResourceSlice {name}: spec.devices[{i}].nodeSelector"
                 if not node_matches(node, raw.get("nodeName"), bool(raw.get("allNodes")), raw.get("nodeSelector"), where):
-                    pool.other_devices.append(info)
+                    pool.elsewhere.append(info)
                     continue
             pool.devices.append(info)
-    for name, spec in sorted(all_members, key=lambda m: m[0]):
-        if name in member_names or spec.get("sharedCounters"):
-            continue
-        for i in range(len(spec.get("devices") or ())):
-            pool.other_devices.append(parse_device(spec, i, name))
-    if features.partitionable_devices and pool.invalid is None:
-        for info in pool.devices + pool.other_devices:
-            for cons in info.consumes:
-                counters = pool.counter_sets.get(cons.counter_set)
-                if counters is None:
-                    pool.invalid = f"counter set {cons.counter_set} not found"
-                    break
-                missing = [c for c in list(cons.static) + list(cons.value_from) if c not in counters]
-                if missing:
-                    pool.invalid = f"counter {missing[0]} not found in counter set {cons.counter_set}"
-                    break
+    if all_members is not None:
+        taken = {id(spec) for _, spec in members}
+        for name, spec in all_members:
+            if id(spec) in taken:
+                continue
+            if features.partitionable_devices and spec.get("sharedCounters"):
+                counter_slices.append((name, spec))
+                continue
+            for i in range(len(spec.get("devices") or ())):
+                pool.other_devices.append(parse_device(spec, i, name))
+    seen: set[str] = set()
+    for info in pool.devices + pool.elsewhere:
+        if info.name in seen:
+            pool.invalid = f"duplicate device name {info.name}"
+            return pool
+        seen.add(info.name)
+    if not features.partitionable_devices:
+        return pool
+    for name, spec in counter_slices:
+        for cs_name, counters in parse_counter_sets(spec, name).items():
+            if cs_name in pool.counter_sets:
+                pool.invalid = f"duplicate counter set name {cs_name}"
+                return pool
+            pool.counter_sets[cs_name] = counters
+    for info in pool.devices + pool.elsewhere + pool.other_devices:
+        for cons in info.consumes:
+            counters = pool.counter_sets.get(cons.counter_set)
+            if counters is None:
+                pool.invalid = f"counter set {cons.counter_set} not found"
+                return pool
+            missing = [c for c in list(cons.static) + list(cons.value_from) if c not in counters]
+            if missing:
+                pool.invalid = f"counter {missing[0]} not found in counter set {cons.counter_set}"
+                return pool
     return pool
 
 
@@ -221,6 +267,8 @@ def index_slices(slices: Sequence[Mapping[str, Any]]) -> list[tuple[str, Mapping
                 raise InputError(f"{where}.pool.{key}: must be a non-negative integer, got {value!r}")
         if spec.get("devices") is not None and not isinstance(spec.get("devices"), list):
             raise InputError(f"{where}.devices: must be a list")
+        if spec.get("sharedCounters"):
+            parse_counter_sets(spec, name)  # checked even when no node uses the slice: bad input is reported
         out.append((name, spec))
     # Bare specs (e.g. from driver.slices.render_pool) carry no generation/count: treat the slices
     # given for a pool as the whole pool.

@@ -164,6 +164,29 @@ def request_driven_counters(
     return tuple(out)
 
 
+def counter_policy_shortfall(
+    device: DeviceInfo, capacity_requests: Mapping[str, Fraction], counter_sets: Mapping[str, Mapping[str, Counter]]
+) -> str | None:
+    """Why `request_driven_counters` said no: the counter, what was asked and what its policy allows."""
+    for cons in device.consumes:
+        counters = counter_sets.get(cons.counter_set, {})
+        for cname, cap_name in cons.value_from.items():
+            counter = counters.get(cname)
+            if counter is None:
+                return f"counter {cname} of counter set {cons.counter_set} is not defined"
+            requested = None
+            for key, value in capacity_requests.items():
+                if qualify(key, device.driver) == qualify(cap_name, device.driver):
+                    requested = value
+            amount = consumed_amount(requested, counter.value, counter.policy)
+            if counter.policy is not None and counter.policy.violated_by(amount):
+                asked = format_quantity(requested if requested is not None else amount, like=counter.text)
+                rounded = f" (rounded to {format_quantity(amount, like=counter.text)})" if requested is not None and amount != requested else ""
+                return (f"counter {cname} of counter set {cons.counter_set}: asks {asked}{rounded} via capacity "
+                        f"{cap_name}, requestPolicy allows {counter.policy.describe(counter.text)}")
+    return None
+
+
 def consumed_counters_field(
     parts: Iterable[tuple[str, Mapping[str, Fraction]]], counter_sets: Mapping[str, Mapping[str, Counter]]
 ) -> list[dict]:

@@ -43,6 +43,8 @@ class Allocator:
     ):
         self.node = node if isinstance(node, Node) else Node(str(node))
         self.features = features
+        # Upstream's DeviceBindingAndStatus: binding conditions need both gates.
+        self.binding_conditions = features.binding_conditions and features.device_status
         self.budget = budget
         if isinstance(classes, Mapping):
             self.classes = dict(classes)
@@ -54,7 +56,7 @@ class Allocator:
         self.pools: list[Pool] = gather_pools(index_slices(slices), self.node, features)
         self.index: dict[DeviceKey, tuple[DeviceInfo, Pool]] = {}
         for pool in self.pools:
-            for dev in pool.devices + pool.other_devices:
+            for dev in pool.devices + pool.elsewhere + pool.other_devices:
                 self.index[dev.key] = (dev, pool)
         # Usable devices in search order, and where each pool starts in that order (for pruning).
         self.flat: list[tuple[Pool, DeviceInfo]] = []
@@ -81,6 +83,8 @@ class Allocator:
         return caps
 
     def selectable(self, claim: Claim, req: Request, dev: DeviceInfo) -> bool:
+        if dev.binding_conditions and not self.binding_conditions:
+            return False  # upstream: such devices are not supported while the gates are off
         key = (dev.key, req.selector_key)
         hit = self._match.get(key)
         if hit is None:
@@ -206,9 +210,10 @@ class Allocator:
                 if claim.has_first_available and not self.features.prioritized_list:
                     raise AllocationError(f"claim {claim.label}, request {req.top}: has subrequests, but the DRAPrioritizedList feature is disabled")
                 if req.capacity is not None and not self.features.consumable_capacity:
-                    raise AllocationError(f"claim {claim.label}, request {req.name}: has capacity requests, but the DRAConsumableCapacity feature is disabled")
+                    what = f"subrequest {req.name.split('/', 1)[1]}" if req.name != req.top else f"request {req.name}"
+                    raise AllocationError(f"claim {claim.label}, {what}: has capacity requests, but the DRAConsumableCapacity feature is disabled")
                 if req.has_admin_access and not self.features.admin_access:
-                    raise AllocationError(f"claim {claim.label}, request {req.name}: admin access is requested, but the DRAAdminAccess feature is disabled")
+                    raise AllocationError(f"claim {claim.label}, request {req.name}: admin access is requested, but the feature is disabled (DRAAdminAccess)")
                 if req.class_name not in self.classes:
                     raise AllocationError(f"claim {claim.label}, request {req.name}: could not retrieve device class {req.class_name}: not found")
 
@@ -222,10 +227,11 @@ class Allocator:
             self.check_claim(claim)
         search = Search(self, parsed)
         if not search.run():
+            invalid = [p for p in self.pools if p.invalid]
             if not explain:
                 labels = ", ".join(c.label for c in parsed)
-                raise AllocationError(f"claim {labels}: cannot be allocated on node {self.node.name}")
-            invalid = [p for p in self.pools if p.invalid]
+                note = "; invalid resource pools were encountered" if invalid else ""
+                raise AllocationError(f"claim {labels}: cannot be allocated on node {self.node.name}{note}")
             raise AllocationError(explain_failure(self, parsed, invalid))
         out = []
         for ci, claim in enumerate(parsed):
