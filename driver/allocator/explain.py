@@ -85,8 +85,8 @@ def _group_clash_behind_constraint(search: Any, ci: int, req: Request, grouped: 
     return None
 
 
-def _request_report(alloc: Any, claim: Claim, req: Request, search: Any, ci: int) -> tuple[int, str]:
-    """(usable candidates, sentence) for one request or subrequest, against the search's placements."""
+def _request_report(alloc: Any, claim: Claim, req: Request, search: Any, ci: int) -> tuple[int, int, str]:
+    """(usable, matching candidates, sentence) for one request or subrequest, against the search's placements."""
     matching = 0
     usable = 0
     blockers: Counter[str] = Counter()
@@ -120,7 +120,7 @@ def _request_report(alloc: Any, claim: Claim, req: Request, search: Any, ci: int
     skipped = [p.label + (" (incomplete)" if p.incomplete else f" (invalid: {p.invalid})") for p in alloc.pools if p.incomplete or p.invalid]
     pools_note = f"; skipped pools: {', '.join(skipped)}" if skipped else ""
     if matching == 0:
-        return 0, f"request {req.name}: no device matches the selectors (class {req.class_name}){pools_note}"
+        return 0, 0, f"request {req.name}: no device matches the selectors (class {req.class_name}){pools_note}"
     parts = ", ".join(_describe(code, n, alloc, details) for code, n in blockers.most_common())
     text = (
         f"request {req.name}: needs {need if req.mode == 'ExactCount' else 'all'} device(s), "
@@ -130,7 +130,7 @@ def _request_report(alloc: Any, claim: Claim, req: Request, search: Any, ci: int
         clash = _group_clash_behind_constraint(search, ci, req, grouped)
         if clash:
             text += f"; {clash}"
-    return usable, text
+    return usable, matching, text
 
 
 def _prefix(claim: Claim, n: int) -> Claim:
@@ -140,8 +140,10 @@ def _prefix(claim: Claim, n: int) -> Claim:
 def _reports(alloc: Any, claim: Claim, alternatives: tuple[Request, ...], search: Any, ci: int) -> list[str] | None:
     """Reports for a request's alternatives, or None when one of them alone has enough candidates."""
     reports = [_request_report(alloc, claim, req, search, ci) for req in alternatives]
-    if all(usable < (req.count if req.mode == "ExactCount" else 1) for (usable, _), req in zip(reports, alternatives)):
-        return [text for _, text in reports]
+    # ExactCount needs `count` usable devices; All needs every matching one (and at least one).
+    if all(usable < (req.count if req.mode == "ExactCount" else max(matching, 1))
+           for (usable, matching, _), req in zip(reports, alternatives)):
+        return [text for _, _, text in reports]
     return None
 
 

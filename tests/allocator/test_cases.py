@@ -35,7 +35,7 @@ def test_there_are_enough_cases_and_each_has_a_reason():
         case, _ = load_case(path)
         assert isinstance(case.get("reason"), str) and case["reason"].strip(), path.name
         assert "\n" not in case["reason"].strip(), f"{path.name}: reason must be one line"
-        assert case.get("expect") or case.get("inputError"), path.name
+        assert "expect" in case or case.get("inputError"), path.name
 
 
 @pytest.mark.parametrize("path", CASE_FILES, ids=[p.stem for p in CASE_FILES])
