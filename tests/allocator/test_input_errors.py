@@ -74,7 +74,7 @@ CLAIM_ERRORS = [
     ({"requests": [{"name": "r", "firstAvailable": [{"deviceClassName": "c"}]}]}, "spec.devices.requests[0].firstAvailable[0].name: required"),
     ({"requests": [{"name": "r", "exactly": "c"}]}, "spec.devices.requests[0].exactly: must be an object"),
     ({"requests": [{"name": "r", "exactly": {"deviceClassName": "c", "selectors": [{"other": {}}]}}]},
-     "spec.devices.requests[0].exactly.selectors[0].cel.expression: required (only CEL selectors are supported)"),
+     "spec.devices.requests[0].exactly.selectors[0].cel.expression: required (only CEL selectors are supported"),
     ({"requests": [{"name": "r", "exactly": {"deviceClassName": "c", "capacity": {"requests": ["x"]}}}]},
      "spec.devices.requests[0].exactly.capacity.requests: must be a map"),
     ({"requests": [{"name": "r", "exactly": {"deviceClassName": "c", "tolerations": [{"operator": "Maybe"}]}}]},
