@@ -10,7 +10,7 @@ both paths read the slice the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -22,10 +22,13 @@ CounterKey = tuple[str, str, str]  # driver, pool, counter set
 
 
 def _q(value: Any, where: str) -> Fraction:
+    """A quantity as an exact number: an int when whole (most are; int arithmetic is much cheaper
+    than Fraction arithmetic in the search's counter accounting), else a Fraction."""
     try:
-        return parse_quantity(value)
+        q = parse_quantity(value)
     except InputError as exc:
         raise InputError(f"{where}: {exc}") from None
+    return q.numerator if q.denominator == 1 else q  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -158,10 +161,14 @@ class DeviceInfo:
     binding_conditions: tuple[str, ...] | None = None
     binding_failure_conditions: tuple[str, ...] | None = None
     binds_to_node: bool = False
+    # Facts derived from this device alone (CEL input, selector results by expressions, capacities
+    # by qualified name), computed on first use and kept as long as the parsed device is.
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
+    key: DeviceKey = field(init=False, compare=False, repr=False)  # (driver, pool, device)
 
-    @property
-    def key(self) -> DeviceKey:
-        return (self.driver, self.pool, self.name)
+    def __post_init__(self) -> None:
+        # The search looks the key up for every candidate: build the tuple once.
+        object.__setattr__(self, "key", (self.driver, self.pool, self.name))
 
     def counter_key(self, counter_set: str) -> CounterKey:
         return (self.driver, self.pool, counter_set)

@@ -35,7 +35,6 @@ from driver.celexpr import CelRuntimeError
 from driver.errors import AllocationError, SearchBudgetExceeded
 
 DEFAULT_BUDGET = 1_000_000
-PRUNE_AFTER = 2_000  # steps
 _SHARE_NS = uuid.UUID("6f1c4a52-3a0e-4b8e-9d4e-5e0f1d2c3b4a")
 
 
@@ -86,7 +85,6 @@ class Search:
         self.constraints = [[ConstraintState(c, lists) for c in claim.constraints] for claim in claims]
         self.selected: dict[tuple[int, int], int] = {}
         self.all_devices: dict[tuple[int, int, int], list[tuple[DeviceInfo, Pool]]] = {}
-        self.candidates: dict[tuple[int, int, int], list[int]] = {}
         self.applied: list[Callable[[], None]] = []  # undo of every placement currently held
 
     def rollback(self) -> None:
@@ -192,56 +190,32 @@ class Search:
             if not done:
                 undo()
             return done
-        # Pruning needs every device's selector result; only worth it once the search is expensive.
-        if self.steps > PRUNE_AFTER and self._too_few_left(ci, ri, si, claim, req, start, need - di):
+        positions, candidates = self.alloc.candidates(claim, req)
+        pi0, dj0 = start
+        begin = bisect_left(positions, self.alloc.offsets[pi0] + dj0) if pi0 < len(self.alloc.offsets) else len(positions)
+        if len(positions) - begin < need - di:
+            # Fewer matching devices remain after `start` than still needed: this subtree has no
+            # solution, so cutting it leaves the first solution (the result) unchanged.
             return False
-        for pi in range(start[0], len(self.alloc.pools)):
-            pool = self.alloc.pools[pi]
-            if pool.incomplete or pool.invalid:
+        for k in range(begin, len(candidates)):
+            pi, dj, pool, dev = candidates[k]
+            if self._in_use_skip(ci, req, dev):
                 continue
-            first = start[1] if pi == start[0] else 0
-            for dj in range(first, len(pool.devices)):
-                dev = pool.devices[dj]
-                if self._in_use_skip(ci, req, dev):
-                    continue
-                if not self.alloc.selectable(claim, req, dev):
-                    continue
-                self._tick(ci)
-                undo = self._allocate_device(ci, req, dev, pool, must=False)
-                if undo is None:
-                    continue
-                try:
-                    done = self._one(ci, ri, si, di + 1, in_sub, (pi, dj + 1))
-                except BaseException:
-                    undo()
-                    raise
-                if done:
-                    return True
+            if not self.alloc.selectable(claim, req, dev):
+                continue
+            self._tick(ci)
+            undo = self._allocate_device(ci, req, dev, pool, must=False)
+            if undo is None:
+                continue
+            try:
+                done = self._one(ci, ri, si, di + 1, in_sub, (pi, dj + 1))
+            except BaseException:
                 undo()
+                raise
+            if done:
+                return True
+            undo()
         return False
-
-    def _too_few_left(self, ci: int, ri: int, si: int, claim: Claim, req: Request, start: tuple[int, int], missing: int) -> bool:
-        """Prune: fewer matching devices remain after `start` than the request still needs.
-
-        Only cuts subtrees without any solution, so the first solution (and thus the result) is the
-        one the unpruned upstream search finds. A selector error counts as a candidate, so errors
-        still surface exactly where the search would reach them.
-        """
-        key = (ci, ri, si)
-        positions = self.candidates.get(key)
-        if positions is None:
-            positions = []
-            for flat, (_pool, dev) in enumerate(self.alloc.flat):
-                try:
-                    ok = self.alloc.selectable(claim, req, dev)
-                except AllocationError:
-                    ok = True
-                if ok:
-                    positions.append(flat)
-            self.candidates[key] = positions
-        pi, dj = start
-        first = self.alloc.offsets[pi] + dj if pi < len(self.alloc.offsets) else len(self.alloc.flat)
-        return len(positions) - bisect_left(positions, first) < missing
 
     def _in_use_skip(self, ci: int, req: Request, dev: DeviceInfo) -> bool:
         st = self.alloc.state

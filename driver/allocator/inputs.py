@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from fractions import Fraction
 from typing import Any
 
@@ -70,9 +71,9 @@ class Request:
     capacity: Mapping[str, Fraction] | None  # raw key -> amount; None when no capacity requests
     where: str
 
-    @property
-    def selector_key(self) -> tuple[str, tuple[str, ...]]:
-        return (self.class_name, tuple(s.expression for s in self.selectors))
+    @cached_property
+    def selector_exprs(self) -> tuple[str, ...]:
+        return tuple(s.expression for s in self.selectors)
 
 
 @dataclass(frozen=True)

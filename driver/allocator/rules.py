@@ -108,7 +108,7 @@ class CounterLedger:
     def add(self, key: CounterKey, amounts: Mapping[str, Fraction], sign: int = 1) -> None:
         used = self.used[key]
         for name, amount in amounts.items():
-            used[name] = used.get(name, Fraction(0)) + sign * amount
+            used[name] = used.get(name, 0) + sign * amount
 
     def over(self, key: CounterKey) -> list[str]:
         """Names of counters of this set whose use exceeds the total (or that do not exist)."""

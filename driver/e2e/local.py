@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from driver import DEFAULT_DRIVER_NAME
+from driver.allocator.cache import AllocatorCache
 from driver.allocator.session import Allocator
 from driver.discovery import discover, make_sysfs, set_fault
 from driver.e2e import partition_map
@@ -120,6 +121,8 @@ class LocalBackend:
         self._scenario: Scenario | None = None
         self._slice_key: tuple = ("unset",)
         self._slice_cache: list[dict[str, Any]] = []
+        # Like kube-scheduler's DRA plugin: parsed slices survive between scheduling cycles.
+        self._alloc_cache = AllocatorCache()
 
     # ---- lifecycle -------------------------------------------------------------------------
     def start(self, scenario: Scenario) -> None:
@@ -232,7 +235,7 @@ class LocalBackend:
         allocated = [c for c in self.store.list(CLAIMS, NAMESPACE) if (c.get("status") or {}).get("allocation")]
         try:
             alloc = Allocator(slices=slices, classes=self.store.list("deviceclasses"), node=NODE,
-                              features=features, allocated=allocated)
+                              features=features, allocated=allocated, cache=self._alloc_cache)
             results = alloc.allocate([claims[n] for n in todo])
         except AllocationError as exc:
             return [], str(exc)
