@@ -43,7 +43,7 @@ class _Stop(Exception):
 
 
 class _MaxResults(Exception):
-    """A claim would exceed 32 results; lets firstAvailable try a smaller alternative."""
+    """A claim (index in args[0]) would exceed 32 results; lets firstAvailable try a smaller alternative."""
 
 
 @dataclass
@@ -86,6 +86,7 @@ class Search:
         self.selected: dict[tuple[int, int], int] = {}
         self.all_devices: dict[tuple[int, int, int], list[tuple[DeviceInfo, Pool]]] = {}
         self.applied: list[Callable[[], None]] = []  # undo of every placement currently held
+        self.max_results_claim: int | None = None  # set when the search ended on the 32-result limit
 
     def rollback(self) -> None:
         """Undo a successful run (used when the solution is only needed for diagnosis)."""
@@ -101,7 +102,10 @@ class Search:
                         self.all_devices[(ci, ri, si)] = self._collect_all(claim, req)
         try:
             return self._one(0, 0, 0, 0, False, (0, 0))
-        except _MaxResults:
+        except _MaxResults as exc:
+            # Upstream returns this as an error ("allocation max size exceeded") unless a later
+            # claim hit it (then it only means that choice failed).
+            self.max_results_claim = exc.args[0]
             return False
 
     def run_and_rollback(self) -> bool:
@@ -167,7 +171,7 @@ class Search:
                         self.selected[(ci, ri)] = sj
                         return True
                 if all_exceeded:
-                    raise _MaxResults()
+                    raise _MaxResults(ci)
                 return False
         req = alternatives[si]
         need = len(self.all_devices[(ci, ri, si)]) if req.mode == "All" else req.count
@@ -176,7 +180,7 @@ class Search:
         if di >= need:
             return self._one(ci, ri + 1, 0, 0, False, (0, 0))
         if len(self.results[ci]) + need - di > MAX_RESULTS:
-            raise _MaxResults()
+            raise _MaxResults(ci)
         if req.mode == "All":
             dev, pool = self.all_devices[(ci, ri, si)][di]
             undo = self._allocate_device(ci, req, dev, pool, must=True)

@@ -255,6 +255,10 @@ class Allocator:
             self.check_claim(claim)
         search = Search(self, parsed)
         if not search.run():
+            if search.max_results_claim is not None:
+                claim = parsed[search.max_results_claim]
+                raise AllocationError(f"claim {claim.label}: the devices to allocate exceed the claim limit of "
+                                      f"{MAX_RESULTS} results (allocation max size exceeded)")
             invalid = [p for p in self.pools if p.invalid]
             if not explain:
                 labels = ", ".join(c.label for c in parsed)
