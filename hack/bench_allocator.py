@@ -222,7 +222,8 @@ def bench_cluster(nodes: int, claims_per_node: int = 8) -> tuple[float, float, f
             s["spec"]["pool"]["name"] = name
             if "nodeName" in s["spec"]:
                 s["spec"]["nodeName"] = name
-        allocators.append(Allocator(slices=slices, classes=[CLASS], node=name))
+        # The VFs draw bandwidth through valueFrom (KEP-5941), which needs its (non-1.37) gate on.
+        allocators.append(Allocator(slices=slices, classes=[CLASS], node=name, features=Features.all_on()))
     setup = time.perf_counter() - setup
     total = nodes * claims_per_node
     placed = failed = 0
