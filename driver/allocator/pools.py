@@ -108,6 +108,13 @@ class Pool:
     def label(self) -> str:
         return f"{self.driver}/{self.name}"
 
+    def position(self) -> dict[tuple[str, str, str], int]:
+        """Device key -> index in `in_order` (built once; pools are immutable once gathered)."""
+        found = self.__dict__.get("_position")
+        if found is None:
+            found = self.__dict__["_position"] = {dev.key: i for i, dev in enumerate(self.in_order)}
+        return found
+
     def counter_totals(self) -> dict[CounterKey, dict[str, Counter]]:
         return {(self.driver, self.name, cs): counters for cs, counters in self.counter_sets.items()}
 

@@ -73,7 +73,7 @@ class Allocator:
         self._over: dict[tuple[str, str], str | None] = {}
         # Allocated devices whose compatibility groups bind their counter sets, per pool; the
         # pool's group state is refolded from them (in upstream order) when they change.
-        self._holders: dict[tuple[str, str], tuple[Pool, set[DeviceKey]]] = {}
+        self._holders: dict[tuple[str, str], tuple[Pool, dict[DeviceKey, DeviceInfo]]] = {}
         self._stale_groups: set[tuple[str, str]] = set()
         for obj in allocated:
             self.commit_existing(obj)
@@ -218,12 +218,16 @@ class Allocator:
             self._charged.add(key)
             for cons in dev.consumes:
                 self.ledger.add(dev.counter_key(cons.counter_set), cons.static)
-            if dev.consumes and self.features.compatibility_groups:
-                pid = (pool.driver, pool.name)
-                self._holders.setdefault(pid, (pool, set()))[1].add(key)
-                self._stale_groups.add(pid)
+            self._hold_groups(dev, pool, refold=True)
         for counter_set, amounts in request_counters:
             self.ledger.add((key[0], key[1], counter_set), amounts)
+
+    def _hold_groups(self, dev: DeviceInfo, pool: Pool, refold: bool) -> None:
+        if dev.consumes and self.features.compatibility_groups:
+            pid = (pool.driver, pool.name)
+            self._holders.setdefault(pid, (pool, {}))[1][dev.key] = dev
+            if refold:
+                self._stale_groups.add(pid)
 
     def _fold_holders(self) -> None:
         """Recompute the group state allocated devices impose, for the pools whose holders changed.
@@ -238,11 +242,11 @@ class Allocator:
             for ckey in [k for k in groups if k[0] == pid[0] and k[1] == pid[1]]:
                 del groups[ckey]
             pool, held = self._holders[pid]
-            for dev in pool.in_order:
-                if dev.key in held:
-                    for cons in dev.consumes:
-                        ckey = dev.counter_key(cons.counter_set)
-                        groups[ckey] = groups.get(ckey, GroupIntersection()).add(cons.groups)
+            position = pool.position()
+            for dev in sorted(held.values(), key=lambda d: position.get(d.key, -1)):
+                for cons in dev.consumes:
+                    ckey = dev.counter_key(cons.counter_set)
+                    groups[ckey] = groups.get(ckey, GroupIntersection()).add(cons.groups)
         self._stale_groups.clear()
 
     def _commit(self, search: Search) -> None:
@@ -254,6 +258,24 @@ class Allocator:
         (dynamicresources foreachAllocatedDevice), and groups are refolded in pool order.
         """
         placements = [p for results in search.results for p in results]
+        if not any(p.request.admin_access for p in placements):
+            # Fast path, same outcome: without adminAccess placements the search's counters and
+            # group state are exactly what the next cycle charges, because every placement was
+            # admitted against that state (refolding them in pool order gives the same groups).
+            for p in placements:
+                key = p.device.key
+                if p.share_id is not None:
+                    self.state.shared.add(key)
+                    bucket = self.state.capacity_used.setdefault(key, {})
+                    for name, amount in (p.consumed_capacity or {}).items():
+                        bucket[name] = bucket.get(name, 0) + amount
+                else:
+                    self.state.in_use.add(key)
+                if p.device.consumes and key not in self._charged and self.features.partitionable_devices:
+                    self._charged.add(key)
+                    self._hold_groups(p.device, p.pool, refold=False)
+            self._over.clear()
+            return
         search.rollback()
         for p in placements:
             if p.request.admin_access:
