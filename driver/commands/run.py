@@ -45,6 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common.add_flag(parser, "--api-deadline", "30", "seconds to keep retrying an unavailable API server per claim")
     common.add_flag(parser, "--grace-period", "10", "seconds to drain in-flight calls on SIGTERM")
     parser.add_argument("--no-publish", action="store_true", help="serve the plugin only; do not publish slices")
+    common.add_flag(parser, "--device-metadata", "true",
+                    "true|false: write DRA device metadata files (KEP-5304) and bind-mount them into containers")
     parser.set_defaults(func=run)
 
 
@@ -82,6 +84,40 @@ def _claim_source(args: argparse.Namespace, deadline_s: float) -> Any:
     return StoreClaimSource(store)
 
 
+def _true_false(value: object, flag: str) -> bool:
+    raw = str(value).strip().lower()
+    if raw not in ("true", "false"):
+        raise InputError(f"{flag}: expected true or false, got {value!r}")
+    return raw == "true"
+
+
+def _device_info(args: argparse.Namespace, claims: Any, driver_name: str, state_dir: Path,
+                 metadata_on: bool) -> dict[str, Any]:
+    """DeviceState's metadata writer (--device-metadata) and VF claim status reporter (when the
+    DRAResourceClaimDeviceStatus gate is on: the API server, or the local store in local mode)."""
+    from driver.state.claimstatus import ClaimStatusReporter
+    from driver.state.metadata import DeviceMetadataWriter
+    from driver.state.netinfo import sysfs_network_data
+    from driver.state.sources import StoreClaimSource
+
+    net = sysfs_network_data(args.sysfs_root, driver_name)
+    out: dict[str, Any] = {"metadata": DeviceMetadataWriter(state_dir, driver_name, enabled=metadata_on,
+                                                            network_data=net)}
+    if not common.features_from(args).device_status:
+        log.info("DRAResourceClaimDeviceStatus is off: no status.devices for VFs")
+        return out
+    if isinstance(claims, StoreClaimSource):
+        from driver.store.claimstatus import StoreClaimStatus
+
+        sink: Any = StoreClaimStatus(claims.store)
+    else:
+        from driver.kube.claimstatus import kube_status_sink
+
+        sink = kube_status_sink(args.kubeconfig)
+    out["claim_status"] = ClaimStatusReporter(sink, driver_name, network_data=net)
+    return out
+
+
 def start_publisher(args: argparse.Namespace, render, interval_s: float, registry: Any):
     """The single place `run` wires slice publishing; the flag -> backend/detector/Publisher
     translation is shared with `fake-dra publish` (driver.commands.publish). None when disabled."""
@@ -111,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
     health_interval = common.positive_seconds(args.health_interval, "--health-interval")
     publish_interval = common.positive_seconds(args.publish_interval, "--publish-interval")
     grace_s = common.positive_seconds(args.grace_period, "--grace-period")
+    metadata_on = _true_false(args.device_metadata, "--device-metadata")
     paths = SocketPaths.for_driver(args.kubelet_plugins_dir, args.kubelet_registry_dir, driver_name)
     claims = _claim_source(args, common.positive_seconds(args.api_deadline, "--api-deadline"))
     from driver.commands.publish import renderer_from_args
@@ -127,7 +164,8 @@ def run(args: argparse.Namespace) -> int:
     checkpoint = CheckpointStore(state_dir, driver_name=driver_name, node_name=node,
                                  boot_id=read_boot_id(args.boot_id_file))
     state = DeviceState(driver_name=driver_name, claims=claims, pool=pool_cache,
-                        cdi=CdiWriter(args.cdi_root, driver_name), checkpoint=checkpoint, crash_hook=_crash_hook())
+                        cdi=CdiWriter(args.cdi_root, driver_name), checkpoint=checkpoint, crash_hook=_crash_hook(),
+                        **_device_info(args, claims, driver_name, state_dir, metadata_on))
 
     def devices():
         # Faults are read every health interval (cheap); the inventory is rediscovered when the

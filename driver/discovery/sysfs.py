@@ -14,12 +14,12 @@ import errno
 import logging
 import os
 import re
-import stat
 from dataclasses import dataclass
 from os.path import join
 from pathlib import Path
 
-from driver.discovery import vgpu
+from driver.discovery import netdev, vgpu
+from driver.discovery.sysfsio import BDF, MAX_ATTRIBUTE_BYTES, read_attribute  # noqa: F401 (re-exported)
 from driver.errors import DiscoveryError
 from driver.model.hardware import HardwareCatalog
 from driver.model.inventory import Gpu, Inventory, NicPF, PciDevice, VirtualFunction
@@ -31,33 +31,8 @@ NVIDIA_VENDOR = 0x10DE
 GPU_CLASSES = (0x0300, 0x0302)
 NETWORK_BASE_CLASS = 0x02
 CANDIDATE_BASE_CLASSES = (0x03, NETWORK_BASE_CLASS)
-BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _VIRTFN = re.compile(r"^virtfn(\d+)$")
 _HEX = re.compile(r"^(0x)?[0-9a-fA-F]+$")
-
-
-# A sysfs attribute is at most one page; anything longer is not sysfs.
-MAX_ATTRIBUTE_BYTES = 4096
-
-
-def read_attribute(path: str) -> str:
-    """Contents of one sysfs attribute file, stripped.
-
-    Opened non-blocking and checked to be a regular file, so a FIFO or device node planted in a tree
-    cannot hang discovery, and at most one page is read, so a huge file cannot exhaust memory.
-    Raises OSError (incl. FileNotFoundError), UnicodeDecodeError, or ValueError (not a regular file /
-    too large).
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file")
-        data = os.read(fd, MAX_ATTRIBUTE_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_ATTRIBUTE_BYTES:
-        raise ValueError(f"larger than {MAX_ATTRIBUTE_BYTES} bytes")
-    return data.decode("utf-8").strip()
 
 
 def _link_name(path: str) -> str | None:
@@ -236,16 +211,9 @@ class _Walker:
         out.sort(key=lambda item: item[0])
         return out
 
-    def netdev(self, path: str) -> str | None:
-        net = join(path, "net")
-        try:
-            names = sorted(os.listdir(net))
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            self.warn(net, f"unreadable ({exc}); interface unknown")
-            return None
-        return names[0] if names else None
+    def netdev(self, path: str) -> netdev.NetDev | None:
+        """The function's first network interface and its hardware address (None: no netdev)."""
+        return netdev.netdev_of(path, self.warn)
 
     def speed(self, interface: str, device_path: str) -> int | None:
         path = join(self.root, "class", "net", interface, "speed")
@@ -330,14 +298,17 @@ def _nic(
         vf = walker.pci(os.path.basename(vf_path), vf_path)
         if vf is None:
             continue
-        vfs.append(VirtualFunction(index=n, pci=vf.pci, interface=walker.netdev(vf_path)))
+        nd = walker.netdev(vf_path)
+        vfs.append(VirtualFunction(index=n, pci=vf.pci, interface=nd.interface if nd else None,
+                                   hardware_address=nd.hardware_address if nd else None))
     if len(vfs) != num:
         walker.warn(join(path, "sriov_numvfs"), f"says {num} VFs but {len(vfs)} usable virtfnN links found on {what}")
-    interface = walker.netdev(path)
+    nd = walker.netdev(path)
+    interface = nd.interface if nd else None
     speed = walker.speed(interface, path) if interface else None
     model = catalog.nics.get((pci.vendor_id, pci.device_id))
     product = model.product_name if model else f"PCI {pci.vendor_id:04x}:{pci.device_id:04x}"
     return NicPF(
         index=index, pci=pci, interface=interface, speed_mbps=speed, total_vfs=total, num_vfs=num,
-        vfs=tuple(vfs), product_name=product,
+        vfs=tuple(vfs), product_name=product, hardware_address=nd.hardware_address if nd else None,
     )

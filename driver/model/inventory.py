@@ -77,6 +77,7 @@ class VirtualFunction:
     index: int  # N of the PF's virtfnN link
     pci: PciDevice
     interface: str | None = None
+    hardware_address: str | None = None  # MAC from net/<interface>/address
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class NicPF:
     num_vfs: int
     vfs: tuple[VirtualFunction, ...] = ()
     product_name: str = ""
+    hardware_address: str | None = None  # MAC from net/<interface>/address
 
 
 @dataclass(frozen=True)
