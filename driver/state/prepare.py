@@ -281,7 +281,8 @@ class DeviceState:
                         log.warning("CDI spec missing for a prepared claim; recreating it", extra={"claim": ref.uid})
                         self._cdi.write(entry.ref, entry.devices, self._metadata.mounts(files, entry.devices))
                 except OSError as exc:
-                    results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: writing CDI spec: {exc}")
+                    results[ref.uid] = PrepareResult(
+                        error=f"claim {ref.namespace}/{ref.name}: writing CDI spec and device metadata: {exc}")
                     continue
                 except FakeDraError as exc:
                     results[ref.uid] = PrepareResult(error=str(exc))
@@ -382,7 +383,8 @@ class DeviceState:
                 with contextlib.suppress(OSError):
                     self._metadata.remove(ref.uid)
                 failed.append(ref)
-                what = f"claim {ref.namespace}/{ref.name}: writing CDI spec: {exc}" if isinstance(exc, OSError) else str(exc)
+                what = (f"claim {ref.namespace}/{ref.name}: writing CDI spec and device metadata: {exc}"
+                        if isinstance(exc, OSError) else str(exc))
                 results[ref.uid] = PrepareResult(error=what)
         if self._status is not None:  # informational: never fails the claims
             self._status.prepared([(ref, claims[ref.uid], devs) for ref, devs in ok], pool_devices)
@@ -414,7 +416,7 @@ class DeviceState:
                     self._metadata.remove(ref.uid)
                     results[ref.uid] = ""
                 except OSError as exc:
-                    results[ref.uid] = f"claim {ref.namespace}/{ref.name}: removing CDI spec: {exc}"
+                    results[ref.uid] = f"claim {ref.namespace}/{ref.name}: removing CDI spec and device metadata: {exc}"
             if self._status is not None:
                 recorded_devs = [(r, e.devices) for r in valid if not results[r.uid]
                                  and (e := self._cp.claims.get(r.uid)) is not None]
