@@ -208,9 +208,12 @@ class KindBackend:
         obs.counters = self._counters()
         return obs
 
-    def _metadata_files(self, pod: str, claims: Sequence[str]) -> dict[str, str]:
+    def _metadata_files(self, pod: str, claims: Sequence[str]) -> dict[str, str] | None:
         """Container path -> content of the device metadata files the pod's container can read:
-        for each request of each claim, the path the protocol defines, read with `cat` inside it."""
+        for each request of each claim, the path the protocol defines, read with `cat` inside it.
+        None (not observed) without kubectl."""
+        if shutil.which("kubectl") is None:
+            return None
         files: dict[str, str] = {}
         for claim in claims:
             for req in (self._claim(claim).get("spec") or {}).get("devices", {}).get("requests") or []:
