@@ -206,7 +206,7 @@ def test_skewed_view_strips_groups_from_a_copy_and_turns_the_gate_off() -> None:
 
 def test_kubectl_helper_passes_the_kubeconfig_and_maps_failures(tmp_path, monkeypatch) -> None:
     script = tmp_path / "kubectl"
-    script.write_text('#!/bin/sh\nif [ "$3" = "fail" ]; then echo "boom" >&2; exit 1; fi\necho "$@"\n')
+    script.write_text('#!/bin/sh\nif [ "$4" = "fail" ]; then echo "boom" >&2; exit 1; fi\necho "$@"\n')
     script.chmod(0o755)
     monkeypatch.setattr(kind.shutil, "which", lambda name: str(script))
     b = kind.KindBackend.__new__(kind.KindBackend)
