@@ -205,7 +205,8 @@ class DeviceMetadataWriter:
 
     def __init__(self, state_dir: str | os.PathLike[str], driver_name: str, *, enabled: bool = True,
                  network_data: NetworkData | None = None) -> None:
-        self.root = Path(state_dir) / HOST_SUBDIR
+        # Absolute: the CDI spec hands this path to the container runtime, which has another cwd.
+        self.root = Path(state_dir).absolute() / HOST_SUBDIR
         self.driver_name = driver_name
         self.enabled = enabled
         self._network_data = network_data

@@ -19,7 +19,7 @@ from driver.state.metadata import (
     encode,
 )
 from driver.state.netinfo import sysfs_network_data
-from driver.state.types import ClaimRef
+from driver.state.types import ClaimRef, PreparedDevice
 from state.conftest import DRIVER, NODE, result
 
 TEMPLATE_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
@@ -154,7 +154,6 @@ def test_repeated_prepare_leaves_an_existing_file_alone(env, writer):
 def test_rewrite_with_new_content_bumps_the_generation_and_same_content_does_not(env, writer, demo_pool):
     ref = ClaimRef("default", "c", "uid-1")
     claim = {"metadata": {"name": "c", "namespace": "default", "uid": "uid-1"}}
-    from driver.state.types import PreparedDevice
     devs = [PreparedDevice(("net",), NODE, "nic-0-vf-0", ())]
     pool = demo_pool.devices()
     path = writer.write(ref, claim, devs, pool)[0].host_path
@@ -175,7 +174,6 @@ def test_rewrite_with_new_content_bumps_the_generation_and_same_content_does_not
 def test_a_torn_or_foreign_file_is_rewritten(env, writer, demo_pool):
     ref = ClaimRef("default", "c", "uid-1")
     claim = {"metadata": {"name": "c", "namespace": "default", "uid": "uid-1"}}
-    from driver.state.types import PreparedDevice
     devs = [PreparedDevice(("gpu",), NODE, "gpu-1", ())]
     path = writer.write(ref, claim, devs, demo_pool.devices())[0].host_path
     path.write_text('{"kind": "DeviceMeta')
@@ -234,3 +232,12 @@ def test_encode_decode_round_trip_and_torn_stream():
         decode(encode(body, 1)[:-20])
     with pytest.raises(ValueError, match="not an object"):
         decode("[1]")
+
+
+def test_a_relative_state_dir_still_gives_the_runtime_an_absolute_host_path(env, monkeypatch, demo_pool):
+    monkeypatch.chdir(env.root)
+    w = DeviceMetadataWriter("state", DRIVER)
+    (f,) = w.files(ClaimRef("default", "c", "uid-1"), {"metadata": {"name": "c"}},
+                   [PreparedDevice(("gpu",), NODE, "gpu-1", ())],
+                   demo_pool.devices())
+    assert f.host_path.is_absolute() and f.host_path == env.state_dir / HOST_SUBDIR / "uid-1" / "gpu" / f"{DRIVER}-metadata.json"
