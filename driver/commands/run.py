@@ -16,7 +16,6 @@ import logging
 import os
 import signal
 import threading
-from pathlib import Path
 from typing import Any
 
 from driver.commands import common
@@ -35,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the node agent: kubelet plugin over unix sockets and the slice publisher.",
     )
     common.add_node_flags(parser)
+    common.add_kubelet_dirs(parser)
     from driver.commands.publish import add_publish_flags
 
     add_publish_flags(parser)
@@ -45,8 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common.add_flag(parser, "--api-deadline", "30", "seconds to keep retrying an unavailable API server per claim")
     common.add_flag(parser, "--grace-period", "10", "seconds to drain in-flight calls on SIGTERM")
     parser.add_argument("--no-publish", action="store_true", help="serve the plugin only; do not publish slices")
-    common.add_flag(parser, "--device-metadata", "true",
-                    "true|false: write DRA device metadata files (KEP-5304) and bind-mount them into containers")
+    parser.add_argument("--device-metadata", type=_on_off, default=True, metavar="true|false",
+                        help="write DRA device metadata files (KEP-5304) and bind-mount them into containers "
+                             "(default true)")
     parser.set_defaults(func=run)
 
 
@@ -66,7 +67,9 @@ def _crash_hook():
 
 def _claim_source(args: argparse.Namespace, deadline_s: float) -> Any:
     """API server when configured (--kubeconfig, or in-cluster without --store), else the local store."""
-    if args.kubeconfig or (common.in_cluster() and not args.store):
+    from driver.commands.publish import uses_api_server
+
+    if uses_api_server(args):
         from driver.kube.claims import KubeClaimSource
         from driver.kube.rawapi import load_api_client
 
@@ -76,23 +79,25 @@ def _claim_source(args: argparse.Namespace, deadline_s: float) -> Any:
     from driver.state.sources import StoreClaimSource
     from driver.store.objectstore import ObjectStore
 
-    from driver.commands.publish import default_store_dir
-
-    root = args.store or default_store_dir()
+    root = common.store_dir(args, write=True)
     store = ObjectStore(root)
     log.info("reading claims from the local object store", extra={"store": str(root)})
     return StoreClaimSource(store)
 
 
-def _true_false(value: object, flag: str) -> bool:
-    raw = str(value).strip().lower()
-    if raw not in ("true", "false"):
-        raise InputError(f"{flag}: expected true or false, got {value!r}")
-    return raw == "true"
+def _on_off(value: str) -> bool:
+    """--device-metadata's value: the on/off words every boolean FAKE_DRA_* variable takes."""
+    from driver.commands._envflags import FALSE_WORDS, TRUE_WORDS
+
+    word = str(value).strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
 
 
-def _device_info(args: argparse.Namespace, claims: Any, driver_name: str, state_dir: Path,
-                 metadata_on: bool) -> dict[str, Any]:
+def _device_info(args: argparse.Namespace, claims: Any, driver_name: str, state_dir: Path) -> dict[str, Any]:
     """DeviceState's metadata writer (--device-metadata) and VF claim status reporter (when the
     DRAResourceClaimDeviceStatus gate is on: the API server, or the local store in local mode)."""
     from driver.state.claimstatus import ClaimStatusReporter
@@ -101,7 +106,7 @@ def _device_info(args: argparse.Namespace, claims: Any, driver_name: str, state_
     from driver.state.sources import StoreClaimSource
 
     net = sysfs_network_data(args.sysfs_root, driver_name)
-    out: dict[str, Any] = {"metadata": DeviceMetadataWriter(state_dir, driver_name, enabled=metadata_on,
+    out: dict[str, Any] = {"metadata": DeviceMetadataWriter(state_dir, driver_name, enabled=args.device_metadata,
                                                             network_data=net)}
     if not common.features_from(args).device_status:
         log.info("DRAResourceClaimDeviceStatus is off: no status.devices for VFs")
@@ -116,6 +121,29 @@ def _device_info(args: argparse.Namespace, claims: Any, driver_name: str, state_
         sink = kube_status_sink(args.kubeconfig)
     out["claim_status"] = ClaimStatusReporter(sink, driver_name, network_data=net)
     return out
+
+
+def _node_dirs(args: argparse.Namespace, driver_name: str, node: str) -> common.NodeDirs:
+    """Resolve and check the plugin's directories before anything is created (docs/cli.md)."""
+    dirs = common.node_dirs(args, driver_name, node)
+    for flag, path in dirs.flags():
+        common.output_dir(path, flag)
+    if dirs.local_root is not None:
+        log.info(f"local mode: sockets, CDI specs and checkpoint under {dirs.local_root}",
+                 extra={"state_dir": str(dirs.local_root)})
+    else:
+        log.info("kubelet directories", extra={"defaults": dirs.origin, "plugins": str(dirs.plugins),
+                                               "registry": str(dirs.registry), "cdi_root": str(dirs.cdi)})
+    return dirs
+
+
+def _log_inventory(pool: Any, driver_name: str) -> None:
+    from driver.commands._startup import inventory_summary
+
+    message, fields = inventory_summary(pool, driver_name)
+    log.info(message, extra=fields)
+    for warning in getattr(pool, "warnings", ()) or ():
+        log.warning(warning)
 
 
 def start_publisher(args: argparse.Namespace, render, interval_s: float, registry: Any):
@@ -147,8 +175,8 @@ def run(args: argparse.Namespace) -> int:
     health_interval = common.positive_seconds(args.health_interval, "--health-interval")
     publish_interval = common.positive_seconds(args.publish_interval, "--publish-interval")
     grace_s = common.positive_seconds(args.grace_period, "--grace-period")
-    metadata_on = _true_false(args.device_metadata, "--device-metadata")
-    paths = SocketPaths.for_driver(args.kubelet_plugins_dir, args.kubelet_registry_dir, driver_name)
+    dirs = _node_dirs(args, driver_name, node)
+    paths = SocketPaths.for_driver(dirs.plugins, dirs.registry, driver_name)
     claims = _claim_source(args, common.positive_seconds(args.api_deadline, "--api-deadline"))
     from driver.commands.publish import renderer_from_args
 
@@ -158,14 +186,15 @@ def run(args: argparse.Namespace) -> int:
     # scheduler. Device names do not depend on gates, so allocations from any published variant
     # are found, and revalidation still knows which modes exclude each other (version skew).
     pool_cache = PoolCache(lambda: render(Features()), max_age_s=max(15.0, health_interval))
-    pool_cache.refresh()  # fail fast on a broken sysfs root or config
+    _log_inventory(pool_cache.refresh(), driver_name)  # also fails fast on a broken sysfs root or config
 
-    state_dir = Path(args.state_dir or Path(args.kubelet_plugins_dir) / driver_name)
+    state_dir = dirs.state
     checkpoint = CheckpointStore(state_dir, driver_name=driver_name, node_name=node,
                                  boot_id=read_boot_id(args.boot_id_file))
     state = DeviceState(driver_name=driver_name, claims=claims, pool=pool_cache,
-                        cdi=CdiWriter(args.cdi_root, driver_name), checkpoint=checkpoint, crash_hook=_crash_hook(),
-                        **_device_info(args, claims, driver_name, state_dir, metadata_on))
+                        cdi=CdiWriter(dirs.cdi, driver_name), checkpoint=checkpoint, crash_hook=_crash_hook(),
+                        **_device_info(args, claims, driver_name, state_dir))
+    log.info(f"restored {state.count()} prepared claims", extra={"claims": state.count(), "state_dir": str(state_dir)})
 
     def devices():
         # Faults are read every health interval (cheap); the inventory is rediscovered when the
