@@ -81,10 +81,11 @@ def test_rbac_is_least_privilege() -> None:
 
 def test_admission_policy_binds_writes_to_own_node() -> None:
     kinds = _by_kind()
-    policy = kinds["ValidatingAdmissionPolicy"][0]
-    binding = kinds["ValidatingAdmissionPolicyBinding"][0]
+    policy = next(p for p in kinds["ValidatingAdmissionPolicy"]
+                  if p["metadata"]["name"] == "fake-dra-resourceslices-own-node")
+    binding = next(b for b in kinds["ValidatingAdmissionPolicyBinding"]
+                   if b["spec"]["policyName"] == policy["metadata"]["name"])
     sa = kinds["ServiceAccount"][0]
-    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
     assert binding["spec"]["validationActions"] == ["Deny"]
     match = policy["spec"]["matchConditions"][0]["expression"]
     assert f"system:serviceaccount:{sa['metadata']['namespace']}:{sa['metadata']['name']}" in match

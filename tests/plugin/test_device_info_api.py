@@ -114,3 +114,14 @@ def test_device_status_gate_off_writes_no_status(make_plugin):
     assert "devices" not in plugin.store.get("resourceclaims", "default", "vf")["status"]
     assert plugin.metadata_uids() == {ref[2]}
     assert plugin.stop() == 0
+
+
+def test_device_metadata_from_its_variable_is_checked_like_the_flag(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FAKE_DRA_DEVICE_METADATA", "perhaps")
+    code = main(["run", "--sysfs-root", str(tmp_path), "--node-name", "n1", "--store", str(tmp_path / "s"),
+                 "--kubelet-plugins-dir", str(tmp_path / "p"), "--kubelet-registry-dir", str(tmp_path / "r"),
+                 "--cdi-root", str(tmp_path / "c")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "FAKE_DRA_DEVICE_METADATA='perhaps'" in err and "--device-metadata" in err
+    assert not (tmp_path / "r").exists()
