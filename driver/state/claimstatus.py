@@ -63,6 +63,8 @@ def _key(entry: Mapping[str, Any]) -> tuple[Any, ...]:
 def current_entries(claim: Mapping[str, Any], driver: str) -> list[dict[str, Any]]:
     """The claim's status.devices entries of `driver` as stored."""
     devices = (claim.get("status") or {}).get("devices") or []
+    if not isinstance(devices, list):  # a hostile object; what we write replaces our part of it
+        return []
     return [dict(d) for d in devices if isinstance(d, Mapping) and d.get("driver") == driver]
 
 
@@ -89,7 +91,8 @@ def vf_entries(driver: str, claim: Mapping[str, Any], devices: Sequence[Prepared
         if dev.share_id:
             entry["shareID"] = dev.share_id
         since = now
-        for cond in existing.get(_key(entry), {}).get("conditions") or ():
+        conditions = existing.get(_key(entry), {}).get("conditions")
+        for cond in conditions if isinstance(conditions, list) else ():
             if isinstance(cond, Mapping) and cond.get("type") == READY and cond.get("status") == "True":
                 since = str(cond.get("lastTransitionTime") or now)  # no transition: keep the time
         condition: dict[str, Any] = {"type": READY, "status": "True", "reason": REASON, "message": MESSAGE,
@@ -130,9 +133,14 @@ class ClaimStatusReporter:
         deadline = self._clock() + self._budget_s
         now = self._now()
         for ref, claim, devices in items:
-            want = vf_entries(self.driver_name, claim, devices, pool_devices, self._network_data, now)
-            if _same(want, current_entries(claim, self.driver_name)):
-                continue  # already says this (a retried prepare, a claim without VFs)
+            try:
+                want = vf_entries(self.driver_name, claim, devices, pool_devices, self._network_data, now)
+                if _same(want, current_entries(claim, self.driver_name)):
+                    continue  # already says this (a retried prepare, a claim without VFs)
+            except Exception as exc:  # noqa: BLE001 - informational: this claim's status only
+                log.warning("cannot compute the claim's device status; skipping it",
+                            extra={"claim": f"{ref.namespace}/{ref.name}", "error": f"{type(exc).__name__}: {exc}"})
+                continue
             self._apply(ref, want, deadline, "write")
 
     def unprepared(self, items: Sequence[tuple[ClaimRef, Sequence[PreparedDevice]]],

@@ -83,7 +83,10 @@ def pod_claim_name(claim: Mapping[str, Any]) -> str | None:
     it), or None for a claim the pod names directly. PrepareError for any other value: it becomes a
     path inside the container, so "../x" must never reach the runtime."""
     meta = claim.get("metadata") or {}
-    value = (meta.get("annotations") or {}).get(POD_CLAIM_NAME_ANNOTATION)
+    annotations = meta.get("annotations") or {}
+    if not isinstance(annotations, Mapping):
+        raise PrepareError(f"claim {meta.get('namespace')}/{meta.get('name')}: metadata.annotations is not a map")
+    value = annotations.get(POD_CLAIM_NAME_ANNOTATION)
     if value is None or value == "":
         return None
     try:

@@ -176,3 +176,28 @@ def test_local_store_path_end_to_end(env, demo_sysfs):
     assert st.unprepare([ref]) == {uid: ""}
     devices = store.get("resourceclaims", "default", "vf")["status"]["devices"]
     assert [(d["driver"], d["device"]) for d in devices] == [("other.example.com", "d")]
+
+
+@pytest.mark.parametrize("devices", [7, "junk", [1, "x", {"driver": DRIVER, "pool": NODE, "device": "nic-0-vf-0",
+                                                         "conditions": 5}]])
+def test_a_hostile_status_devices_field_does_not_fail_the_prepare(env, demo_sysfs, devices):
+    sink = RecordingSink()
+    ref = env.claims.add("c", [result("nic-0-vf-0", "net")])
+    env.claims.claims[("default", "c")]["status"]["devices"] = devices
+    assert env.state(claim_status=reporter(sink, demo_sysfs)).prepare([ref])[ref.uid].error == ""
+    ((_, _, entries),) = sink.calls
+    assert [e["device"] for e in entries] == ["nic-0-vf-0"] and entries[0]["conditions"][0]["lastTransitionTime"] == NOW
+
+
+def test_a_failure_computing_one_claims_status_skips_only_that_claim(env, demo_sysfs, caplog):
+    sink = RecordingSink()
+
+    def broken(device):
+        raise RuntimeError("sysfs went away")
+
+    rep = ClaimStatusReporter(sink, DRIVER, network_data=broken, now=lambda: NOW)
+    ref = env.claims.add("c", [result("nic-0-vf-0", "net")])
+    with caplog.at_level(logging.WARNING, logger="fake-dra.claimstatus"):
+        assert env.state(claim_status=rep).prepare([ref])[ref.uid].error == ""
+    assert sink.calls == []
+    assert any("cannot compute the claim's device status" in r.getMessage() for r in caplog.records)

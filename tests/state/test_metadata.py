@@ -241,3 +241,12 @@ def test_a_relative_state_dir_still_gives_the_runtime_an_absolute_host_path(env,
                    [PreparedDevice(("gpu",), NODE, "gpu-1", ())],
                    demo_pool.devices())
     assert f.host_path.is_absolute() and f.host_path == env.state_dir / HOST_SUBDIR / "uid-1" / "gpu" / f"{DRIVER}-metadata.json"
+
+
+def test_annotations_that_are_not_a_map_fail_only_that_claim(env, writer):
+    ref = env.claims.add("c", [result("gpu-1", "gpu")])
+    good = env.claims.add("d", [result("nic-0-vf-1", "net")])
+    env.claims.claims[("default", "c")]["metadata"]["annotations"] = ["x"]
+    out = env.state(metadata=writer).prepare([ref, good])
+    assert out[ref.uid].error == "claim default/c: metadata.annotations is not a map"
+    assert out[good.uid].error == ""
