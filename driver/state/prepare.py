@@ -287,14 +287,15 @@ class DeviceState:
         for ref, claim in fetched:
             entry = self._cp.claims.get(ref.uid)
             if entry is not None and entry.state == COMPLETED and entry.boot_id == boot:
+                step = "writing device metadata"
                 try:
                     files = self._metadata.ensure(ref, claim, entry.devices, devices)
+                    step = "writing CDI spec"
                     if not self._cdi.exists(ref.uid):
                         log.warning("CDI spec missing for a prepared claim; recreating it", extra={"claim": ref.uid})
                         self._cdi.write(entry.ref, entry.devices, self._metadata.mounts(files, entry.devices))
                 except OSError as exc:
-                    results[ref.uid] = PrepareResult(
-                        error=f"claim {ref.namespace}/{ref.name}: writing CDI spec and device metadata: {exc}")
+                    results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {step}: {exc}")
                     continue
                 except FakeDraError as exc:
                     results[ref.uid] = PrepareResult(error=str(exc))
@@ -403,8 +404,10 @@ class DeviceState:
         failed: list[ClaimRef] = []
         pool_devices = self._pool.get(refresh_if_stale=False)[1]
         for ref, devs in batch:
+            step = "writing device metadata"
             try:
                 files = self._metadata.write(ref, claims[ref.uid], devs, pool_devices)
+                step = "writing CDI spec"
                 self._cdi.write(ref, devs, self._metadata.mounts(files, devs))
                 ok.append((ref, devs))
             except Exception as exc:  # noqa: BLE001 - whatever it is, this claim only
@@ -412,7 +415,7 @@ class DeviceState:
                     log.exception("writing a CDI spec failed unexpectedly", extra={"claim": ref.uid})
                 failed.append(ref)
                 what = (str(exc) if isinstance(exc, FakeDraError)  # e.g. a metadata path it cannot name
-                        else f"claim {ref.namespace}/{ref.name}: writing CDI spec and device metadata: {exc}")
+                        else f"claim {ref.namespace}/{ref.name}: {step}: {exc}")
                 results[ref.uid] = PrepareResult(error=what)
         if self._status is not None:  # informational: never fails the claims
             self._status.prepared([(ref, claims[ref.uid], devs) for ref, devs in ok], pool_devices)
@@ -450,13 +453,14 @@ class DeviceState:
                 results[ref.uid] = str(exc)
         with self._claims_locked(r.uid for r in valid):
             for ref in valid:
+                step = "removing CDI spec"
                 try:
                     self._cdi.remove(ref.uid)
+                    step = "removing device metadata"
                     self._metadata.remove(ref.uid)
                     results[ref.uid] = ""
                 except OSError as exc:
-                    results[ref.uid] = (f"claim {_short(ref.namespace)}/{_short(ref.name)}: "
-                                        f"removing CDI spec and device metadata: {exc}")
+                    results[ref.uid] = f"claim {_short(ref.namespace)}/{_short(ref.name)}: {step}: {exc}"
             if self._status is not None:
                 recorded_devs = [(r, e.devices) for r in valid if not results[r.uid]
                                  and (e := self._cp.claims.get(r.uid)) is not None]

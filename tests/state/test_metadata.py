@@ -219,7 +219,7 @@ def test_write_failure_fails_the_claim_and_leaves_nothing(env, writer):
     st = env.state(metadata=writer)
     (env.state_dir / HOST_SUBDIR).write_text("not a directory")
     out = st.prepare([ref])[ref.uid]
-    assert "claim default/c: writing CDI spec and device metadata" in out.error
+    assert "claim default/c: writing device metadata: [Errno 20] Not a directory" in out.error
     assert env.cdi_files() == [] and st.prepared() == {}
 
 
@@ -250,3 +250,19 @@ def test_annotations_that_are_not_a_map_fail_only_that_claim(env, writer):
     out = env.state(metadata=writer).prepare([ref, good])
     assert out[ref.uid].error == "claim default/c: metadata.annotations is not a map"
     assert out[good.uid].error == ""
+
+
+def test_unprepare_reports_a_metadata_removal_failure_and_the_retry_completes(env, writer, monkeypatch):
+    ref = env.claims.add("c", [result("gpu-1", "gpu")])
+    st = env.state(metadata=writer)
+    st.prepare([ref])
+
+    def busy(path):
+        raise OSError(16, "Device or resource busy")
+
+    monkeypatch.setattr("driver.state.metadata.shutil.rmtree", busy)
+    assert st.unprepare([ref])[ref.uid] == "claim default/c: removing device metadata: [Errno 16] Device or resource busy"
+    assert ref.uid in st.prepared(), "still recorded: the kubelet retries"
+    monkeypatch.undo()
+    assert st.unprepare([ref]) == {ref.uid: ""}
+    assert not (env.state_dir / HOST_SUBDIR / ref.uid).exists() and st.prepared() == {}
