@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from os.path import join
 
-from driver.discovery.sysfsio import BDF, read_attribute
+from driver.discovery.reader import BDF, read_attribute
 
 # Linux prints dev->dev_addr with "%pM"-style colon-separated hex; NetworkDeviceData.hardwareAddress
 # allows up to 128 characters, so the 20-byte InfiniBand address (59 characters) fits.

@@ -54,6 +54,7 @@ def inventory_to_dict(inv: Inventory) -> dict[str, Any]:
                 "interface": n.interface,
                 "hardwareAddress": n.hardware_address,
                 "speedMbps": n.speed_mbps,
+                "sriov": n.sriov,
                 "totalVFs": n.total_vfs,
                 "numVFs": n.num_vfs,
                 "vfs": [{"index": v.index, **_pci(v.pci), "interface": v.interface,

@@ -154,3 +154,15 @@ def test_allocate_without_explanation_is_short():
     claim = {"metadata": {"name": "x"}, "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c", "count": 9}}]}}}
     with pytest.raises(AllocationError, match="^claim default/x: cannot be allocated on node n1$"):
         alloc.allocate([claim], explain=False)
+
+
+def test_list_typed_attributes_are_accepted_at_revalidation():
+    # Preparation-time revalidation reads the same slices; list-typed attributes (DRAListTypeAttributes)
+    # neither break parsing nor change the counter/group/exclusivity verdicts.
+    listed = slices()
+    for dev in listed[1]["spec"]["devices"]:
+        dev["attributes"] = {"pcieRoots": {"strings": ["pci0000:00", "pci0000:40"]}, "numa": {"ints": [0, 1]}}
+    ok = [PlacedDevice("a", "r", DRIVER, "n1", "mig-0"), PlacedDevice("b", "r", DRIVER, "n1", "mig-1")]
+    assert validate_combination(listed, ok, Features.all_on()) == []
+    clash = [PlacedDevice("a", "r", DRIVER, "n1", "mig-0"), PlacedDevice("b", "r", DRIVER, "n1", "vgpu-0")]
+    assert [v.kind for v in validate_combination(listed, clash, Features.all_on())] == ["groups"]
