@@ -68,7 +68,6 @@ class SearchState:
     allocating: dict[DeviceKey, set[int]] = field(default_factory=dict)
     allocating_capacity: dict[DeviceKey, dict[str, Fraction]] = field(default_factory=dict)
     groups: dict[CounterKey, GroupIntersection] = field(default_factory=dict)
-    grouped_sets: set[CounterKey] = field(default_factory=set)  # for the gate-off skip
 
 
 class Search:
@@ -117,7 +116,8 @@ class Search:
         out = []
         for pool in self.alloc.pools:
             if pool.incomplete:
-                raise AllocationError(f"claim {claim.label}, request {req.name}: asks for all devices, but resource pool {pool.label} is currently being updated (incomplete)")
+                why = f"incomplete: {pool.note}" if pool.note else "incomplete"
+                raise AllocationError(f"claim {claim.label}, request {req.name}: asks for all devices, but resource pool {pool.label} is currently being updated ({why})")
             if pool.invalid:
                 raise AllocationError(f"claim {claim.label}, request {req.name}: asks for all devices, but resource pool {pool.label} is currently invalid: {pool.invalid}")
             for dev in pool.devices:
@@ -248,15 +248,13 @@ class Search:
         if dev.consumes and not feats.partitionable_devices:
             return fail("needs DRAPartitionableDevices")
         skip_counters = multi and (dev.key in st.shared or dev.key in st.allocating_capacity)
-        if dev.consumes and not skip_counters:
-            if feats.compatibility_groups:
-                blocked = self.alloc.fold_groups(dev, undo_steps)
-                if blocked is not None:
-                    return fail(f"groups:{blocked}")
-            else:
-                for cons in dev.consumes:
-                    if cons.groups or dev.counter_key(cons.counter_set) in st.grouped_sets:
-                        return fail("groups (feature gate off)")
+        # Groups are checked exactly when counters are charged: not for a further share of a device
+        # already shared (upstream gates both on skipCounterCheck). With the gate off there is
+        # nothing to check: pool gathering already ignored every slice that declares groups.
+        if dev.consumes and not skip_counters and feats.compatibility_groups:
+            blocked = self.alloc.fold_groups(dev, undo_steps)
+            if blocked is not None:
+                return fail(f"groups:{blocked}")
         request_counters: tuple = ()
         if dev.consumes and feats.shared_consumable_capacity:
             resolved = request_driven_counters(dev, qualified(req.capacity, dev.driver), pool.counter_sets)

@@ -117,7 +117,8 @@ def _request_report(alloc: Any, claim: Claim, req: Request, search: Any, ci: int
                 if code.startswith("groups:"):
                     grouped.append((dev, code))
     need = req.count if req.mode == "ExactCount" else max(matching, 1)
-    skipped = [p.label + (" (incomplete)" if p.incomplete else f" (invalid: {p.invalid})") for p in alloc.pools if p.incomplete or p.invalid]
+    skipped = [p.label + (f" (invalid: {p.invalid})" if p.invalid else f" (incomplete: {p.note})" if p.note else " (incomplete)")
+               for p in alloc.pools if p.incomplete or p.invalid]
     pools_note = f"; skipped pools: {', '.join(skipped)}" if skipped else ""
     if matching == 0:
         return 0, 0, f"request {req.name}: no device matches the selectors (class {req.class_name}){pools_note}"

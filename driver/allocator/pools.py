@@ -97,10 +97,23 @@ class Pool:
     counter_sets: dict[str, dict[str, Counter]] = field(default_factory=dict)
     slice_specs: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # slice name -> spec
     binding_conditions: bool = False  # a device for this node has bindingConditions: searched last
+    # Every device of the pool in upstream's walk order (slices for the node by name, each slice's
+    # devices in order, then the pool's other slices): allocated devices' compatibility groups
+    # are folded in this order (compatibilityGroupsBaselineForPool), which decides the outcome
+    # when a driver re-published allocated devices with clashing groups.
+    in_order: list[DeviceInfo] = field(default_factory=list)
+    note: str | None = None  # why an incomplete pool is incomplete, when it is not just a short pool
 
     @property
     def label(self) -> str:
         return f"{self.driver}/{self.name}"
+
+    def position(self) -> dict[tuple[str, str, str], int]:
+        """Device key -> index in `in_order` (built once; pools are immutable once gathered)."""
+        found = self.__dict__.get("_position")
+        if found is None:
+            found = self.__dict__["_position"] = {dev.key: i for i, dev in enumerate(self.in_order)}
+        return found
 
     def counter_totals(self) -> dict[CounterKey, dict[str, Counter]]:
         return {(self.driver, self.name, cs): counters for cs, counters in self.counter_sets.items()}
@@ -182,17 +195,29 @@ def gather_pools(slices: Sequence[ParsedSlice], node: Node, features: Features) 
     come after all others; each group is sorted by (driver, pool).
     """
     dropped: set[tuple[str, str]] = set()
+    ignored: dict[tuple[str, str], str] = {}  # pool -> first slice (by name) ignored for its groups
     if not features.compatibility_groups:
         # The 1.37 scheduler without the gate ignores such slices entirely, leaving the pool short
-        # ("treated as belonging to an incomplete pool", kubernetes.io DRA page).
+        # ("treated as belonging to an incomplete pool", kubernetes.io DRA page; upstream
+        # structured/internal/*/compatibility_groups.go sliceUsesCompatibilityGroups: only a
+        # non-empty list counts, and whether any device is allocated does not matter).
         kept = []
         for ps in slices:
             if ps.declares_groups:
+                pid = (ps.driver, ps.pool_name)
+                if pid not in ignored or ps.name < ignored[pid]:
+                    ignored[pid] = ps.name
                 if _relevant(ps.name, ps.spec, node):
-                    dropped.add((ps.driver, ps.pool_name))
+                    dropped.add(pid)
                 continue
             kept.append(ps)
         slices = kept
+
+    def short_pool(driver: str, pool_name: str) -> Pool:
+        name = ignored.get((driver, pool_name))
+        note = (f"slice {name} declares compatibilityGroups, which kube-scheduler ignores while "
+                "DRADeviceCompatibilityGroups is off") if name else None
+        return Pool(driver, pool_name, incomplete=True, note=note)
 
     by_pool: dict[tuple[str, str], list[ParsedSlice]] = {}
     for ps in slices:
@@ -220,12 +245,12 @@ def gather_pools(slices: Sequence[ParsedSlice], node: Node, features: Features) 
                 continue  # the driver is replacing this generation: ignore the old one
             all_members = [ps for ps in same_pool if ps.generation == gen]
             if len(all_members) != want:
-                plain.append(Pool(driver, pool_name, incomplete=True))
+                plain.append(short_pool(driver, pool_name))
                 continue
         pool = _build_pool(driver, pool_name, members, all_members, node, features)
         (with_conditions if pool.binding_conditions else plain).append(pool)
     for driver, pool_name in dropped - set(by_pool):
-        plain.append(Pool(driver, pool_name, incomplete=True))
+        plain.append(short_pool(driver, pool_name))
     plain.sort(key=lambda p: (p.driver, p.name))
     with_conditions.sort(key=lambda p: (p.driver, p.name))
     return plain + with_conditions
@@ -243,6 +268,7 @@ def _build_pool(driver: str, pool_name: str, members: list[ParsedSlice], all_mem
             counter_slices.append(ps)
             continue
         per_device = bool(spec.get("perDeviceNodeSelection"))
+        pool.in_order.extend(ps.devices)
         for i, info in enumerate(ps.devices):
             if info.binding_conditions is not None:
                 pool.binding_conditions = True
@@ -262,6 +288,7 @@ def _build_pool(driver: str, pool_name: str, members: list[ParsedSlice], all_mem
                 counter_slices.append(ps)
                 continue
             pool.other_devices.extend(ps.devices)
+        pool.in_order.extend(pool.other_devices)
     seen: set[str] = set()
     for info in pool.devices + pool.elsewhere:
         if info.name in seen:

@@ -71,8 +71,13 @@ class Allocator:
         self.state = SearchState()
         self._charged: set[DeviceKey] = set()
         self._over: dict[tuple[str, str], str | None] = {}
+        # Allocated devices whose compatibility groups bind their counter sets, per pool; the
+        # pool's group state is refolded from them (in upstream order) when they change.
+        self._holders: dict[tuple[str, str], tuple[Pool, dict[DeviceKey, DeviceInfo]]] = {}
+        self._stale_groups: set[tuple[str, str]] = set()
         for obj in allocated:
             self.commit_existing(obj)
+        self._fold_holders()
 
     # ---- helpers used by the search -----------------------------------------------------------
     def caps(self, dev: DeviceInfo) -> dict[str, Capacity]:
@@ -198,34 +203,95 @@ class Allocator:
                 self.state.in_use.add(key)
             found = self.index.get(key)
             if found is None:
-                continue
-            dev, _ = found
-            if key not in self._charged and self.features.partitionable_devices:
-                self._charged.add(key)
-                for cons in dev.consumes:
-                    ckey = dev.counter_key(cons.counter_set)
-                    self.ledger.add(ckey, cons.static)
-                    if self.features.compatibility_groups:
-                        self.state.groups[ckey] = self.state.groups.get(ckey, GroupIntersection()).add(cons.groups)
-                    elif cons.groups:
-                        self.state.grouped_sets.add(ckey)
+                continue  # no longer published: charges no counters and holds no groups (upstream)
+            request_counters = ()
             if self.features.shared_consumable_capacity and self.features.partitionable_devices:
-                for counter_set, amounts in parse_consumed_counters(r.get("consumedCounters"), where):
-                    self.ledger.add((key[0], key[1], counter_set), amounts)
+                request_counters = parse_consumed_counters(r.get("consumedCounters"), where)
+            self._charge_allocated(*found, request_counters)
         self._over.clear()
 
-    def _commit(self, placements: list[Placement]) -> None:
+    def _charge_allocated(self, dev: DeviceInfo, pool: Pool, request_counters) -> None:
+        """What an allocated (non-admin) device holds for later cycles: its static counters once
+        per device, its request-driven counters per result, and its groups on its counter sets."""
+        key = dev.key
+        if key not in self._charged and self.features.partitionable_devices:
+            self._charged.add(key)
+            for cons in dev.consumes:
+                self.ledger.add(dev.counter_key(cons.counter_set), cons.static)
+            self._hold_groups(dev, pool, refold=True)
+        for counter_set, amounts in request_counters:
+            self.ledger.add((key[0], key[1], counter_set), amounts)
+
+    def _hold_groups(self, dev: DeviceInfo, pool: Pool, refold: bool) -> None:
+        if dev.consumes and self.features.compatibility_groups:
+            pid = (pool.driver, pool.name)
+            self._holders.setdefault(pid, (pool, {}))[1][dev.key] = dev
+            if refold:
+                self._stale_groups.add(pid)
+
+    def _fold_holders(self) -> None:
+        """Recompute the group state allocated devices impose, for the pools whose holders changed.
+
+        Upstream (compatibilityGroupsBaselineForPool) walks the pool's devices in order and folds
+        each allocated device's groups in with `add`, without an admission check, reading the
+        groups live from the slice. Order only matters when a driver re-published allocated
+        devices with clashing groups, and then the first one in pool order decides.
+        """
+        groups = self.state.groups
+        for pid in self._stale_groups:
+            for ckey in [k for k in groups if k[0] == pid[0] and k[1] == pid[1]]:
+                del groups[ckey]
+            pool, held = self._holders[pid]
+            position = pool.position()
+            for dev in sorted(held.values(), key=lambda d: position.get(d.key, -1)):
+                for cons in dev.consumes:
+                    ckey = dev.counter_key(cons.counter_set)
+                    groups[ckey] = groups.get(ckey, GroupIntersection()).add(cons.groups)
+        self._stale_groups.clear()
+
+    def _commit(self, search: Search) -> None:
+        """Keep a successful attempt as the next cycle would see it.
+
+        The search's own bookkeeping (counters, groups, marks) is undone and the placements are
+        charged the way existing allocations are: an adminAccess placement then holds nothing,
+        exactly as kube-scheduler does not count adminAccess results as allocated
+        (dynamicresources foreachAllocatedDevice), and groups are refolded in pool order.
+        """
+        placements = [p for results in search.results for p in results]
+        if not any(p.request.admin_access for p in placements):
+            # Fast path, same outcome: without adminAccess placements the search's counters and
+            # group state are exactly what the next cycle charges, because every placement was
+            # admitted against that state (refolding them in pool order gives the same groups).
+            for p in placements:
+                key = p.device.key
+                if p.share_id is not None:
+                    self.state.shared.add(key)
+                    bucket = self.state.capacity_used.setdefault(key, {})
+                    for name, amount in (p.consumed_capacity or {}).items():
+                        bucket[name] = bucket.get(name, 0) + amount
+                else:
+                    self.state.in_use.add(key)
+                if p.device.consumes and key not in self._charged and self.features.partitionable_devices:
+                    self._charged.add(key)
+                    self._hold_groups(p.device, p.pool, refold=False)
+            self._over.clear()
+            return
+        search.rollback()
         for p in placements:
+            if p.request.admin_access:
+                continue
             key = p.device.key
             if p.share_id is not None:
                 self.state.shared.add(key)
                 bucket = self.state.capacity_used.setdefault(key, {})
                 for name, amount in (p.consumed_capacity or {}).items():
                     bucket[name] = bucket.get(name, 0) + amount
-            elif not p.request.admin_access:
+            else:
                 self.state.in_use.add(key)
-            if p.device.consumes and not p.request.admin_access:
-                self._charged.add(key)
+            if p.device.consumes:
+                self._charge_allocated(p.device, p.pool, p.request_counters)
+        self._over.clear()
+        self._fold_holders()
 
     # ---- public --------------------------------------------------------------------------------
     def check_claim(self, claim: Claim) -> None:
@@ -265,10 +331,8 @@ class Allocator:
                 note = "; invalid resource pools were encountered" if invalid else ""
                 raise AllocationError(f"claim {labels}: cannot be allocated on node {self.node.name}{note}")
             raise AllocationError(explain_failure(self, parsed, invalid))
-        out = []
-        for ci, claim in enumerate(parsed):
-            out.append(render_allocation(self, claim, search.results[ci], search.selected, ci))
-            self._commit(search.results[ci])
+        out = [render_allocation(self, claim, search.results[ci], search.selected, ci) for ci, claim in enumerate(parsed)]
+        self._commit(search)
         self.state.allocating.clear()
         self.state.allocating_capacity.clear()
         return out

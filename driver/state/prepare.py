@@ -380,6 +380,7 @@ class DeviceState:
                 consumed_counters=tuple(r["consumedCounters"]) if r.get("consumedCounters") else None,
                 share_id=r.get("shareID"),
                 env=device_env(ref, r, devices[name], cfg, self.driver_name),
+                admin_access=r.get("adminAccess") is True,
             ))
         return mine, prepared, positions
 

@@ -7,7 +7,9 @@ objects (v1 shape), so every case exercises the same parsing as `fake-dra alloca
 Shorthands (all expand into plain API objects):
 * `slices`: ResourceSlices as `{name, driver, pool, count, generation, node | allNodes | nodeSelector |
   perDevice, counters: {set: {counter: quantity}}, devices: [...]}`; a device may say
-  `consumes: {set: {counter: quantity}}` and `capacity: {name: quantity}` instead of the API shape.
+  `consumes: {set: {counter: quantity}}` and `capacity: {name: quantity}` instead of the API shape,
+  and `groups: {set: [group, ...]}` for the compatibilityGroups of those entries (kept verbatim, so
+  `null` and `[]` stay distinguishable from an absent field).
 * `allocatedDevices: [driver/pool/device, ...]` and `allocatedShares: [{device, consumedCapacity}]`:
   devices already allocated by other claims (one claim object holds them).
 * `upstreamFeatures: [PartitionableDevices, ...]`: the upstream allocator test's Features value —
@@ -98,12 +100,17 @@ def _quantities(values: dict) -> dict:
 
 
 def expand_device(short: dict) -> dict:
-    dev = {k: v for k, v in short.items() if k not in ("consumes", "capacity")}
+    dev = {k: v for k, v in short.items() if k not in ("consumes", "capacity", "groups")}
     if short.get("capacity") is not None:
         dev["capacity"] = _quantities(short["capacity"])
     if short.get("consumes") is not None:
         dev["consumesCounters"] = [{"counterSet": cs, "counters": _quantities(counters)}
                                    for cs, counters in short["consumes"].items()]
+    for cs, groups in (short.get("groups") or {}).items():
+        entry = next((e for e in dev.get("consumesCounters") or () if e["counterSet"] == cs), None)
+        if entry is None:
+            raise ValueError(f"case: device {short.get('name')!r} declares groups for {cs!r} but does not consume from it")
+        entry["compatibilityGroups"] = groups
     return dev
 
 

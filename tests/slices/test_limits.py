@@ -42,6 +42,16 @@ def mutate_group_not_dns(s):
     first_device(s)["consumesCounters"][0]["compatibilityGroups"] = ["Mig"]
 
 
+# The 1.37 API (staging/src/k8s.io/api/resource/v1/types.go, DeviceCounterConsumption):
+# +k8s:maxItems=2, +k8s:unique=set, +k8s:eachVal=+k8s:format=k8s-short-name (a DNS label, <= 63).
+def mutate_duplicate_groups(s):
+    first_device(s)["consumesCounters"][0]["compatibilityGroups"] = ["mig", "mig"]
+
+
+def mutate_long_group(s):
+    first_device(s)["consumesCounters"][0]["compatibilityGroups"] = ["g" * 64]
+
+
 def mutate_three_consumptions(s):
     dev = first_device(s)
     dev["consumesCounters"] = [dict(dev["consumesCounters"][0], counterSet=f"x{k}") for k in range(3)]
@@ -100,6 +110,8 @@ def mutate_value_and_value_from(s):
         (mutate_33_counters, "counters (1..32)"),
         (mutate_three_groups, "at most 2"),
         (mutate_group_not_dns, "group 'Mig' is not a DNS label"),
+        (mutate_duplicate_groups, "(at most 2, unique)"),
+        (mutate_long_group, f"group '{'g' * 64}' is not a DNS label"),
         (mutate_three_consumptions, "3 consumesCounters entries > 2"),
         (mutate_device_name, "device name is not a DNS label"),
         (mutate_counter_name, "'memorySlice0' is not a DNS label"),
