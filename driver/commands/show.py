@@ -35,7 +35,8 @@ def mig_map(model: GpuModel) -> str:
     if not model.mig_capable:
         return ""
     n = model.mig_memory_slices
-    width = max(10, *(len(p.name) for p in model.mig_profiles)) + 2  # "MemSlice 0" + padding
+    # "MemSlice 0" plus one space: eight slices then fit 100 columns.
+    width = max(10, *(len(p.name) for p in model.mig_profiles)) + 1
     border = "+" + "+".join("-" * width for _ in range(n)) + "+"
 
     def row(cells: list[tuple[int, str]]) -> str:
