@@ -182,7 +182,7 @@ def _unprepare(client, args: argparse.Namespace) -> int:
     if error:
         raise ProbeFailed(f"unprepare {ns}/{name} failed: {error}")
     path, _ = _spec_env(args, uid)
-    print(f"unprepared {ns}/{name}; CDI spec {'still present: ' if path.exists() else 'removed: '}{path}")
+    print(f"unprepared {ns}/{name} (CDI spec {'still present: ' + str(path) if path.exists() else 'removed'})")
     return 0
 
 

@@ -35,15 +35,16 @@ def mig_map(model: GpuModel) -> str:
     if not model.mig_capable:
         return ""
     n = model.mig_memory_slices
-    # "MemSlice 0" plus one space: eight slices then fit 100 columns.
-    width = max(10, *(len(p.name) for p in model.mig_profiles)) + 1
+    # The KEP's layout with "Slice N" headings and one space less padding than its "MemSlice N":
+    # eight memory slices then fit 100 columns.
+    width = max(9, *(len(p.name) for p in model.mig_profiles)) + 2
     border = "+" + "+".join("-" * width for _ in range(n)) + "+"
 
     def row(cells: list[tuple[int, str]]) -> str:
         # cells: (span in memory slices, label); a span of k columns absorbs k-1 inner borders.
         return "|" + "|".join(label.center(span * width + span - 1) for span, label in cells) + "|"
 
-    lines = [border, row([(1, f"MemSlice {i}") for i in range(n)]), border]
+    lines = [border, row([(1, f"Slice {i}") for i in range(n)]), border]
     for profile in model.mig_profiles:
         starts = set(profile.placements)
         cells: list[tuple[int, str]] = []
