@@ -27,6 +27,7 @@ CLASSES: dict[str, str] = {
     "vgpu": "vgpu",
     "timeshare": "timeshare",
     "vf": "vf",
+    "nic": "nic",
 }
 _CLASS_DOC: dict[str, str] = {
     "gpu": "a whole physical GPU (exclusive: nothing else on that GPU)",
@@ -34,6 +35,7 @@ _CLASS_DOC: dict[str, str] = {
     "vgpu": "an NVIDIA vGPU instance (never with MIG or the whole GPU)",
     "timeshare": "a time-sliced share of a GPU (with other shares, never with MIG/vGPU/whole)",
     "vf": "an SR-IOV virtual function drawing bandwidth from its NIC's link",
+    "nic": "a whole NIC (a physical function published without VFs)",
 }
 
 

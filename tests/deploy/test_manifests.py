@@ -113,7 +113,7 @@ def test_generated_files_match_generator() -> None:
             f"deploy/{rel} is stale: run `fake-dra e2e --render-manifests deploy`"
         )
     names = {d["metadata"]["name"] for d in _docs(DEPLOY / "03-deviceclasses.yaml")}
-    assert names == {f"{c}.fake-dra.example.com" for c in ("gpu", "mig", "vgpu", "timeshare", "vf")}
+    assert names == {f"{c}.fake-dra.example.com" for c in ("gpu", "mig", "vgpu", "timeshare", "vf", "nic")}
 
 
 def test_podgroup_example_shares_one_claim() -> None:
