@@ -23,25 +23,6 @@ def _wrap(text: str, width: int) -> list[str]:
     return textwrap.wrap(text, width=width, break_long_words=False, break_on_hyphens=False) or [""]
 
 
-def _shares(natural: list[int], wrap: Sequence[int], room: int) -> dict[int, int]:
-    """Widths for the wrappable columns: those narrower than a fair share keep their width, the
-    others split what is left equally (at least MIN_WRAP_WIDTH each)."""
-    out: dict[int, int] = {}
-    todo = sorted(wrap, key=lambda c: natural[c])
-    while todo:
-        fair = max(MIN_WRAP_WIDTH, room // len(todo))
-        col = todo[0]
-        if natural[col] <= fair:
-            out[col] = natural[col]
-            room -= natural[col]
-            todo.pop(0)
-            continue
-        for col in todo:
-            out[col] = fair
-        break
-    return out
-
-
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]], width: int = TABLE_WIDTH,
           wrap: Sequence[int] = (), sep: str = "  ") -> str:
     """Left-aligned columns; None renders as '-'. At most `width` columns (see module docstring).
@@ -71,11 +52,39 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], width: int =
     widths = natural()
     if total(widths) > width and wrap:
         fixed = sum(w for i, w in enumerate(widths) if i not in wrap) + len(sep) * (n - 1)
-        for col, w in _shares(widths, wrap, max(width - fixed, MIN_WRAP_WIDTH * len(wrap))).items():
-            for r, row in enumerate(cells):
-                if any(len(line) > w for line in _wrap(row[col], w)):
-                    to_note(r, col)
-            widths[col] = max([len(headers[col])] + [min(len(row[col]), w) for row in cells])
+        room = max(width - fixed, MIN_WRAP_WIDTH * len(wrap))
+
+        def longest_word(c: int) -> int:
+            return max([len(headers[c])] + [len(w) for row in cells for w in row[c].split()])
+
+        # Each wrapping column needs at least its longest word; while they do not fit together,
+        # the values holding the longest word of the widest such column go below the table.
+        while sum(longest_word(c) for c in wrap) > room:
+            col = max(wrap, key=longest_word)
+            need = longest_word(col)
+            hits = [r for r, row in enumerate(cells) if any(len(w) == need for w in row[col].split())]
+            if not hits:
+                break
+            for r in hits:
+                to_note(r, col)
+        # Then share the room out, from each minimum up, in proportion to what each column still
+        # lacks for its widest value (the column with the longest prose gets the most).
+        share = {c: longest_word(c) for c in wrap}
+        full = {c: max([len(headers[c])] + [len(row[c]) for row in cells]) for c in wrap}
+        spare = room - sum(share.values())
+        lacking = {c: full[c] - share[c] for c in wrap}
+        total_lack = sum(lacking.values())
+        if spare > 0 and total_lack:
+            for c in wrap:
+                add = min(lacking[c], spare * lacking[c] // total_lack)
+                share[c] += add
+            rest = room - sum(share.values())
+            for c in sorted(wrap, key=lambda c: full[c] - share[c], reverse=True):
+                add = max(0, min(rest, full[c] - share[c]))
+                share[c] += add
+                rest -= add
+        for c in wrap:
+            widths[c] = share[c]
     while total(widths) > width:
         # Move the longest values of the widest column (never the name column) below the table.
         # Values up to MIN_NOTE characters stay: a marker would hardly be shorter.
