@@ -85,8 +85,14 @@ def test_each_result_is_announced_as_it_finishes() -> None:
 
     scenarios = [parse_scenario({**SCENARIO, "name": f"s{i}"}) for i in range(4)]
     seen = []
-    report = run_all(scenarios, lambda: FakeBackend(fail_on="boom" if len(seen) % 2 else None), claim_object,
-                     jobs=2, on_result=lambda r: seen.append((r.name, progress_line(r))))
+    made = []
+
+    def backend() -> FakeBackend:  # every other backend crashes at step 3
+        made.append(1)
+        return FakeBackend(fail_on="boom" if len(made) % 2 else None)
+
+    report = run_all(scenarios, backend, claim_object, jobs=2,
+                     on_result=lambda r: seen.append((r.name, progress_line(r))))
     assert sorted(name for name, _ in seen) == ["s0", "s1", "s2", "s3"]
     assert [r.name for r in report.scenarios] == ["s0", "s1", "s2", "s3"], "the report keeps scenario order"
     lines = dict(seen)
