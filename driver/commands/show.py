@@ -8,6 +8,7 @@ picture is what explains why two MIG devices conflict — and it is what our cou
 from __future__ import annotations
 
 import argparse
+import textwrap
 from itertools import groupby
 
 from driver.commands import common
@@ -35,9 +36,10 @@ def mig_map(model: GpuModel) -> str:
     if not model.mig_capable:
         return ""
     n = model.mig_memory_slices
-    # The KEP's layout with "Slice N" headings and one space less padding than its "MemSlice N":
-    # eight memory slices then fit 100 columns.
-    width = max(9, *(len(p.name) for p in model.mig_profiles)) + 2
+    # The KEP's layout with "Slice N" headings; cells as narrow as the names allow so that eight
+    # memory slices fit 100 columns.
+    longest = max(7, *(len(p.name) for p in model.mig_profiles))
+    width = max(longest, min(longest + 2, (100 - 1) // n - 1))
     border = "+" + "+".join("-" * width for _ in range(n)) + "+"
 
     def row(cells: list[tuple[int, str]]) -> str:
@@ -107,8 +109,9 @@ def render(inv: Inventory) -> str:
         gpus = list(group)
         model = gpus[0].model
         ids = ", ".join(f"{g.index} ({g.pci.address})" for g in gpus)
-        out.append(f"GPU {ids}: {model.product_name} [{model_name}], {mib(model.memory_mib)}, "
-                   f"{model.multiprocessors} SMs")
+        out.append(textwrap.fill(f"GPU {ids}: {model.product_name} [{model_name}], {mib(model.memory_mib)}, "
+                                 f"{model.multiprocessors} SMs", width=100, subsequent_indent="    ",
+                                 break_long_words=False, break_on_hyphens=False))
         if model.mig_capable:
             out.append(f"MIG placement map ({model.mig_memory_slices} memory slices):")
             out.append(mig_map(model))
