@@ -100,7 +100,7 @@ class ObjectStore:
     def get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any]:
         path = self.path_of(resource, namespace, name)
         try:
-            text = path.read_text()
+            text = _read(path)
         except FileNotFoundError:
             where = f"{namespace}/{name}" if namespace else name
             raise NotFoundError(f"{resource} {where} not found in local store {self.root}") from None
@@ -119,7 +119,7 @@ class ObjectStore:
                 continue
             for path in sorted(d.glob("*.yaml")):
                 try:
-                    out.append(_load(path, path.read_text()))
+                    out.append(_load(path, _read(path)))
                 except FileNotFoundError:  # deleted between glob and read
                     continue
         return out
@@ -192,6 +192,19 @@ def _without_status(obj: dict[str, Any]) -> dict[str, Any]:
 
 def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _read(path: Path) -> str:
+    """A stored object's text; a file that is not UTF-8 or not readable is an InputError naming it
+    (FileNotFoundError passes through: callers decide what a missing object means)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise
+    except UnicodeDecodeError:
+        raise InputError(f"local store: {path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(f"local store: cannot read {path}: {exc.strerror or exc}") from None
 
 
 def _load(path: Path, text: str) -> dict[str, Any]:

@@ -206,3 +206,18 @@ def test_store_lock_is_reentrant(tmp_path):
     with store.locked(), store.locked():
         store.create("deviceclasses", {"metadata": {"name": "x"}})  # would deadlock on a second flock
     assert store.get("deviceclasses", None, "x")
+
+
+def test_unreadable_store_files_are_named(tmp_path):
+    store = ObjectStore(tmp_path)
+    apply(store, CLAIM.format(name="c"))
+    path = tmp_path / "resourceclaims" / "default" / "c.yaml"
+    path.write_bytes(b"name: caf\xe9\n")
+    with pytest.raises(InputError, match="c.yaml is not UTF-8 text"):
+        store.get("resourceclaims", "default", "c")
+    with pytest.raises(InputError, match="c.yaml is not UTF-8 text"):
+        store.list("resourceclaims", "default")
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(InputError, match="cannot read .*c.yaml"):
+        store.get("resourceclaims", "default", "c")
