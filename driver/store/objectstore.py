@@ -73,8 +73,12 @@ class ObjectStore:
             finally:
                 self._depth.n = depth
             return
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / ".lock", "a+") as lock:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            lock = open(self.root / ".lock", "a+")
+        except OSError as exc:
+            raise InputError(f"local store {self.root}: cannot write there ({exc.strerror or exc})") from None
+        with lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             self._depth.n = 1
             try:

@@ -225,3 +225,9 @@ def test_claim_state_column():
     rows = [line.split() for line in render_table(resolve("resourceclaims"), objs, now=now).splitlines()[1:]]
     assert rows == [["p", "pending", "30s"], ["a", "allocated", "30s"], ["r", "allocated,reserved", "<unknown>"],
                     ["d", "deleted", "<unknown>"]]
+
+
+def test_unwritable_store_is_named(tmp_path, capsys):
+    (tmp_path / "c.yaml").write_text(claim("a"))
+    code, _, err = cli(capsys, "apply", "-f", str(tmp_path / "c.yaml"), "--store", "/proc")
+    assert code == 2 and "local store /proc: cannot write there" in err and "Traceback" not in err
