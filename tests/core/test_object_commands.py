@@ -231,3 +231,18 @@ def test_unwritable_store_is_named(tmp_path, capsys):
     (tmp_path / "c.yaml").write_text(claim("a"))
     code, _, err = cli(capsys, "apply", "-f", str(tmp_path / "c.yaml"), "--store", "/proc")
     assert code == 2 and "local store /proc: cannot write there" in err and "Traceback" not in err
+
+
+def test_apply_output_formats(tmp_path, capsys):
+    store = str(tmp_path / "s")
+    (tmp_path / "c.yaml").write_text(claim("a") + "---\n" + claim("b"))
+    code, out, _ = cli(capsys, "apply", "-f", str(tmp_path / "c.yaml"), "-o", "name", "--store", store)
+    assert code == 0 and out.splitlines() == ["resourceclaim.resource.k8s.io/a", "resourceclaim.resource.k8s.io/b"]
+    code, out, _ = cli(capsys, "apply", "-f", str(tmp_path / "c.yaml"), "-o", "json", "--store", store)
+    listed = json.loads(out)
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["a", "b"] and all(i["metadata"]["uid"] for i in listed["items"])
+    # What `get -o yaml` prints can be applied again (a v1 List), unchanged.
+    code, out, _ = cli(capsys, "get", "resourceclaims", "-o", "yaml", "--store", store)
+    code, out, err = cli(capsys, "apply", "-f", "-", "--store", store, stdin=out)
+    assert code == 0, err
+    assert out.splitlines() == ["resourceclaim.resource.k8s.io/a unchanged", "resourceclaim.resource.k8s.io/b unchanged"]
