@@ -4,10 +4,7 @@ delete, probe --prepare): where the store is and which namespace a name lives in
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
 from driver.commands import common
-from driver.errors import InputError
 from driver.store.objectstore import ObjectStore
 
 DEFAULT_NAMESPACE = "default"
@@ -19,20 +16,15 @@ def add_store_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def add_namespace_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-n", "--namespace", default=common.env_default("--namespace", None),
-                        help=f"namespace of namespaced objects (default {DEFAULT_NAMESPACE}) "
-                             f"(env {common.env_var('--namespace')})")
+    parser.add_argument("-n", "--namespace", default=None,
+                        help=f"namespace of namespaced objects (default {DEFAULT_NAMESPACE})")
 
 
 def namespace(args: argparse.Namespace) -> str:
     return getattr(args, "namespace", None) or DEFAULT_NAMESPACE
 
 
-def open_store(args: argparse.Namespace) -> ObjectStore:
-    """The store named by --store (or the default `run` uses); refused when the path is not a directory."""
-    from driver.commands.publish import default_store_dir
-
-    root = Path(args.store) if getattr(args, "store", None) else default_store_dir()
-    if root.exists() and not root.is_dir():
-        raise InputError(f"--store: {root} is not a directory")
-    return ObjectStore(root)
+def open_store(args: argparse.Namespace, *, write: bool) -> ObjectStore:
+    """The store named by --store (or the default `run` uses), checked like every output path when
+    the command writes to it (common.store_dir)."""
+    return ObjectStore(common.store_dir(args, write=write))

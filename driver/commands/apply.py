@@ -36,9 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="YAML file with one or more objects ('-' for stdin; repeatable)")
     parser.add_argument("--allocate", action="store_true",
                         help="allocate the claims without status.allocation with the reference allocator")
-    parser.add_argument("--node", default=common.env_default("--node", None),
-                        help="--allocate: node to allocate on (default: the only node with slices in the store) "
-                             f"(env {common.env_var('--node')})")
+    parser.add_argument("--node", default=None,
+                        help="--allocate: node to allocate on (default: the only node with slices in the store)")
     common.add_flag(parser, "--features", None,
                     "--allocate: scheduler gates G=true|false,... (default: the store's featuregates.yaml)")
     parser.add_argument("-o", "--output", choices=["text", "yaml", "json", "name"], default="text",
@@ -66,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         documents.extend((source, index, doc) for index, doc in load_documents(_read(path), source))
     if not documents:
         raise InputError(f"-f {', '.join(args.filename)}: no objects found")
-    store = _store.open_store(args)
+    store = _store.open_store(args, write=True)
     with store.locked():
         planned = plan(store, documents, namespace=_store.namespace(args), explicit_namespace=args.namespace is not None)
         allocations = _allocate(store, planned, args) if args.allocate else {}

@@ -68,7 +68,7 @@ def _read(path: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     targets = _targets(args)
-    store = _store.open_store(args)
+    store = _store.open_store(args, write=True)
     missing = []
     for kind, ns, name in targets:
         try:

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("KIND: required (e.g. resourceclaims)")
     if args.names and len(kinds) > 1:
         raise InputError("NAME: give names with a single kind")
-    store = _store.open_store(args)
+    store = _store.open_store(args, write=False)
     found = [(kind, obj) for kind in kinds for obj in _fetch(store, kind, args)]
     if args.output in ("yaml", "json"):
         value = found[0][1] if args.names and len(found) == 1 else _objects.as_list([o for _, o in found])

@@ -40,13 +40,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "probe", help="liveness check, or prepare/unprepare a claim and watch health over the plugin's sockets",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     common.add_driver_name(parser)
-    common.add_flag(parser, "--kubelet-plugins-dir", "/var/lib/kubelet/plugins", "kubelet plugins directory")
-    common.add_flag(parser, "--kubelet-registry-dir", "/var/lib/kubelet/plugins_registry",
-                    "kubelet plugin registry directory")
-    parser.add_argument("--timeout", type=float, default=5.0,
-                        help="seconds for each gRPC call, and for --until (default 5)")
-    parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
-                        help="retry until the plugin answers, for up to SECONDS (default 0: try once)")
+    common.add_node_name(parser)
+    common.add_kubelet_dirs(parser, sockets_only=True)
+    common.add_flag(parser, "--timeout", "5", "seconds for each gRPC call, and for --until (default 5)")
+    common.add_flag(parser, "--wait", "0", "retry until the plugin answers, for up to this many seconds "
+                    "(default 0: try once)", metavar="SECONDS")
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--prepare", metavar="CLAIM", help="prepare this ResourceClaim of the local store")
     action.add_argument("--unprepare", metavar="CLAIM", help="unprepare this ResourceClaim")
@@ -54,33 +52,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", action="append", default=[], metavar="NAME",
                         help="--health: only these devices (repeatable)")
     parser.add_argument("--until", choices=HEALTH_STATES, help="--health: wait until the devices are in this state")
-    common.add_flag(parser, "--cdi-root", "/var/run/cdi", "directory of CDI spec files (to show the spec)")
+    common.add_flag(parser, "--cdi-root", None, "the plugin's CDI spec directory, to show a prepared claim's spec "
+                    f"(default: as for `run`: /var/run/cdi in a cluster or with --kubelet-root, else "
+                    f"{common.LOCAL_STATE_HINT}/cdi)")
     _store.add_namespace_flag(parser)
     _store.add_store_flag(parser)
     parser.set_defaults(func=run)
 
 
 def _check_flags(args: argparse.Namespace) -> None:
-    if args.timeout <= 0:
-        raise InputError(f"--timeout: must be positive, got {args.timeout:g}")
-    if args.wait < 0:
-        raise InputError(f"--wait: must be zero or positive, got {args.wait:g}")
+    """Durations become floats on `args`; the socket and CDI directories are resolved like `run` does."""
+    args.timeout = common.positive_seconds(args.timeout, "--timeout")
+    try:
+        args.wait = float(args.wait)
+    except (TypeError, ValueError):
+        raise InputError(f"--wait: expected seconds, got {args.wait!r}") from None
+    if not args.wait >= 0:
+        raise InputError(f"--wait: must be zero or positive, got {args.wait!r}")
     if (args.device or args.until) and not args.health:
         raise InputError("--device and --until go with --health")
+    node = getattr(args, "node_name", None)
+    args.dirs = common.node_dirs(args, args.driver_name, node, sockets_only=not (args.prepare or args.unprepare))
 
 
 def _client(args: argparse.Namespace):
     """A KubeletClient on the plugin's DRA socket, once both sockets exist and an empty call answers."""
     from driver.plugin.client import KubeletClient
 
-    reg = Path(args.kubelet_registry_dir) / f"{args.driver_name}-reg.sock"
-    dra = Path(args.kubelet_plugins_dir) / args.driver_name / "dra.sock"
+    reg = args.dirs.registry / f"{args.driver_name}-reg.sock"
+    dra = args.dirs.plugins / args.driver_name / "dra.sock"
     deadline = time.monotonic() + args.wait
     while True:
         missing = next((s for s in (reg, dra) if not s.exists()), None)
         problem = f"{missing} does not exist" if missing else ""
         if not problem:
-            client = KubeletClient(args.kubelet_registry_dir, args.driver_name, timeout_s=args.timeout,
+            client = KubeletClient(str(args.dirs.registry), args.driver_name, timeout_s=args.timeout,
                                    endpoint=str(dra), dra_version="v1")
             try:
                 client.prepare([])
@@ -112,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
 def _claim_ref(args: argparse.Namespace, name: str, allow_missing: bool) -> tuple[str, str, str]:
     ns = _store.namespace(args)
     try:
-        claim = _store.open_store(args).get("resourceclaims", ns, name)
+        claim = _store.open_store(args, write=False).get("resourceclaims", ns, name)
         return ns, name, str(claim["metadata"]["uid"])
     except NotFoundError:
         if not allow_missing:
@@ -121,14 +127,14 @@ def _claim_ref(args: argparse.Namespace, name: str, allow_missing: bool) -> tupl
     for ref in _prepared_specs(args):
         if (ref["namespace"], ref["name"]) == (ns, name):
             return ns, name, ref["uid"]
-    raise NotFoundError(f"claim {ns}/{name} is neither in the local store nor in a CDI spec under {args.cdi_root}")
+    raise NotFoundError(f"claim {ns}/{name} is neither in the local store nor in a CDI spec under {args.dirs.cdi}")
 
 
 def _prepared_specs(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The claims (namespace, name, uid) recorded in this driver's CDI specs."""
     out = []
     key = f"{args.driver_name}/prepared"
-    for path in sorted(Path(args.cdi_root).glob(f"k8s.{args.driver_name}_*.json")):
+    for path in sorted(args.dirs.cdi.glob(f"k8s.{args.driver_name}_*.json")):
         try:
             note = json.loads(path.read_text()).get("annotations", {}).get(key)
             ref = json.loads(note) if note else None
@@ -143,7 +149,7 @@ def _spec_env(args: argparse.Namespace, uid: str) -> tuple[Path, dict[str, list[
     """The claim's CDI spec path and its env per CDI device name ({} when unreadable)."""
     from driver.state.cdi import CdiWriter
 
-    path = CdiWriter(args.cdi_root, args.driver_name).spec_path(uid)
+    path = CdiWriter(args.dirs.cdi, args.driver_name).spec_path(uid)
     try:
         spec = json.loads(path.read_text())
     except (OSError, ValueError):

@@ -396,6 +396,7 @@ class DeviceState:
             self._crash("unprepare-cdi-removed")
             with self._lock:
                 gone = [r for r in valid if not results[r.uid] and r.uid in self._cp.claims]
+                released = {r.uid: [d.device for d in self._cp.claims[r.uid].devices] for r in gone}
                 for r in gone:
                     self._set_entry(r.uid, None)
                 if gone:
@@ -411,7 +412,8 @@ class DeviceState:
             if gone:
                 self._crash("unprepare-completed")
         for r in gone:
-            log.info("unprepared claim", extra={"claim": f"{r.namespace}/{r.name}", "uid": r.uid})
+            log.info("unprepared claim", extra={"claim": f"{r.namespace}/{r.name}", "uid": r.uid,
+                                                "devices": released[r.uid]})
         return results
 
 
