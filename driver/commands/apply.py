@@ -66,10 +66,19 @@ def run(args: argparse.Namespace) -> int:
     if not documents:
         raise InputError(f"-f {', '.join(args.filename)}: no objects found")
     store = _store.open_store(args, write=True)
-    with store.locked():
+
+    def prepare() -> tuple[list[Planned], dict[int, tuple[str, list[tuple[str, str]]]]]:
         planned = plan(store, documents, namespace=_store.namespace(args), explicit_namespace=args.namespace is not None)
-        allocations = _allocate(store, planned, args) if args.allocate else {}
+        return planned, (_allocate(store, planned, args) if args.allocate else {})
+
+    # A dry pass first: bad input is refused before the store (or its lock file) is created. The
+    # pass under the lock is the one that counts: the store may have changed in between.
+    prepare()
+    with store.locked():
+        planned, allocations = prepare()
         applied = commit(store, planned)
+    if args.allocate and not allocations:
+        print("--allocate: every claim of this apply is already allocated; nothing to do", file=sys.stderr)
     _print(applied, allocations, args.output)
     return 0
 
@@ -117,7 +126,6 @@ def _allocate(store, planned: list[Planned], args: argparse.Namespace) -> dict[i
 
     pending = [p for p in planned if p.kind.kind == "ResourceClaim" and not (p.obj.get("status") or {}).get("allocation")]
     if not pending:
-        print("--allocate: every claim of this apply is already allocated; nothing to do", file=sys.stderr)
         return {}
     replaced = {(p.kind.kind, p.namespace, p.name) for p in planned}
 

@@ -73,6 +73,8 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise InputError("--device and --until go with --health")
     node = getattr(args, "node_name", None)
     args.dirs = common.node_dirs(args, args.driver_name, node, sockets_only=not (args.prepare or args.unprepare))
+    if args.prepare or args.unprepare:
+        common.store_dir(args, write=False)  # a bad --store is named before the plugin is called
 
 
 def _client(args: argparse.Namespace):

@@ -108,7 +108,7 @@ def test_apply_file_errors(tmp_path, capsys):
     (tmp_path / "file").write_text("")
     (tmp_path / "c.yaml").write_text(claim("a"))
     code, _, err = cli(capsys, "apply", "-f", str(tmp_path / "c.yaml"), "--store", str(tmp_path / "file"))
-    assert code == 2 and "--store: " in err and "is not a directory" in err
+    assert code == 2 and "--store " in err and "is not a directory" in err
     assert not store.exists()
 
 
@@ -230,7 +230,7 @@ def test_claim_state_column():
 def test_unwritable_store_is_named(tmp_path, capsys):
     (tmp_path / "c.yaml").write_text(claim("a"))
     code, _, err = cli(capsys, "apply", "-f", str(tmp_path / "c.yaml"), "--store", "/proc")
-    assert code == 2 and "local store /proc: cannot write there" in err and "Traceback" not in err
+    assert code == 2 and "--store /proc: cannot write" in err and "Traceback" not in err
 
 
 def test_apply_output_formats(tmp_path, capsys):

@@ -10,7 +10,7 @@
 - The command must exit 0, unless its first line ends with a comment `# exit N`.
 
 All commands of a page run in ONE bash process, in a fresh temporary directory, with the venv's
-`fake-dra` first on PATH and HOME/XDG_STATE_HOME inside that directory, so `cd`, `export` and
+`fake-dra` first on PATH, HOME in `.home` and XDG_STATE_HOME in `.state` of that directory, so `cd`, `export` and
 background jobs (`fake-dra run ... &`) carry over between commands and blocks like in a terminal.
 The shell runs in its own session; when the page ends, every process still in its process group
 (a forgotten background plugin included) is terminated, then killed.
@@ -151,7 +151,8 @@ class Shell:
                if k not in SCRUBBED and not k.startswith(SCRUBBED_PREFIXES)}
         home = workdir / ".home"
         home.mkdir(exist_ok=True)
-        env.update(HOME=str(home), XDG_STATE_HOME=str(home / ".local" / "state"), COLUMNS="100", LC_ALL="C.UTF-8")
+        # The state home stays short: `run` puts its unix sockets under it (AF_UNIX paths <= 107 bytes).
+        env.update(HOME=str(home), XDG_STATE_HOME=str(workdir / ".state"), COLUMNS="100", LC_ALL="C.UTF-8")
         bindir = path_prepend or Path(sys.executable).parent
         env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
         self.out_dir = workdir / ".docs-runner"
