@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         planned, allocations = prepare()
         applied = commit(store, planned)
     if args.allocate and not allocations:
-        print("--allocate: no claim of this apply is waiting for an allocation (all are allocated already); nothing to allocate", file=sys.stderr)
+        print("--allocate: no claim of this apply is waiting for an allocation (all are already allocated)", file=sys.stderr)
     _print(applied, allocations, args.output)
     return 0
 
