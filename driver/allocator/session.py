@@ -19,7 +19,8 @@ from driver.allocator.explain import explain_failure
 from driver.allocator.inputs import (
     MAX_RESULTS, Claim, DeviceClass, Request, allocated_results, claim_label, parse_claim, parse_class,
 )
-from driver.allocator.pools import Node, Pool, counter_totals, gather_pools, index_slices
+from driver.allocator.cache import AllocatorCache
+from driver.allocator.pools import Node, NodeView, Pool, index_slices
 from driver.allocator.render import render_allocation
 from driver.allocator.rules import CounterLedger, GroupIntersection, parse_consumed_counters
 from driver.celexpr import CelRuntimeError, device_variable
@@ -40,9 +41,12 @@ class Allocator:
         features: Features = Features(),
         allocated: Sequence[Mapping[str, Any]] = (),
         budget: int = DEFAULT_BUDGET,
+        cache: AllocatorCache | None = None,
     ):
         self.node = node if isinstance(node, Node) else Node(str(node))
         self.features = features
+        # Upstream's DeviceBindingAndStatus: binding conditions need both gates.
+        self.binding_conditions = features.binding_conditions and features.device_status
         self.budget = budget
         if isinstance(classes, Mapping):
             self.classes = dict(classes)
@@ -51,47 +55,75 @@ class Allocator:
             for obj in classes:
                 cls = parse_class(obj)
                 self.classes[cls.name] = cls
-        self.pools: list[Pool] = gather_pools(index_slices(slices), self.node, features)
-        self.index: dict[DeviceKey, tuple[DeviceInfo, Pool]] = {}
-        for pool in self.pools:
-            for dev in pool.devices + pool.other_devices:
-                self.index[dev.key] = (dev, pool)
+        # A class is known to selector memos by its expressions, so an edited class is re-evaluated.
+        self._class_keys = {name: tuple(s.expression for s in cls.selectors) for name, cls in self.classes.items()}
+        if cache is not None:
+            view = cache.node_view(index_slices(slices, cache.parsed), self.node, features)
+        else:
+            view = NodeView.build(index_slices(slices), self.node, features)
+        self.pools: list[Pool] = view.pools
+        self.index: dict[DeviceKey, tuple[DeviceInfo, Pool]] = view.index
         # Usable devices in search order, and where each pool starts in that order (for pruning).
-        self.flat: list[tuple[Pool, DeviceInfo]] = []
-        self.offsets: list[int] = []
-        for pool in self.pools:
-            self.offsets.append(len(self.flat))
-            if not (pool.incomplete or pool.invalid):
-                self.flat.extend((pool, dev) for dev in pool.devices)
-        self.ledger = CounterLedger(counter_totals(self.pools))
+        self.flat: list[tuple[Pool, DeviceInfo]] = view.flat
+        self.offsets: list[int] = view.offsets
+        self.view = view
+        self.ledger = CounterLedger(view.totals)
         self.state = SearchState()
         self._charged: set[DeviceKey] = set()
-        self._match: dict[tuple, bool] = {}
-        self._vars: dict[DeviceKey, dict] = {}
-        self._caps: dict[DeviceKey, dict[str, Capacity]] = {}
         self._over: dict[tuple[str, str], str | None] = {}
         for obj in allocated:
             self.commit_existing(obj)
 
     # ---- helpers used by the search -----------------------------------------------------------
     def caps(self, dev: DeviceInfo) -> dict[str, Capacity]:
-        caps = self._caps.get(dev.key)
+        caps = dev.memo.get("caps")
         if caps is None:
-            caps = self._caps[dev.key] = dev.capacity_by_qualified_name()
+            caps = dev.memo["caps"] = dev.capacity_by_qualified_name()
         return caps
 
     def selectable(self, claim: Claim, req: Request, dev: DeviceInfo) -> bool:
-        key = (dev.key, req.selector_key)
-        hit = self._match.get(key)
+        """Whether the device passes the class and request selectors (and the binding-condition gate).
+
+        Results are kept on the parsed device, keyed by the selector expressions: they depend on
+        nothing else, so they survive as long as the parsed slice does (AllocatorCache).
+        """
+        if dev.binding_conditions and not self.binding_conditions:
+            return False  # upstream: such devices are not supported while the gates are off
+        memo = dev.memo
+        key = (self._class_keys[req.class_name], req.selector_exprs)
+        hit = memo.get(key)
         if hit is None:
-            variable = self._vars.get(dev.key)
+            variable = memo.get("cel")
             if variable is None:
                 try:
-                    variable = self._vars[dev.key] = device_variable(dev.driver, dev.raw)
+                    variable = memo["cel"] = device_variable(dev.driver, dev.raw)
                 except CelRuntimeError as exc:  # an attribute the API server would have rejected
                     raise InputError(f"ResourceSlice {dev.slice_name}: device {dev.name}: {exc}") from None
-            hit = self._match[key] = selector_matches(claim, req, self.classes[req.class_name], dev, variable)
+            hit = memo[key] = selector_matches(claim, req, self.classes[req.class_name], dev, variable)
         return hit
+
+    def candidates(self, claim: Claim, req: Request) -> tuple[list[int], list[tuple[int, int, Pool, DeviceInfo]]]:
+        """Devices that may match the request, in search order: (flat positions, (pool index,
+        device index, pool, device)). The search walks these instead of every device.
+
+        A device whose selectors fail to evaluate stays in the list, so the error is raised when
+        (and only if) the search reaches it, as upstream evaluates selectors lazily.
+        """
+        key = (self._class_keys[req.class_name], req.selector_exprs)
+        found = self.view.memo.get(key)
+        if found is None:
+            positions: list[int] = []
+            entries: list[tuple[int, int, Pool, DeviceInfo]] = []
+            for pos, ((pool, dev), (pi, dj)) in enumerate(zip(self.flat, self.view.locations)):
+                try:
+                    ok = self.selectable(claim, req, dev)
+                except (AllocationError, InputError):
+                    ok = True  # re-evaluated (and raised) when reached
+                if ok:
+                    positions.append(pos)
+                    entries.append((pi, dj, pool, dev))
+            found = self.view.memo[key] = (positions, entries)
+        return found
 
     def fold_groups(self, dev: DeviceInfo, undo: list[Callable[[], None]]) -> str | None:
         """Admit `dev` into the rolling group intersection of each counter set it uses, or name the blocker."""
@@ -206,9 +238,10 @@ class Allocator:
                 if claim.has_first_available and not self.features.prioritized_list:
                     raise AllocationError(f"claim {claim.label}, request {req.top}: has subrequests, but the DRAPrioritizedList feature is disabled")
                 if req.capacity is not None and not self.features.consumable_capacity:
-                    raise AllocationError(f"claim {claim.label}, request {req.name}: has capacity requests, but the DRAConsumableCapacity feature is disabled")
+                    what = f"subrequest {req.name.split('/', 1)[1]}" if req.name != req.top else f"request {req.name}"
+                    raise AllocationError(f"claim {claim.label}, {what}: has capacity requests, but the DRAConsumableCapacity feature is disabled")
                 if req.has_admin_access and not self.features.admin_access:
-                    raise AllocationError(f"claim {claim.label}, request {req.name}: admin access is requested, but the DRAAdminAccess feature is disabled")
+                    raise AllocationError(f"claim {claim.label}, request {req.name}: admin access is requested, but the feature is disabled (DRAAdminAccess)")
                 if req.class_name not in self.classes:
                     raise AllocationError(f"claim {claim.label}, request {req.name}: could not retrieve device class {req.class_name}: not found")
 
@@ -222,10 +255,15 @@ class Allocator:
             self.check_claim(claim)
         search = Search(self, parsed)
         if not search.run():
+            if search.max_results_claim is not None:
+                claim = parsed[search.max_results_claim]
+                raise AllocationError(f"claim {claim.label}: the devices to allocate exceed the claim limit of "
+                                      f"{MAX_RESULTS} results (allocation max size exceeded)")
+            invalid = [p for p in self.pools if p.invalid]
             if not explain:
                 labels = ", ".join(c.label for c in parsed)
-                raise AllocationError(f"claim {labels}: cannot be allocated on node {self.node.name}")
-            invalid = [p for p in self.pools if p.invalid]
+                note = "; invalid resource pools were encountered" if invalid else ""
+                raise AllocationError(f"claim {labels}: cannot be allocated on node {self.node.name}{note}")
             raise AllocationError(explain_failure(self, parsed, invalid))
         out = []
         for ci, claim in enumerate(parsed):

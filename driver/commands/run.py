@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     # (all modes, compatibility groups, valueFrom), whatever the publisher detected for the
     # scheduler. Device names do not depend on gates, so allocations from any published variant
     # are found, and revalidation still knows which modes exclude each other (version skew).
-    pool_cache = PoolCache(lambda: render(Features()), max_age_s=max(15.0, health_interval))
+    pool_cache = PoolCache(lambda: render(Features.all_on()), max_age_s=max(15.0, health_interval))
     _log_inventory(pool_cache.refresh(), driver_name)  # also fails fast on a broken sysfs root or config
 
     state_dir = dirs.state

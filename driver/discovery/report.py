@@ -53,6 +53,7 @@ def inventory_to_dict(inv: Inventory) -> dict[str, Any]:
                 "productName": n.product_name,
                 "interface": n.interface,
                 "speedMbps": n.speed_mbps,
+                "sriov": n.sriov,
                 "totalVFs": n.total_vfs,
                 "numVFs": n.num_vfs,
                 "vfs": [{"index": v.index, **_pci(v.pci), "interface": v.interface} for v in n.vfs],

@@ -21,6 +21,13 @@ _ATTRS = {"TYPE": "type", "PROFILE": "profile", "UUID": "uuid", "PARENT_UUID": "
           "PCI_BUS_ID": "pciBusID", "PRODUCT_NAME": "productName", "NUMA_NODE": "numaNode"}
 
 
+def _env_value(value: Any) -> str:
+    """A scalar as text (bools lower-case); a list-typed attribute (DRAListTypeAttributes) comma-joined."""
+    if isinstance(value, list):
+        return ",".join(_env_value(v) for v in value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def device_env(
     claim: ClaimRef, result: Mapping[str, Any], device: Mapping[str, Any], config: DeviceConfig | None, driver_name: str
 ) -> dict[str, str]:
@@ -29,14 +36,15 @@ def device_env(
     for key, name in _ATTRS.items():
         value = attr(dict(device), name, driver_name)
         if value is not None:
-            env[prefix + key] = str(value).lower() if isinstance(value, bool) else str(value)
+            env[prefix + key] = _env_value(value)
     mem = capacity(dict(device), "memory")
     if mem is not None:
         env[prefix + "MEMORY"] = mem
     # What the claim was granted wins over the device's full capacity (consumable capacity).
     granted = (result.get("consumedCapacity") or {}).get("bandwidth")
     for entry in result.get("consumedCounters") or ():  # KEP-5941: bandwidth drawn from the PF
-        counter = (entry.get("counters") or {}).get("bandwidth") if isinstance(entry, Mapping) else None
+        counters = entry.get("counters") if isinstance(entry, Mapping) else None
+        counter = counters.get("bandwidth") if isinstance(counters, Mapping) else None  # shape: revalidation
         if granted is None and counter is not None:
             granted = counter.get("value") if isinstance(counter, Mapping) else counter
     bw = str(granted) if granted is not None else capacity(dict(device), "bandwidth")

@@ -126,9 +126,11 @@ def test_bad_slice_quantity_names_the_field():
 
 
 def test_bad_recorded_consumption_names_the_claim():
+    # Reported as a violation of that placement (and charged nothing), so one bad record cannot
+    # make every other claim on the counter set fail to revalidate.
     bad = ({"counterSet": "gpu-0", "counters": {"bw": {"value": "x"}}},)
-    with pytest.raises(InputError, match="claim c"):
-        validate_combination(slices(), [place("vf-0", consumed=bad)], Features.all_on())
+    (v,) = validate_combination(slices(), [place("vf-0", consumed=bad)], Features.all_on())
+    assert v.kind == "recorded" and "claim c" in v.message and "invalid quantity 'x'" in v.message
 
 
 def test_group_intersection_rolls():
@@ -152,3 +154,15 @@ def test_allocate_without_explanation_is_short():
     claim = {"metadata": {"name": "x"}, "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c", "count": 9}}]}}}
     with pytest.raises(AllocationError, match="^claim default/x: cannot be allocated on node n1$"):
         alloc.allocate([claim], explain=False)
+
+
+def test_list_typed_attributes_are_accepted_at_revalidation():
+    # Preparation-time revalidation reads the same slices; list-typed attributes (DRAListTypeAttributes)
+    # neither break parsing nor change the counter/group/exclusivity verdicts.
+    listed = slices()
+    for dev in listed[1]["spec"]["devices"]:
+        dev["attributes"] = {"pcieRoots": {"strings": ["pci0000:00", "pci0000:40"]}, "numa": {"ints": [0, 1]}}
+    ok = [PlacedDevice("a", "r", DRIVER, "n1", "mig-0"), PlacedDevice("b", "r", DRIVER, "n1", "mig-1")]
+    assert validate_combination(listed, ok, Features.all_on()) == []
+    clash = [PlacedDevice("a", "r", DRIVER, "n1", "mig-0"), PlacedDevice("b", "r", DRIVER, "n1", "vgpu-0")]
+    assert [v.kind for v in validate_combination(listed, clash, Features.all_on())] == ["groups"]

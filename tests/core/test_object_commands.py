@@ -246,3 +246,14 @@ def test_apply_output_formats(tmp_path, capsys):
     code, out, err = cli(capsys, "apply", "-f", "-", "--store", store, stdin=out)
     assert code == 0, err
     assert out.splitlines() == ["resourceclaim.resource.k8s.io/a unchanged", "resourceclaim.resource.k8s.io/b unchanged"]
+
+
+def test_apply_allocate_searches_the_claims_of_one_apply_together(node, tmp_path, capsys):
+    # Alone, the 4g.20gb would land on gpu-0 first and the whole gpu-0 could not follow; as one pod
+    # (one search, like kube-scheduler) the allocator backtracks and puts the partition on gpu-1.
+    whole = claim("whole-gpu-0", cls="gpu", selector='device.attributes["fake-dra.example.com"].pciBusID == "0000:07:00.0"')
+    (tmp_path / "pod.yaml").write_text(claim("part", selector=PROFILE.format("4g.20gb")) + "---\n" + whole)
+    code, out, err = cli(capsys, "apply", "-f", str(tmp_path / "pod.yaml"), "--allocate", "--store", str(node))
+    assert code == 0, err
+    assert "resourceclaim.resource.k8s.io/part allocated on node-1: gpu=gpu-1-mig-4g20gb-0" in out
+    assert "resourceclaim.resource.k8s.io/whole-gpu-0 allocated on node-1: gpu=gpu-0" in out

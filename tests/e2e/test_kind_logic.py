@@ -124,13 +124,13 @@ def test_unschedulable_pod_and_prediction(backend) -> None:
 
 def test_skewed_scheduler_writes_the_allocation_and_prepare_failure_is_seen(backend) -> None:
     b, fake = backend
-    _claim(fake, "vgpu", "vgpu", f'{D}.profile == "A100-4C"')
+    _claim(fake, "vgpu", "vgpu", f'{D}.profile == "A100X-4C"')
     fake.pod_status = {"phase": "Pending"}
     fake.events = [{"reason": "FailedPrepareDynamicResources",
                     "message": "NodePrepareResources: groups incompatible on counter set gpu-1-counters"}]
     obs = b.run_pod("p", ["vgpu"], None, skewed=True)
     (written,) = fake.status_writes
-    assert written["status"]["allocation"]["devices"]["results"][0]["device"].startswith("gpu-1-vgpu-a100-4c")
+    assert written["status"]["allocation"]["devices"]["results"][0]["device"].startswith("gpu-1-vgpu-a100x-4c")
     assert obs.scheduled is True and obs.prepared is False
     assert "groups incompatible" in obs.prepare_error
 

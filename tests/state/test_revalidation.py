@@ -31,7 +31,7 @@ def test_mig_and_full_gpu_on_one_counter_set_are_refused(env):
 
 def test_mig_and_vgpu_groups_are_refused(env):
     st = env.state()
-    vgpu = env.claims.add("vgpu", [result("gpu-1-vgpu-a100-10c-0")])
+    vgpu = env.claims.add("vgpu", [result("gpu-1-vgpu-a100x-10c-0")])
     mig = env.claims.add("mig", [result("gpu-1-mig-1g5gb-0")])
     assert st.prepare([vgpu])[vgpu.uid].error == ""
     error = _refused(env, st, mig)
@@ -130,3 +130,13 @@ def test_a_claim_whose_commit_failed_does_not_stay_reserved(env, monkeypatch):
     monkeypatch.undo()
     b = env.claims.add("b", [result("gpu-0-mig-1g5gb-0")])
     assert st.prepare([b])[b.uid].error == "", "the failed claim must not keep gpu-0 reserved"
+
+
+def test_list_typed_attribute_values_reach_the_workload_comma_joined():
+    from driver.state.device_env import device_env
+    from driver.state.types import ClaimRef
+
+    ref = ClaimRef(namespace="default", name="c", uid="u-1")
+    device = {"name": "gpu-0", "attributes": {"type": {"string": "gpu"}, "numaNode": {"ints": [0, 1]}}}
+    env = device_env(ref, {"device": "gpu-0", "request": "r"}, device, None, "fake-dra.example.com")
+    assert env["FAKE_DRA_GPU_0_NUMA_NODE"] == "0,1" and env["FAKE_DRA_GPU_0_TYPE"] == "gpu"
