@@ -98,7 +98,7 @@ def test_features_change_the_outcome_and_progress_is_printed() -> None:
     text = out.getvalue()
     # Without valueFrom each VF owns a static 12.5G share: the 60G request is refused, so checks fail.
     assert code == 1
-    assert re.search(r"^  FAIL  vf-bandwidth \(\d+/17 checks, \d+\.\d s\)$", text, re.M), text
+    assert re.search(r"^  FAIL  vf-bandwidth \(\d+/\d+ checks, \d+\.\d s\)$", text, re.M), text
     assert all(len(line) <= 100 for line in text.splitlines())
 
 
