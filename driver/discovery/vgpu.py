@@ -4,9 +4,11 @@
   available_instances,device_api,description}`, on the PF for pre-Ampere GPUs and on every SR-IOV VF for
   Ampere and later.
 - vendor-specific VFIO (vGPU 17+/R580 on Linux >= 6.8, Ada/Hopper and newer): no mdev; each VF has
-  `nvidia/creatable_vgpu_types` ("<id> : <name>" lines, optionally under an "ID : vGPU Name" header) and
-  `nvidia/current_vgpu_type` (0 = free, else the type id assigned to that VF). The creatable list is
-  capacity-dependent: once a vGPU exists, VFs list only types that can still coexist with it.
+  `nvidia/creatable_vgpu_types` ("<id> : <name>" lines, optionally under an "ID : vGPU Name" header;
+  "<id> <name>" without the colon is read too, as NVIDIA's own parser in vgpu-device-manager
+  pkg/vgpu/vfio/types.go does) and `nvidia/current_vgpu_type` (0 = free, else the type id assigned
+  to that VF). The creatable list is capacity-dependent: once a vGPU exists, VFs list only types that
+  can still coexist with it.
 
 Both become MdevType entries, folded per type across the functions that offer them.
 """
@@ -20,7 +22,7 @@ from os.path import join
 from driver.discovery.reader import SysfsReader
 from driver.model.inventory import MdevType
 
-_CREATABLE_LINE = re.compile(r"^\s*(\d+)\s*:\s*(\S.*?)\s*$")
+_CREATABLE_LINE = re.compile(r"^\s*(\d+)(?:\s*:\s*|\s+)([^\s:].*?)\s*$")
 _HEADER_LINE = re.compile(r"^\s*ID\s*:", re.IGNORECASE)
 VENDOR_VFIO = "vendor-vfio"
 
@@ -66,7 +68,8 @@ def vendor_vfio_types(walker: SysfsReader, vf_path: str, address: str) -> list[M
         match = _CREATABLE_LINE.match(line)
         if match is None:
             if line.strip() and not _HEADER_LINE.match(line):
-                walker.warn(creatable, f"line {n} {line[:60]!r} is not '<id> : <name>'; ignoring that line")
+                walker.warn(creatable, f"line {n} {line[:60]!r} is not '<id> : <name>' or '<id> <name>'; "
+                            "ignoring that line")
             continue
         out.append(
             MdevType(
