@@ -8,9 +8,9 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 
-import hosts
 import pytest
-from conftest import (
+import truth_hosts as hosts
+from truth import (
     FEATURES, MiB, attr, by_type, fits_together, groups, per_gpu_profiles, published_addresses, qty, render,
     validate_137,
 )

@@ -28,7 +28,7 @@ needs one VF, and A100DX-4C allows 20, L40S-1B 32), mdev ids of the vendor-VFIO 
 
 from __future__ import annotations
 
-from sysfs_builder import BRIDGE_OTHER, D3, ETHERNET, INFINIBAND, NVME, VGA, Fn, Mdev
+from truth_sysfs import BRIDGE_OTHER, D3, ETHERNET, INFINIBAND, NVME, VGA, Fn, Mdev
 
 NV, MLX, INTEL, BCM, ASPEED, SAMSUNG = 0x10DE, 0x15B3, 0x8086, 0x14E4, 0x1A03, 0x144D
 
