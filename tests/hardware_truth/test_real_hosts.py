@@ -210,7 +210,8 @@ def test_mixed_server(tmp_path):
 
 # --- Every host, every gate combination: valid 1.37 ResourceSlices --------------------------------------
 
-HOSTS = ["dgx_h100", "hgx_a100_80gb_vgpu", "hgx_h100_vendor_vfio", "ada_vgpu_host", "t4_host", "mixed_server"]
+HOSTS = ["dgx_h100", "hgx_a100_80gb_vgpu", "hgx_h100_vendor_vfio", "ada_vgpu_host", "t4_host", "mixed_server",
+         "nic_zoo"]
 
 
 @pytest.mark.parametrize("host", HOSTS)
@@ -224,3 +225,15 @@ def test_every_slice_validates_against_the_137_schema(tmp_path, host, gates):
 
 def test_features_default_matches_the_137_schema_shape():
     assert FEATURES.shared_consumable_capacity is False
+
+
+def test_nic_product_names_are_the_pci_ids_names(tmp_path):
+    inventory, pool = render(tmp_path, hosts.nic_zoo())
+    names = {attr(v, "pfPciBusID"): attr(v, "productName") for v in by_type(pool)["vf"]}
+    assert names == {
+        "0000:c1:00.0": "MT43244 BlueField-3 integrated ConnectX-7 network controller",
+        "0000:41:00.0": "MT2894 Family [ConnectX-6 Lx]",
+        "0000:61:00.0": "BCM57508 NetXtreme-E 10Gb/25Gb/40Gb/50Gb/100Gb/200Gb Ethernet",
+        "0000:81:00.0": "Ethernet Controller X710 for 10GbE SFP+",
+    }
+    assert len(by_type(pool)["vf"]) == 10 and _all_warnings(inventory, pool) == []

@@ -203,3 +203,19 @@ def mixed_server() -> list[Fn]:
            vf_offset=128, vf_device=0x1520, interface="eno1", speed=1000),
         Fn("10000:01:00.0", SAMSUNG, 0xA80A, NVME, 0, ("0000:00:0e.0", "pci10000:00", "10000:00:02.0"), driver="nvme"),
     ]
+
+
+# --- NIC-only host with the adapters of current clusters ----------------------------------------------
+# [pciids] BlueField-3 host functions are 15b3:a2dc (VFs the mlx5Gen 15b3:101e), ConnectX-6 Lx 15b3:101f,
+# Broadcom BCM57508 14e4:1750 (VFs 14e4:1806), Intel X710 8086:1572 (VFs 8086:154c).
+def nic_zoo() -> list[Fn]:
+    return [
+        Fn("0000:c1:00.0", MLX, 0xA2DC, ETHERNET, 1, ("0000:c0:01.1",), driver="mlx5_core", total_vfs=16, num_vfs=4,
+           vf_offset=2, vf_device=0x101E, interface="ens7f0np0", speed=400000),
+        Fn("0000:41:00.0", MLX, 0x101F, ETHERNET, 0, ("0000:40:01.1",), driver="mlx5_core", total_vfs=8, num_vfs=2,
+           vf_offset=2, vf_device=0x101E, interface="ens2f0np0", speed=25000),
+        Fn("0000:61:00.0", BCM, 0x1750, ETHERNET, 0, ("0000:60:01.1",), driver="bnxt_en", total_vfs=64, num_vfs=2,
+           vf_offset=1, vf_device=0x1806, interface="ens4f0np0", speed=100000),
+        Fn("0000:81:00.0", INTEL, 0x1572, ETHERNET, 1, ("0000:80:01.1",), driver="i40e", total_vfs=64, num_vfs=2,
+           vf_offset=16, vf_device=0x154C, interface="ens5f0", speed=10000),
+    ]
