@@ -234,17 +234,6 @@ class SysfsReader:
         out.sort(key=lambda item: item[0])
         return out
 
-    def netdev(self, path: str) -> str | None:
-        net = join(path, "net")
-        try:
-            names = sorted(os.listdir(net))
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            self.warn(net, f"unreadable ({exc}); interface unknown")
-            return None
-        return names[0] if names else None
-
     def speed(self, interface: str, device_path: str) -> int | None:
         path = join(self.root, "class", "net", interface, "speed")
         if not os.path.lexists(path):

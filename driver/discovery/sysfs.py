@@ -11,7 +11,7 @@ import os
 from os.path import join
 from pathlib import Path
 
-from driver.discovery import vgpu
+from driver.discovery import netdev, vgpu
 from driver.discovery.reader import (
     BDF,
     GPU_CLASSES,
@@ -98,24 +98,30 @@ def _nic(
         vf = walker.pci(os.path.basename(vf_path), vf_path)
         if vf is None:
             continue
-        vfs.append(VirtualFunction(index=n, pci=vf.pci, interface=walker.netdev(vf_path)))
+        nd = netdev.netdev_of(vf_path, walker.warn)
+        vfs.append(VirtualFunction(index=n, pci=vf.pci, interface=nd.interface if nd else None,
+                                   hardware_address=nd.hardware_address if nd else None))
     if len(vfs) != num:
         walker.warn(join(path, "sriov_numvfs"), f"says {num} VFs but {len(vfs)} usable virtfnN links found on {what}")
-    interface = walker.netdev(path)
+    nd = netdev.netdev_of(path, walker.warn)
+    interface = nd.interface if nd else None
     speed = walker.speed(interface, path) if interface else None
     return NicPF(
         index=index, pci=pci, interface=interface, speed_mbps=speed, total_vfs=total, num_vfs=num,
         vfs=tuple(vfs), product_name=_product(catalog, pci.vendor_id, pci.device_id),
+        hardware_address=nd.hardware_address if nd else None,
     )
 
 
 def _port(walker: SysfsReader, catalog: HardwareCatalog, item: FoundFunction, index: int) -> NicPF:
     """A network function without SR-IOV: the host's own port (on-board NIC, virtio-net, ...)."""
-    interface = walker.netdev(item.path)
+    nd = netdev.netdev_of(item.path, walker.warn)
+    interface = nd.interface if nd else None
     speed = walker.speed(interface, item.path) if interface else None
     return NicPF(
         index=index, pci=item.pci, interface=interface, speed_mbps=speed, total_vfs=0, num_vfs=0,
         product_name=_product(catalog, item.pci.vendor_id, item.pci.device_id), sriov=False,
+        hardware_address=nd.hardware_address if nd else None,
     )
 
 

@@ -41,6 +41,7 @@ from driver.hardware import load_catalog
 from driver.plugin.client import ClaimResult
 from driver.publish.backend import LocalGateConfig
 from driver.slices import render_pool
+from driver.state.metadata import CONTAINER_DIR, HOST_SUBDIR
 from driver.store.objectstore import ObjectStore
 
 NODE = "node-1"
@@ -277,6 +278,22 @@ class LocalBackend:
                         env[key] = value
         return env
 
+    def _cdi_mounted_metadata(self, cdi_ids: Sequence[str]) -> dict[str, str]:
+        """Container path -> content of every device metadata file the runtime would bind-mount for
+        these CDI devices (what the container reads under /var/run/kubernetes.io/...)."""
+        wanted = {i.split("=", 1)[1] for i in cdi_ids if "=" in i}
+        files: dict[str, str] = {}
+        for path in sorted(self.dirs.cdi.glob("*.json")):
+            for dev in json.loads(path.read_text()).get("devices") or []:
+                if dev.get("name") in wanted:
+                    for mount in (dev.get("containerEdits") or {}).get("mounts") or []:
+                        if mount.get("containerPath", "").startswith(CONTAINER_DIR + "/"):
+                            try:
+                                files[mount["containerPath"]] = Path(mount["hostPath"]).read_text()
+                            except OSError as exc:  # judged as "not a JSON stream", naming the problem
+                                files[mount["containerPath"]] = f"<host file unreadable: {exc}>"
+        return files
+
     def _prepare(self, pod: _Pod, obs: Observation) -> None:
         errors, same = [], True
         cdi: list[str] = []
@@ -301,6 +318,7 @@ class LocalBackend:
         obs.prepare_error = "; ".join(errors)
         obs.cdi_devices = cdi
         obs.env = self._cdi_env(cdi)
+        obs.metadata = self._cdi_mounted_metadata(cdi)
         obs.prepare_calls_same = same
         pod.running = not errors
 
@@ -333,8 +351,10 @@ class LocalBackend:
         return True
 
     def _on_node(self, uid: str) -> bool:
-        """Whether the kubelet still holds the claim prepared or a CDI spec of it is left behind."""
-        return uid in self.prepared or any(self.dirs.cdi.glob(f"*{uid}*"))
+        """Whether the kubelet still holds the claim prepared or a CDI spec or device metadata file
+        of it is left behind."""
+        return (uid in self.prepared or any(self.dirs.cdi.glob(f"*{uid}*"))
+                or (self.dirs.state / HOST_SUBDIR / uid).exists())
 
     # ---- actions ---------------------------------------------------------------------------
     def create_claim(self, name: str, obj: dict[str, Any]) -> Observation:

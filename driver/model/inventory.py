@@ -77,6 +77,7 @@ class VirtualFunction:
     index: int  # N of the PF's virtfnN link
     pci: PciDevice
     interface: str | None = None
+    hardware_address: str | None = None  # MAC from net/<interface>/address
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ class NicPF:
     vfs: tuple[VirtualFunction, ...] = ()
     product_name: str = ""
     sriov: bool = True  # False: no sriov_totalvfs (a plain port, total_vfs = num_vfs = 0)
+    hardware_address: str | None = None  # MAC from net/<interface>/address
 
 
 @dataclass(frozen=True)

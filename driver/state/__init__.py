@@ -2,11 +2,14 @@
 
 Public API:
 - `driver.state.prepare.DeviceState(driver_name=, claims=ClaimSource, pool=PoolCache, cdi=CdiWriter,
-  checkpoint=CheckpointStore, crash_hook=)`: `prepare([ClaimRef]) -> {uid: PrepareResult}`,
+  checkpoint=CheckpointStore, crash_hook=, metadata=DeviceMetadataWriter, claim_status=ClaimStatusReporter)`: `prepare([ClaimRef]) -> {uid: PrepareResult}`,
   `unprepare([ClaimRef]) -> {uid: error}`, `prepared() -> {uid: ClaimEntry}`, `close()`.
 - `driver.state.types`: ClaimRef, ClaimSource (Protocol), PoolView, PreparedDevice, PrepareResult,
   DeviceHealthStatus. `driver.state.sources.StoreClaimSource(ObjectStore)`.
 - `driver.state.health.HealthModel(sysfs_root, devices, driver_name).snapshot()`, `fault_path`, `read_fault`.
 - `driver.state.cdi.CdiWriter`, `driver.state.checkpoint.CheckpointStore`, `read_boot_id`,
   `driver.state.config.parse_opaque` (GpuConfig/VfConfig), `driver.state.pool.PoolCache`.
+- `driver.state.metadata.DeviceMetadataWriter` (KEP-5304 device metadata files + CDI mounts),
+  `driver.state.claimstatus.ClaimStatusReporter(DeviceStatusSink)` (VF status.devices),
+  `driver.state.netinfo.sysfs_network_data` (interface name + MAC at prepare time).
 """

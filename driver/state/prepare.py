@@ -32,8 +32,10 @@ from driver.features import Features
 from driver.model.claimshape import check_claim_shape
 from driver.state.cdi import CdiWriter
 from driver.state.checkpoint import COMPLETED, STARTED, Checkpoint, CheckpointStore, ClaimEntry
+from driver.state.claimstatus import ClaimStatusReporter
 from driver.state.config import configs_for_results
 from driver.state.device_env import device_env
+from driver.state.metadata import DeviceMetadataWriter
 from driver.state.names import check_label, check_subdomain, check_uid
 from driver.state.names import shorten as _short
 from driver.state.pool import PoolCache, attr
@@ -61,13 +63,19 @@ class DeviceState:
         cdi: CdiWriter,
         checkpoint: CheckpointStore,
         crash_hook: CrashHook = _no_crash,
+        metadata: DeviceMetadataWriter | None = None,
+        claim_status: ClaimStatusReporter | None = None,
     ) -> None:
+        """`metadata` writes KEP-5304 device metadata files (default: off, only cleans up);
+        `claim_status` reports VFs in ResourceClaim status.devices (default: not at all)."""
         self.driver_name = driver_name
         self._claims = claims
         self._pool = pool
         self._cdi = cdi
         self._store = checkpoint
         self._crash = crash_hook
+        self._metadata = metadata or DeviceMetadataWriter(checkpoint.dir, driver_name, enabled=False)
+        self._status = claim_status
         self._lock = threading.Lock()
         self._io_lock = threading.Lock()  # serialises checkpoint writes and fsyncs
         self._stripes = [threading.Lock() for _ in range(64)]
@@ -80,6 +88,7 @@ class DeviceState:
         self._lock_fd = os.open(checkpoint.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
         self._own_state_dir()
         self._cp = self._load()
+        self._metadata.prune(set(self._cp.claims))
         self._placed = PlacedIndex(self._cp, driver_name)
 
     # -- start-up -------------------------------------------------------------------------
@@ -198,7 +207,7 @@ class DeviceState:
                 pending, batch, before, recorded = self._prepare_locked(fetched, results)
             need = None  # already prepared claims whose flush failed earlier: everything
             if batch:
-                ok, done = self._act(batch, before, results, recorded)
+                ok, done = self._act(batch, before, results, recorded, dict((r.uid, c) for r, c in fetched))
                 need = done if not pending else None
                 pending.extend(ok)
             if pending:
@@ -278,13 +287,19 @@ class DeviceState:
         for ref, claim in fetched:
             entry = self._cp.claims.get(ref.uid)
             if entry is not None and entry.state == COMPLETED and entry.boot_id == boot:
-                if not self._cdi.exists(ref.uid):
-                    log.warning("CDI spec missing for a prepared claim; recreating it", extra={"claim": ref.uid})
-                    try:
-                        self._cdi.write(entry.ref, entry.devices)
-                    except OSError as exc:
-                        results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: writing CDI spec: {exc}")
-                        continue
+                step = "writing device metadata"
+                try:
+                    files = self._metadata.ensure(ref, claim, entry.devices, devices)
+                    step = "writing CDI spec"
+                    if not self._cdi.exists(ref.uid):
+                        log.warning("CDI spec missing for a prepared claim; recreating it", extra={"claim": ref.uid})
+                        self._cdi.write(entry.ref, entry.devices, self._metadata.mounts(files, entry.devices))
+                except OSError as exc:
+                    results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {step}: {exc}")
+                    continue
+                except FakeDraError as exc:
+                    results[ref.uid] = PrepareResult(error=str(exc))
+                    continue
                 if self._synced < self._version:  # recorded by a call whose flush failed
                     pending.append((ref, entry.devices))
                 else:
@@ -369,7 +384,8 @@ class DeviceState:
         return mine, prepared, positions
 
     def _act(self, batch: list[Batch], before: dict[str, ClaimEntry | None],
-             results: dict[str, PrepareResult], recorded: int) -> tuple[list[Batch], int]:
+             results: dict[str, PrepareResult], recorded: int,
+             claims: Mapping[str, dict[str, Any]]) -> tuple[list[Batch], int]:
         """Outside the global lock (the claims' own locks are held): persist PrepareStarted, write
         the CDI specs, mark PrepareCompleted. Returns the claims that succeeded and the version
         recording them."""
@@ -386,15 +402,23 @@ class DeviceState:
         self._crash("prepare-started")
         ok: list[Batch] = []
         failed: list[ClaimRef] = []
+        pool_devices = self._pool.get(refresh_if_stale=False)[1]
         for ref, devs in batch:
+            step = "writing device metadata"
             try:
-                self._cdi.write(ref, devs)
+                files = self._metadata.write(ref, claims[ref.uid], devs, pool_devices)
+                step = "writing CDI spec"
+                self._cdi.write(ref, devs, self._metadata.mounts(files, devs))
                 ok.append((ref, devs))
             except Exception as exc:  # noqa: BLE001 - whatever it is, this claim only
-                if not isinstance(exc, OSError):
+                if not isinstance(exc, (OSError, FakeDraError)):
                     log.exception("writing a CDI spec failed unexpectedly", extra={"claim": ref.uid})
                 failed.append(ref)
-                results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: writing CDI spec: {exc}")
+                what = (str(exc) if isinstance(exc, FakeDraError)  # e.g. a metadata path it cannot name
+                        else f"claim {ref.namespace}/{ref.name}: {step}: {exc}")
+                results[ref.uid] = PrepareResult(error=what)
+        if self._status is not None:  # informational: never fails the claims
+            self._status.prepared([(ref, claims[ref.uid], devs) for ref, devs in ok], pool_devices)
         self._crash("prepare-cdi-written")
         # Roll back in an order that cannot fail halfway: first the records (memory only), so a
         # failed claim reserves nothing whatever the disk does; then, best effort, any spec an
@@ -409,8 +433,9 @@ class DeviceState:
         for ref in failed:
             try:
                 self._cdi.remove(ref.uid)
+                self._metadata.remove(ref.uid)
             except OSError as exc:
-                log.warning("cannot remove the CDI spec of a claim whose preparation failed",
+                log.warning("cannot remove the CDI spec or device metadata of a claim whose preparation failed",
                             extra={"claim": ref.uid, "error": str(exc)})
         return ok, version
 
@@ -428,11 +453,18 @@ class DeviceState:
                 results[ref.uid] = str(exc)
         with self._claims_locked(r.uid for r in valid):
             for ref in valid:
+                step = "removing CDI spec"
                 try:
                     self._cdi.remove(ref.uid)
+                    step = "removing device metadata"
+                    self._metadata.remove(ref.uid)
                     results[ref.uid] = ""
                 except OSError as exc:
-                    results[ref.uid] = f"claim {_short(ref.namespace)}/{_short(ref.name)}: removing CDI spec: {exc}"
+                    results[ref.uid] = f"claim {_short(ref.namespace)}/{_short(ref.name)}: {step}: {exc}"
+            if self._status is not None:
+                recorded_devs = [(r, e.devices) for r in valid if not results[r.uid]
+                                 and (e := self._cp.claims.get(r.uid)) is not None]
+                self._status.unprepared(recorded_devs, self._pool.get(refresh_if_stale=False)[1])
             self._crash("unprepare-cdi-removed")
             with self._lock:
                 gone = [r for r in valid if not results[r.uid] and r.uid in self._cp.claims]

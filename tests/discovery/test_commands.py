@@ -46,6 +46,7 @@ def test_discover_json(pristine, capsys) -> None:
     assert data["nics"][0]["vfs"][0] == {
         "index": 0, "address": "0000:18:02.0", "vendor": "0x8086", "device": "0x1889", "class": "0x020000",
         "numaNode": 0, "pcieRoot": "pci0000:17", "driver": "iavf", "iommuGroup": 4, "interface": "ens1f0v0",
+        "hardwareAddress": "0e:42:01:80:00:00",
     }
     assert (data["nics"][0]["driver"], data["nics"][0]["iommuGroup"]) == ("ice", 3)
     assert data["warnings"] == []
