@@ -211,7 +211,7 @@ def test_mixed_server(tmp_path):
 # --- Every host, every gate combination: valid 1.37 ResourceSlices --------------------------------------
 
 HOSTS = ["dgx_h100", "hgx_a100_80gb_vgpu", "hgx_h100_vendor_vfio", "ada_vgpu_host", "t4_host", "mixed_server",
-         "nic_zoo"]
+         "nic_zoo", "hgx_h200_busy"]
 
 
 @pytest.mark.parametrize("host", HOSTS)
@@ -237,3 +237,14 @@ def test_nic_product_names_are_the_pci_ids_names(tmp_path):
         "0000:81:00.0": "Ethernet Controller X710 for 10GbE SFP+",
     }
     assert len(by_type(pool)["vf"]) == 10 and _all_warnings(inventory, pool) == []
+
+
+def test_vendor_vfio_vgpus_in_use_keep_their_devices(tmp_path):
+    # The driver's own running vGPUs must stay published (a claim holds them): a busy VF still offers
+    # its type, named by what the free VFs list.
+    inventory, pool = render(tmp_path, hosts.hgx_h200_busy())
+    got = per_gpu_profiles(by_type(pool)["vgpu"])
+    assert dict(got["0000:1b:00.0"]) == {"H200X-4C": 32}
+    # A full GPU lists nothing anywhere: the type id alone cannot be named from sysfs, which is said.
+    assert "0000:43:00.0" not in got
+    assert [w for w in inventory.warnings if "vGPU type id 1427 is in use on 32 VF(s)" in w]

@@ -219,3 +219,17 @@ def nic_zoo() -> list[Fn]:
         Fn("0000:81:00.0", INTEL, 0x1572, ETHERNET, 1, ("0000:80:01.1",), driver="i40e", total_vfs=64, num_vfs=2,
            vf_offset=16, vf_device=0x154C, interface="ens5f0", speed=10000),
     ]
+
+
+# --- HGX H200 on vendor VFIO with vGPUs running ---------------------------------------------------------
+# H200X-4C: the guide's maximum is 32 per GPU, one per VF, so all 32 VFs matter. GPU 0: 3 VFs run an
+# H200X-4C, the 29 free VFs list only that type (equal-size mode) and the busy VFs list nothing.
+# GPU 1: all 32 VFs busy, no VF lists anything (the GPU is full). Type id 1427 is synthetic.
+def hgx_h200_busy() -> list[Fn]:
+    only_4c = "ID    : vGPU Name\n1427  : NVIDIA H200X-4C"
+    return [
+        Fn("0000:1b:00.0", NV, 0x2335, D3, 0, _sw(0x15, 0x1B), driver="nvidia", total_vfs=32, num_vfs=32,
+           vf_offset=4, vf_device=0x2335, vf_creatable=only_4c, vf_current={0: 1427, 1: 1427, 2: 1427}),
+        Fn("0000:43:00.0", NV, 0x2335, D3, 0, _sw(0x3D, 0x43), driver="nvidia", total_vfs=32, num_vfs=32,
+           vf_offset=4, vf_device=0x2335, vf_creatable=only_4c, vf_current={n: 1427 for n in range(32)}),
+    ]
