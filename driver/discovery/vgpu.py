@@ -64,12 +64,21 @@ def vendor_vfio_types(walker: SysfsReader, vf_path: str, address: str) -> list[M
         return []
     free = current in (None, "0")  # a VF carries at most one vGPU
     out = []
+    if not free:
+        # The VF's own vGPU: its type stays offered by this VF (0 free), even though a busy VF need not
+        # list it; the name comes from another VF's list (merge), so an allocated device keeps its slot.
+        out.append(MdevType(current, "", 0, "vfio-pci", "NVIDIA vendor-specific VFIO", parents=(address,),
+                            framework=VENDOR_VFIO))
     for n, line in enumerate(raw.splitlines(), start=1):
         match = _CREATABLE_LINE.match(line)
         if match is None:
             if line.strip() and not _HEADER_LINE.match(line):
                 walker.warn(creatable, f"line {n} {line[:60]!r} is not '<id> : <name>' or '<id> <name>'; "
                             "ignoring that line")
+            continue
+        if not free and match.group(1) == current:
+            out[0] = MdevType(current, match.group(2), 0, "vfio-pci", "NVIDIA vendor-specific VFIO",
+                              parents=(address,), framework=VENDOR_VFIO)
             continue
         out.append(
             MdevType(
@@ -88,7 +97,7 @@ def merge(types: list[MdevType], walker: SysfsReader, gpu_address: str, paths: d
         seen = merged.get(key)
         if seen is None:
             merged[key] = t
-        elif seen.name != t.name:
+        elif seen.name and t.name and seen.name != t.name:
             where = (
                 join(paths[t.parents[0]], "nvidia", "creatable_vgpu_types")
                 if t.framework == VENDOR_VFIO
@@ -100,8 +109,16 @@ def merge(types: list[MdevType], walker: SysfsReader, gpu_address: str, paths: d
             )
         else:
             merged[key] = MdevType(
-                seen.type_id, seen.name, seen.available_instances + t.available_instances, seen.device_api,
-                seen.description, parents=seen.parents + t.parents, framework=seen.framework,
+                seen.type_id, seen.name or t.name, seen.available_instances + t.available_instances,
+                seen.device_api, seen.description, parents=seen.parents + t.parents, framework=seen.framework,
             )
+    for key, t in list(merged.items()):
+        if not t.name:  # only busy VFs hold it and no VF lists it (e.g. the GPU is full)
+            walker.warn(
+                join(paths[t.parents[0]], "nvidia", "current_vgpu_type"),
+                f"vGPU type id {t.type_id} is in use on {len(t.parents)} VF(s) of GPU {gpu_address} but no VF "
+                "lists it in creatable_vgpu_types, so its name is unknown; its devices are not published",
+            )
+            del merged[key]
     # Numeric ids (vendor VFIO) in numeric order, "nvidia-N" names in name order.
     return tuple(merged[k] for k in sorted(merged, key=lambda k: (k[0], len(k[1]), k[1])))
