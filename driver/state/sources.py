@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from driver.deadline import Deadline
 from driver.errors import InputError, NotFoundError
 from driver.state import fastyaml
 from driver.store.objectstore import ObjectStore
@@ -21,7 +22,8 @@ class StoreClaimSource:
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
 
-    def get_claim(self, namespace: str, name: str) -> dict[str, Any]:
+    def get_claim(self, namespace: str, name: str, deadline: Deadline | None = None) -> dict[str, Any]:
+        # A local file read does not retry; the caller checks its deadline around it.
         path = self.store.path_of("resourceclaims", namespace, name)  # validates the names
         try:
             text = path.read_text()
