@@ -152,6 +152,7 @@ class HealthHub:
         self._cond = threading.Condition()
         self._devices: list[DeviceHealthStatus] = []
         self._seq = 0
+        self._wakes = 0
         self._stopped = False
 
     def publish(self, devices: list[DeviceHealthStatus]) -> None:
@@ -168,15 +169,24 @@ class HealthHub:
     def wake(self) -> None:
         """Let every stream re-check whether its client is still there (called when an RPC ends)."""
         with self._cond:
+            self._wakes += 1
             self._cond.notify_all()
 
     def stream(self, alive: Callable[[], bool]) -> Iterator[list[DeviceHealthStatus]]:
+        """The full list now, then on every change and at least every interval, while alive()."""
         seq = -1
         while True:
+            due = time.monotonic() + self.interval_s
             with self._cond:
-                self._cond.wait_for(lambda last=seq: self._stopped or self._seq != last, timeout=self.interval_s)
-                if self._stopped or not alive():
-                    return
+                while True:
+                    wakes = self._wakes
+                    self._cond.wait_for(
+                        lambda last=seq, w=wakes: self._stopped or self._seq != last or self._wakes != w,
+                        timeout=max(0.0, due - time.monotonic()))
+                    if self._stopped or not alive():
+                        return
+                    if self._seq != seq or time.monotonic() >= due:
+                        break  # a change, or the periodic refresh (a mere wake() does not delay it)
                 seq, devices = self._seq, self._devices
             yield devices
 
