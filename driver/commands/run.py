@@ -47,8 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common.add_flag(parser, "--health-interval", "5", "seconds between device health refreshes (kubelet lease is 30)")
     common.add_flag(parser, "--publish-interval", "30", "seconds between slice reconciliations")
     common.add_flag(parser, "--boot-id-file", "/proc/sys/kernel/random/boot_id", "file holding the node boot ID")
-    common.add_flag(parser, "--api-deadline", "30", "seconds to keep retrying an unavailable API server per claim")
-    common.add_flag(parser, "--grace-period", "10", "seconds to drain in-flight calls on SIGTERM")
+    common.add_flag(parser, "--api-deadline", "30", "seconds to keep retrying an unavailable API server per claim "
+                    "(never past the kubelet call's own deadline or 45 s)")
+    common.add_flag(parser, "--grace-period", "10", "seconds to let in-flight calls finish on SIGTERM; calls still "
+                    "running are then cancelled and rolled back (within min(grace, 5) s more)")
     parser.add_argument("--no-publish", action="store_true", help="serve the plugin only; do not publish slices")
     parser.set_defaults(func=run)
 

@@ -132,8 +132,8 @@ def startup_io(what: str, path: Path | str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        where = exc.filename or path
-        raise InputError(f"{what} {path}: {exc.strerror or exc} ({where})") from None
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
+        raise InputError(f"{what} {path}: {exc.strerror or exc}{where}") from None
 
 
 def fix_mode(path: Path, what: str, strip: int = 0o022, warn: Callable[..., None] = log.warning) -> None:
