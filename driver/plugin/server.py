@@ -7,8 +7,9 @@ registration socket. A socket left by a crashed predecessor is removed at start,
 a socket and nobody answers on it: a live one belongs to another plugin instance with the same
 kubelet directories, and replacing it would let the kubelet prepare the same device through both,
 so it is a start-up error (`check_sockets`, also run by `fake-dra run` as soon as it owns the state
-directory). Ours are removed on shutdown, and only if they are still ours (same inode). Sockets are
-0600 (created under umask 077); directories we create are 0750 whatever the umask.
+directory). A socket is bound under a hidden name and then hard-linked into place, which never
+replaces anything (`_bind`); ours are removed on shutdown, and only if they are still ours (same
+inode). Sockets are 0600 (created under umask 077); directories we create are 0750 whatever the umask.
 Shutdown is two steps around the state's drain (driver.state.ownership): `stop_serving()` closes
 the registration socket and refuses new calls while running ones go on; `finish_stop()` aborts
 what is left and removes the DRA socket, before the state directory is released.
@@ -17,6 +18,7 @@ what is left and removes the DRA socket, before the state directory is released.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import socket
@@ -121,6 +123,19 @@ def _remove_stale(path: Path) -> None:
         log.info("removed stale socket", extra={"path": str(path)})
 
 
+def _place(staged: Path, path: Path) -> None:
+    """Give the staged socket its real name without ever replacing one (FileExistsError)."""
+    try:
+        os.link(staged, path)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP):
+            raise
+        # A filesystem without hard links: rename, after checking once more that the name is free.
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, "exists", str(path)) from None
+        os.rename(staged, path)
+
+
 def _inode(path: Path) -> tuple[int, int] | None:
     try:
         st = path.lstat()
@@ -164,6 +179,7 @@ class PluginServer:
         self._dra: grpc.Server | None = None
         self._reg: grpc.Server | None = None
         self._inodes: dict[Path, tuple[int, int] | None] = {}
+        self._stopped: threading.Event | None = None
         self._stop = threading.Event()
         self._health_thread: threading.Thread | None = None
         self.registration: RegistrationServicer | None = None
@@ -200,11 +216,32 @@ class PluginServer:
                                                   "versions": supported_versions()})
 
     def _bind(self, server: grpc.Server, path: Path) -> None:
+        """Serve on `path`, placed atomically and only if nobody else placed a socket there.
+
+        gRPC unlinks whatever is at its socket path, before binding and again at shutdown. So it
+        binds a hidden staging name (the kubelet's plugin watcher ignores names starting with a
+        dot; never longer than the final name, for the AF_UNIX limit), and the socket is then
+        hard-linked to its real name: link() fails if that name was taken meanwhile (a racing
+        instance) instead of replacing it, and gRPC's own unlink later hits only the staging name.
+        """
+        staged = path.with_name(f".{os.getpid():x}")
         with _private_umask():
-            if server.add_insecure_port(f"unix://{path}") == 0:
-                raise InputError(f"cannot listen on unix socket {path}")
+            if server.add_insecure_port(f"unix://{staged}") == 0:
+                raise InputError(f"cannot listen on unix socket {staged} (for {path})")
             server.start()
-        os.chmod(path, 0o600)
+        try:
+            os.chmod(staged, 0o600)
+            _place(staged, path)
+        except FileExistsError:
+            server.stop(0)
+            raise InputError(f"socket {path} was created by another process while this one started "
+                             "(a second plugin instance with the same kubelet directories?)") from None
+        except OSError as exc:
+            server.stop(0)
+            raise InputError(f"cannot place socket {path}: {exc.strerror or exc}") from None
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                staged.unlink()
         self._inodes[path] = _inode(path)
 
     def _publish_health(self) -> None:
@@ -233,12 +270,15 @@ class PluginServer:
         _unlink_if(self.paths.registration, self._inodes.get(self.paths.registration))
         self.hub.stop()
         if self._dra is not None:
-            self._dra.stop(abort_after_s)
+            self._stopped = self._dra.stop(abort_after_s)
 
-    def finish_stop(self) -> None:
+    def finish_stop(self, flush_s: float = 1.0) -> None:
         """Abort whatever is left and remove the DRA socket (before the state is released: a
-        successor must never find our socket, nor we remove its)."""
+        successor must never find our socket, nor we remove its). Answers of calls that just
+        returned get up to flush_s to reach the kubelet first."""
         if self._dra is not None:
+            if self._stopped is not None:
+                self._stopped.wait(flush_s)
             self._dra.stop(0).wait()
         _unlink_if(self.paths.dra, self._inodes.get(self.paths.dra))
         log.info("kubelet plugin stopped")

@@ -143,6 +143,7 @@ class Soak:
         self.figures = Figures()
         self.workload = Workload(self.ledger, config.seed, threads=config.threads)
         self.generators = load_generators(config.generators)
+        self._started: list[Plugin] = []
         self._slices: list[dict[str, Any]] | None = None
         self._node = self._plugin()  # the node's directories (every process uses the same)
         self._bag: list[str] = []
@@ -150,7 +151,18 @@ class Soak:
     # -- processes ----------------------------------------------------------------------------
 
     def _plugin(self) -> Plugin:
-        return Plugin(self.sysfs_template, root=self.root, extra_args=("--grace-period", str(self.config.grace_s)))
+        plugin = Plugin(self.sysfs_template, root=self.root, extra_args=("--grace-period", str(self.config.grace_s)))
+        self._started.append(plugin)
+        return plugin
+
+    def close(self) -> None:
+        """Kill every plugin process still running (an interrupted or failed soak leaves none)."""
+        for plugin in self._started:
+            if plugin.proc is not None and plugin.proc.poll() is None:
+                plugin.proc.kill()
+                plugin.proc.wait()
+            for c in plugin.clients:
+                c.close()
 
     def _env_for(self, kill: str) -> dict[str, str]:
         env = {"FAKE_DRA_TEST_MODE": "1"}
@@ -322,7 +334,11 @@ def run_soak(config: SoakConfig, sysfs_template: Path | None = None) -> Figures:
             make_sysfs("demo", sysfs_template)
         root = scratch / "n"
         root.mkdir()
-        return Soak(sysfs_template, root, config).run()
+        soak = Soak(sysfs_template, root, config)
+        try:
+            return soak.run()
+        finally:
+            soak.close()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -335,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=int(time.time()), help="random seed (printed; rerun with it)")
     ap.add_argument("--generators", default=None, help="comma-separated generator names (default: all)")
     args = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: no plugin process is left behind
     config = SoakConfig(cycles=args.cycles, leak_cycles=args.leak_cycles, threads=args.threads, seed=args.seed,
                         generators=set(args.generators.split(",")) if args.generators else None)
     print(f"soak: seed {config.seed}, {config.cycles} kill cycles, {config.leak_cycles} leak cycles, "

@@ -123,19 +123,62 @@ def test_a_dead_socket_is_removed(make_plugin):
     assert plugin.stop() == 0
 
 
+def test_shutdown_leaves_a_socket_that_is_no_longer_ours(make_plugin):
+    plugin = make_plugin(extra_args=("--no-publish",))
+    plugin.start()
+    # A successor's socket took the path meanwhile (as after a hand-over): it must survive our exit.
+    other = plugin.root / "other.sock"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(other))
+        os.replace(other, plugin.dra_sock)
+        assert plugin.stop() == 0
+        assert stat.S_ISSOCK(plugin.dra_sock.lstat().st_mode)
+    assert not plugin.reg_sock.exists(), "our own registration socket is removed"
+
+
+def test_socket_probe_tells_live_from_dead(tmp_path):
+    from driver.plugin.server import socket_is_live
+
+    path = tmp_path / "s.sock"
+    assert socket_is_live(path) is False  # nothing there
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(path))
+        assert socket_is_live(path) is False  # bound, nobody listening: a dead process's leftover
+        s.listen(1)
+        assert socket_is_live(path) is True
+
+
+@pytest.mark.parametrize("value, message", [("bogus:1", "FAKE_DRA_PAUSE_AT: unknown step 'bogus'"),
+                                            ("prepare-started:x", "FAKE_DRA_PAUSE_AT seconds: expected seconds")])
+def test_bad_pause_hook_is_rejected(make_plugin, value, message):
+    plugin = make_plugin()
+    _fails_cleanly(plugin, message, env={"FAKE_DRA_TEST_MODE": "1", "FAKE_DRA_PAUSE_AT": value})
+
+
 # -- signals -------------------------------------------------------------------------------------
+
+def _wait_log(plugin: Plugin, needle: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while needle not in plugin.log_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert needle in plugin.log_text(), plugin.log_text()
+
 
 def test_sighup_with_no_publish_rescans_and_keeps_serving(make_plugin):
     plugin = make_plugin(extra_args=("--no-publish",))
     client = plugin.start()
     plugin.proc.send_signal(signal.SIGHUP)
-    deadline = time.monotonic() + 10
-    while "re-scanning the inventory" not in plugin.log_text() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _wait_log(plugin, "re-scanning the inventory")
     assert plugin.proc.poll() is None, "SIGHUP killed the plugin"
-    assert "re-scanning the inventory" in plugin.log_text()
-    assert client.unprepare([("default", "x", "11111111-1111-1111-1111-111111111111")]) == {
-        "11111111-1111-1111-1111-111111111111": ""}
+    uid = "11111111-1111-1111-1111-111111111111"
+    assert client.unprepare([("default", "x", uid)]) == {uid: ""}
+    # A re-scan that fails (the sysfs root vanished) keeps the last inventory and the process.
+    plugin.sysfs.rename(plugin.root / "sys.gone")
+    plugin.proc.send_signal(signal.SIGHUP)
+    _wait_log(plugin, "re-scan failed; keeping the previous inventory")
+    assert plugin.proc.poll() is None
+    assert client.unprepare([("default", "x", uid)]) == {uid: ""}
+    plugin.root.joinpath("sys.gone").rename(plugin.sysfs)
     assert plugin.stop() == 0
 
 
