@@ -131,6 +131,7 @@ class SoakConfig:
     seed: int = 1
     generators: set[str] | None = None  # None: every gen_* module
     grace_s: float = 2.0
+    progress: bool = False  # a line per cycle on stderr (hack/soak.sh)
 
 
 class Soak:
@@ -241,6 +242,8 @@ class Soak:
         plugin.proc = None
         verdict = self._check()
         self.figures.add(verdict, f"cycle {cycle} after {kill}")
+        self._say(f"cycle {cycle + 1}/{self.config.cycles}: {kill} (exit {rc}), {self.workload.calls} calls so far, "
+                  f"{'ok' if verdict.ok else verdict}")
         nxt_plugin = successor or self._plugin()
         try:
             if successor is None:
@@ -254,6 +257,10 @@ class Soak:
             self.figures.kills_survived += 1
         self._serve(nxt_plugin)
         return nxt_plugin, nxt
+
+    def _say(self, line: str) -> None:
+        if self.config.progress:
+            print(f"soak: {line}", file=sys.stderr, flush=True)
 
     def _generators(self, plugin: Plugin, cycle: int) -> None:
         for gen in self.generators:
@@ -298,6 +305,8 @@ class Soak:
             plugin.store.delete("resourceclaims", r[0], r[1])
             if i + 1 == warm:
                 first = _rss_fds(plugin.proc.pid)
+            if (i + 1) % 1000 == 0:
+                self._say(f"leak check: {i + 1}/{n} cycles, RSS/fds {_rss_fds(plugin.proc.pid)}")
         last = _rss_fds(plugin.proc.pid)
         self.figures.leak_cycles = n
         if first:
@@ -353,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: no plugin process is left behind
     config = SoakConfig(cycles=args.cycles, leak_cycles=args.leak_cycles, threads=args.threads, seed=args.seed,
-                        generators=set(args.generators.split(",")) if args.generators else None)
+                        generators=set(args.generators.split(",")) if args.generators else None, progress=True)
     print(f"soak: seed {config.seed}, {config.cycles} kill cycles, {config.leak_cycles} leak cycles, "
           f"generators: {[g.name for g in load_generators(config.generators)] or 'none'}", flush=True)
     t0 = time.monotonic()
