@@ -1,8 +1,10 @@
-"""Atomic file writes shared by the local object store, the checkpoint and the CDI specs.
+"""Atomic file writes shared by the local object store, the checkpoint and the CDI specs, and the
+one way to read a text file a user named.
 
 Why: a crash (or SIGKILL) between write and rename must leave either the old or the new file,
 never a torn one; fsync of the file and then its directory additionally makes the rename durable
-across power loss.
+across power loss. Reading: a binary or unreadable file must end in a message naming it, not in
+a UnicodeDecodeError traceback.
 """
 
 from __future__ import annotations
@@ -96,3 +98,25 @@ def make_dirs(path: Path, mode: int, parents_mode: int = 0o755) -> bool:
     if not path.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
     return created
+
+
+def read_text_file(path: str | os.PathLike[str], what: str) -> str:
+    """The text of a file a user pointed us at; InputError naming `what` and the path when it cannot
+    be read or is not UTF-8 (a binary file given by mistake must not end in a traceback)."""
+    from driver.errors import InputError
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"{what} {path}: cannot read: {exc.strerror or exc}") from None
+    return decode_text(data, f"{what} {path}")
+
+
+def decode_text(data: bytes, where: str) -> str:
+    """UTF-8 text of `data`; InputError naming `where` and the offset of the first bad byte."""
+    from driver.errors import InputError
+
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None

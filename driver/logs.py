@@ -1,13 +1,58 @@
-"""Structured logging set-up shared by every command (text for humans, JSON lines for clusters)."""
+"""Structured logging set-up shared by every command (text for humans, JSON lines for clusters).
+
+Text lines are `LEVEL logger: message key=value ...` with values as a person would write them
+(logfmt-style): a list is `a,b`, a string with spaces is quoted, None is `-`; never a Python repr
+like `['gpu-0']`, which reads as noise and breaks `grep devices=gpu-0`.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
+from collections.abc import Mapping
 
 _RESERVED = set(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime"}
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_NEEDS_QUOTES = set(' "=\t\n\r\\')
+
+
+def text_value(value: object) -> str:
+    """One extra field's value for a text log line (see the module docstring)."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, Mapping):
+        text = ",".join(f"{k}:{_bare(v)}" for k, v in value.items())
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+        text = ",".join(_bare(v) for v in items)
+    else:
+        text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+    if text == "":
+        return '""' if not isinstance(value, (list, tuple, set, frozenset, Mapping)) else "-"
+    return json.dumps(text) if any(c in _NEEDS_QUOTES for c in text) else text
+
+
+def _bare(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return value
 
 
 class JsonFormatter(logging.Formatter):
@@ -23,7 +68,7 @@ class JsonFormatter(logging.Formatter):
         }
         for key, value in vars(record).items():
             if key not in _RESERVED and not key.startswith("_"):
-                entry[key] = value
+                entry[key] = _jsonable(value)
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str, sort_keys=False)
@@ -34,7 +79,7 @@ class TextFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         extras = " ".join(
-            f"{k}={v}" for k, v in vars(record).items() if k not in _RESERVED and not k.startswith("_")
+            f"{k}={text_value(v)}" for k, v in vars(record).items() if k not in _RESERVED and not k.startswith("_")
         )
         line = f"{record.levelname} {record.name}: {record.getMessage()}"
         if extras:
@@ -45,6 +90,7 @@ class TextFormatter(logging.Formatter):
 
 
 def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
+    """Route every logger to stderr in `fmt`; `level` is one of LEVELS (the CLI validates it)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()

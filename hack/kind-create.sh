@@ -2,6 +2,7 @@
 # Create the kind cluster described in hack/kind-config.yaml (1 control plane, 2 workers, DRA gates).
 # Usage: hack/kind-create.sh            (env: KIND_CLUSTER_NAME, KIND_NODE_IMAGE)
 set -euo pipefail
+# shellcheck source=hack/kind-common.sh
 source "$(dirname "$0")/kind-common.sh"
 need "$KIND" "$KUBECTL"
 if "$KIND" get clusters 2>/dev/null | grep -qx "$KIND_CLUSTER_NAME"; then

@@ -30,6 +30,7 @@ from driver.allocator.devices import (
     CounterKey,
     DeviceInfo,
     DeviceKey,
+    RequestPolicy,
     consumed_amount,
     parse_counter_sets,
     parse_device,
@@ -55,7 +56,7 @@ class PlacedDevice:
 
 @dataclass(frozen=True)
 class Violation:
-    kind: str  # "groups" | "counters" | "exclusive" | "unknown-device"
+    kind: str  # "groups" | "counters" | "exclusive" | "unknown-device" | "recorded"
     counter_set: str | None
     devices: tuple[str, ...]
     message: str
@@ -180,20 +181,122 @@ def consumed_counters_field(
 
 
 def parse_consumed_counters(raw: Sequence[Mapping[str, Any]] | None, where: str) -> list[tuple[str, dict[str, Fraction]]]:
-    """Read a recorded `consumedCounters` list back (values may be {value: q} or plain quantities)."""
+    """Read a recorded `consumedCounters` list back (values may be {value: q} or plain quantities).
+
+    Amounts must be non-negative: a negative one would hand counters back to everybody else."""
+    if raw is not None and not isinstance(raw, (list, tuple)):
+        raise InputError(f"{where}.consumedCounters: expected a list")
     out = []
     for i, entry in enumerate(raw or ()):
         if not isinstance(entry, Mapping) or not entry.get("counterSet"):
             raise InputError(f"{where}.consumedCounters[{i}].counterSet: required")
+        counters = entry.get("counters") or {}
+        if not isinstance(counters, Mapping):
+            raise InputError(f"{where}.consumedCounters[{i}].counters: expected a map of counter name to amount")
         amounts = {}
-        for name, value in (entry.get("counters") or {}).items():
+        for name, value in counters.items():
+            at = f"{where}.consumedCounters[{i}] (counter set {entry['counterSet']}, counter {name})"
             text = value.get("value") if isinstance(value, Mapping) else value
-            try:
-                amounts[str(name)] = parse_quantity(text)
-            except InputError as exc:
-                raise InputError(f"{where}.consumedCounters[{i}].counters[{name}]: {exc}") from None
+            amount = parse_quantity(text, where=at)
+            if amount < 0:
+                raise InputError(f"{at}: recorded amount {format_quantity(amount)} is negative")
+            amounts[str(name)] = amount
         out.append((str(entry["counterSet"]), amounts))
     return out
+
+
+def recorded_counters(
+    device: DeviceInfo, raw: Sequence[Mapping[str, Any]] | None, counter_sets: Mapping[str, Mapping[str, Counter]],
+    where: str, enforce_policy: bool = True,
+) -> list[tuple[str, dict[str, Fraction]]]:
+    """The `consumedCounters` recorded in one allocation result, checked against its device.
+
+    The preparation-time check must not trust the claim: every amount is non-negative, names a
+    counter set the device consumes from (each at most once) and a counter the device consumes
+    from it, and (with `enforce_policy`) a request-driven amount is one the counter's requestPolicy
+    allows (its default, or inside validRange on a step from min, or one of validValues), as the
+    allocator only records such amounts. A counter the device consumes with a fixed `value` may be
+    recorded only at that value, and is not charged again. Returns the request-driven amounts to
+    charge; raises InputError naming `where`, the counter set and the counter.
+    """
+    consumes = {c.counter_set: c for c in device.consumes}
+    out = []
+    seen: set[str] = set()
+    for i, (counter_set, amounts) in enumerate(parse_consumed_counters(raw, where)):
+        at = f"{where}.consumedCounters[{i}] (counter set {counter_set}"
+        cons = consumes.get(counter_set)
+        if cons is None:
+            sets = ", ".join(sorted(consumes)) or "none"
+            raise InputError(f"{at}): device {device.name} does not consume from this counter set (it consumes from: {sets})")
+        if counter_set in seen:
+            raise InputError(f"{at}): listed twice")
+        seen.add(counter_set)
+        driven: dict[str, Fraction] = {}
+        for name, amount in amounts.items():
+            here = f"{at}, counter {name})"
+            if name in cons.static:
+                if amount != cons.static[name]:
+                    raise InputError(f"{here}: device {device.name} consumes a fixed "
+                                     f"{format_quantity(cons.static[name])}, the result records {format_quantity(amount)}")
+                continue
+            if name not in cons.value_from:
+                raise InputError(f"{here}: device {device.name} does not consume this counter")
+            counter = counter_sets.get(counter_set, {}).get(name)
+            if counter is None:
+                raise InputError(f"{here}: the published counter set has no such counter")
+            if enforce_policy and counter.policy is not None and not _policy_allows(counter.policy, amount):
+                raise InputError(f"{here}: recorded amount {format_quantity(amount, like=counter.text or None)} is not "
+                                 f"allowed by the counter's requestPolicy ({_describe_policy(counter)})")
+            driven[name] = amount
+        out.append((counter_set, driven))
+    return out
+
+
+def _policy_allows(policy: RequestPolicy, amount: Fraction) -> bool:
+    """Could the allocator have recorded `amount` under this policy? (round_up's results only)"""
+    if policy.default is not None and amount == policy.default:
+        return True
+    if policy.has_range:
+        if policy.min is not None and amount < policy.min:
+            return False
+        return not policy.violated_by(amount)
+    if policy.valid_values:
+        return amount in policy.valid_values
+    return True
+
+
+def _describe_policy(counter: Counter) -> str:
+    policy = counter.policy
+    assert policy is not None
+    like = counter.text or None
+    parts = []
+    if policy.default is not None:
+        parts.append(f"default {format_quantity(policy.default, like=like)}")
+    if policy.has_range:
+        rng = [f"{k} {format_quantity(v, like=like)}" for k, v in (("min", policy.min), ("max", policy.max),
+                                                                   ("step", policy.step)) if v is not None]
+        parts.append("validRange " + ", ".join(rng))
+    elif policy.valid_values:
+        parts.append("validValues " + ", ".join(format_quantity(v, like=like) for v in policy.valid_values))
+    return "; ".join(parts)
+
+
+def index_slices(slices: Sequence[Mapping[str, Any]]) -> tuple[dict[DeviceKey, DeviceInfo], dict[CounterKey, dict[str, Counter]]]:
+    """Devices and counter sets of the newest generation of each pool, parsed once."""
+    devices: dict[DeviceKey, DeviceInfo] = {}
+    totals: dict[CounterKey, dict[str, Counter]] = {}
+    for name, spec in _newest_specs(slices):
+        for cs_name, counters in parse_counter_sets(spec, name).items():
+            totals[(spec["driver"], spec["pool"]["name"], cs_name)] = counters
+        for i in range(len(spec.get("devices") or ())):
+            info = parse_device(spec, i, name)
+            devices[info.key] = info
+    return devices, totals
+
+
+def pool_counter_sets(totals: Mapping[CounterKey, Mapping[str, Counter]], driver: str, pool: str) -> dict[str, Mapping[str, Counter]]:
+    """The counter sets of one pool, by name (what `recorded_counters` checks against)."""
+    return {key[2]: counters for key, counters in totals.items() if key[0] == driver and key[1] == pool}
 
 
 def _newest_specs(slices: Sequence[Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -222,14 +325,8 @@ def validate_combination(
     checked when `features.compatibility_groups` is on; the plugin should pass all-on features to
     be strict regardless of the scheduler's gate.
     """
-    devices: dict[DeviceKey, DeviceInfo] = {}
-    totals: dict[CounterKey, dict[str, Counter]] = {}
-    for name, spec in _newest_specs(slices):
-        for cs_name, counters in parse_counter_sets(spec, name).items():
-            totals[(spec["driver"], spec["pool"]["name"], cs_name)] = counters
-        for i in range(len(spec.get("devices") or ())):
-            info = parse_device(spec, i, name)
-            devices[info.key] = info
+    devices, totals = index_slices(slices)
+    pool_sets: dict[tuple[str, str], dict[str, Mapping[str, Counter]]] = {}
 
     violations: list[Violation] = []
     by_device: dict[DeviceKey, list[PlacedDevice]] = defaultdict(list)
@@ -260,8 +357,20 @@ def validate_combination(
             ledger.add(ckey, cons.static)
             on_set[ckey].append((info.name, cons.groups))
         if features.shared_consumable_capacity:
+            sets = pool_sets.get((info.driver, info.pool))
+            if sets is None:
+                sets = pool_sets[(info.driver, info.pool)] = pool_counter_sets(totals, info.driver, info.pool)
             for p in placements:
-                for counter_set, amounts in parse_consumed_counters(p.consumed_counters, f"claim {p.claim}"):
+                # Placements already made are not re-judged by today's requestPolicy (the slice may
+                # have changed since); a record that is negative or names counters the device does
+                # not consume is reported and charges nothing.
+                try:
+                    recorded = recorded_counters(info, p.consumed_counters, sets,
+                                                 f"claim {p.claim} device {label}", enforce_policy=False)
+                except InputError as exc:
+                    violations.append(Violation("recorded", None, (label,), str(exc)))
+                    continue
+                for counter_set, amounts in recorded:
                     ledger.add((info.driver, info.pool, counter_set), amounts)
 
     for ckey in sorted(ledger.used):

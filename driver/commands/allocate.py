@@ -3,7 +3,8 @@
 Reads multi-document YAML files (DeviceClass, ResourceSlice, ResourceClaim, Node; other kinds are
 ignored with a warning), allocates the claims without `status.allocation` in file order and prints
 the newly allocated claims as YAML. Exit 0 when all were allocated, 1 with the reason on stderr when
-one cannot be (earlier claims are still printed), 2 for invalid input.
+one cannot be (earlier claims are still printed) or the node has no ResourceSlice at all, 2 for
+invalid input (including no claim to allocate, or no slice with devices).
 """
 
 from __future__ import annotations
@@ -11,15 +12,16 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-from driver.allocator import allocate_claims
+from driver.allocator import Node, allocate_claims, split_objects
 from driver.allocator.engine import DEFAULT_BUDGET
+from driver.allocator.pools import node_matches
 from driver.commands.common import add_features, features_from
 from driver.errors import InputError
+from driver.fsutil import decode_text, read_text_file
 
 log = logging.getLogger("fake-dra.allocator")
 
@@ -41,10 +43,11 @@ def register(subparsers: Any) -> None:
 def load_documents(paths: list[str]) -> list[Any]:
     docs: list[Any] = []
     for path in paths:
-        try:
-            text = sys.stdin.read() if path == "-" else Path(path).read_text()
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        if path == "-":
+            raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+            text = raw if isinstance(raw, str) else decode_text(raw, "standard input")
+        else:
+            text = read_text_file(path, "file")
         try:
             docs.extend(d for d in yaml.safe_load_all(text) if d is not None)
         except yaml.YAMLError as exc:
@@ -52,17 +55,60 @@ def load_documents(paths: list[str]) -> list[Any]:
     return docs
 
 
+def check_claims(docs: list[Any], files: list[str]) -> None:
+    """No claim to allocate is bad input (exit 2), not an empty success."""
+    objs = split_objects(docs)
+    if objs.pending:
+        return
+    where = ", ".join(files)
+    if objs.allocated:
+        raise InputError(f"{where}: every ResourceClaim already has status.allocation; no claims to allocate")
+    raise InputError(f"{where}: no ResourceClaim; no claims to allocate")
+
+
+def node_without_devices(docs: list[Any], node: str) -> str | None:
+    """Why nothing can be allocated on `node` when no ResourceSlice serves it (else None): a
+    verdict of its own, clearer than "no device matches the selectors"."""
+    objs = split_objects(docs)
+    with_devices = [s for s in objs.slices if (s.get("spec") or {}).get("devices")]
+    if not with_devices:
+        return f"node {node}: the input has no ResourceSlice with devices; nothing can be allocated"
+    labels = (objs.nodes.get(node, {}).get("metadata") or {}).get("labels") or {}
+    target = Node(node, dict(labels))
+    if any(_serves(s, target) for s in with_devices):
+        return None
+    others = sorted({str((s.get("spec") or {}).get("nodeName")) for s in with_devices
+                     if (s.get("spec") or {}).get("nodeName")})
+    hint = f" (the slices are for node {', '.join(others)})" if others else ""
+    return f"node {node}: no ResourceSlice publishes devices for this node{hint}; nothing can be allocated there"
+
+
+def _serves(slice_obj: dict, node: Node) -> bool:
+    spec = slice_obj.get("spec") or {}
+    name = (slice_obj.get("metadata") or {}).get("name")
+    where = f"ResourceSlice {name}: spec"
+    if spec.get("nodeName") or spec.get("allNodes") or spec.get("nodeSelector") is not None:
+        return node_matches(node, spec.get("nodeName"), bool(spec.get("allNodes")), spec.get("nodeSelector"),
+                            f"{where}.nodeSelector")
+    if spec.get("perDeviceNodeSelection"):
+        return any(node_matches(node, d.get("nodeName"), bool(d.get("allNodes")), d.get("nodeSelector"),
+                                f"{where}.devices[{i}].nodeSelector") for i, d in enumerate(spec.get("devices") or ()))
+    return False
+
+
 def run(args: argparse.Namespace) -> int:
     if args.budget < 1:
         raise InputError(f"--budget: must be a positive integer, got {args.budget}")
     features = features_from(args)
-    outcome = allocate_claims(load_documents(args.files), node=args.node, features=features, budget=args.budget)
+    docs = load_documents(args.files)
+    check_claims(docs, args.files)
+    outcome = allocate_claims(docs, node=args.node, features=features, budget=args.budget)
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     allocated = [r.claim for r in outcome.allocated]
     if allocated:
         sys.stdout.write(yaml.safe_dump_all(allocated, sort_keys=False))
     if outcome.failed:  # allocation stops at the first claim that does not fit
-        print(outcome.failed[0].reason, file=sys.stderr)
+        print(node_without_devices(docs, args.node) or outcome.failed[0].reason, file=sys.stderr)
         return 1
     return 0

@@ -87,6 +87,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from driver.slices import render_pool, to_resource_slices
 
     out = out or sys.stdout
+    if args.junit:
+        common.output_file(args.junit, "--junit")  # before a minute of scenarios, not after
     features = common.features_from(args)
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="fake-dra-demo-"))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 from driver.commands import common
 from driver.errors import InputError
@@ -34,7 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--scenario", action="extend", nargs="+", default=[], metavar="NAME",
                         help="run only this scenario (repeatable; default all)")
     parser.add_argument("--scenarios-dir", default=None, help="directory of scenario YAML files (default: bundled)")
-    parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
+    parser.add_argument("--junit", metavar="FILE",
+                        help="write a JUnit XML report (its directory must exist; checked before the run)")
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
     parser.add_argument("--keep", action="store_true", help="local: keep each scenario's temp dir (logs, store, CDI)")
     parser.add_argument("--jobs", type=int, default=default_jobs(),
@@ -52,13 +52,18 @@ def run(args: argparse.Namespace) -> int:
     from driver.e2e.runner import run_all
     from driver.e2e.scenario import load_scenarios
 
+    # Output paths first: a bad --junit must not surface only after every scenario ran.
+    junit = common.output_file(args.junit, "--junit") if args.junit else None
+    deploy = common.output_dir(args.render_manifests, "--render-manifests") if args.render_manifests else None
+    if args.jobs < 1:
+        raise InputError(f"--jobs: must be at least 1, got {args.jobs}")
     scenarios = load_scenarios(args.scenarios_dir, args.scenario)
     if args.list:
         for s in scenarios:
             print(f"{s.name:<24} {'' if s.kind else '(local only) '}{s.reason}")
         return 0
-    if args.render_manifests:
-        root = Path(args.render_manifests)
+    if deploy is not None:
+        root = deploy
         for rel, text in render_deploy_files(load_scenarios(args.scenarios_dir), args.driver_name).items():
             target = root / rel
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -72,8 +77,6 @@ def run(args: argparse.Namespace) -> int:
     if args.backend == "local":
         from driver.e2e.local import LocalBackend
 
-        if args.jobs < 1:
-            raise InputError(f"--jobs must be at least 1, got {args.jobs}")
         kept: list[tuple[str, str]] = []
         report = run_all(scenarios, lambda: LocalBackend(driver_name=args.driver_name, keep=args.keep, kept=kept),
                          make_claim, jobs=args.jobs)
@@ -89,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         backend = KindBackend(kubeconfig=args.kubeconfig, driver_name=args.driver_name)
         report = run_all(scenarios, lambda: backend, make_claim, skip=backend.skip_reason)
     print(render_table(report))
-    if args.junit:
-        write_junit(report, args.junit)
-        print(f"JUnit XML written to {args.junit}")
+    if junit is not None:
+        write_junit(report, junit)
+        print(f"JUnit XML written to {junit}")
     return 0 if report.ok else 1

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 
 from driver.commands import common
-from driver.commands.publish import add_publish_flags, backend_from_args, detector_from_args
+from driver.commands.publish import add_gate_flags, backend_from_args, detector_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,15 +16,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common.add_node_name(parser)
     common.add_driver_name(parser)
     common.add_features(parser)
-    common.add_flag(parser, "--kubeconfig", os.environ.get("KUBECONFIG"), "kubeconfig; absent: in-cluster or the local store")
-    common.add_flag(parser, "--store", None, "local object store directory used when no API server is configured")
-    add_publish_flags(parser)
+    common.add_api_flags(parser)
+    add_gate_flags(parser)
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text", help="output format")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    backend = backend_from_args(args)
+    backend = backend_from_args(args, write=False)
     report = detector_from_args(args, backend, 30.0).detect()
     if args.output == "json":
         data = report.as_dict()

@@ -6,8 +6,7 @@ The trees feed `discover`, `slices`, `run` and the e2e harness on machines witho
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
+from driver.commands import common
 from driver.discovery import PROFILES, make_sysfs
 
 
@@ -33,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
         from driver.errors import InputError
 
         raise InputError("--out DIR is required (where to write the tree)")
-    make_sysfs(args.profile, Path(args.out))
+    out = common.output_dir(args.out, "--out", must_be_empty=True)
+    make_sysfs(args.profile, out)
     print(f"wrote profile {args.profile} to {args.out} (use --sysfs-root {args.out})")
     return 0

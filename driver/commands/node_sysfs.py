@@ -66,6 +66,7 @@ def prepare_out(out: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     from driver.discovery import make_sysfs
 
+    out = common.output_dir(args.out, "--out")  # before asking the API server
     if args.profile:
         profile = choose_profile({}, args.label, args.profile)
     else:
@@ -73,7 +74,6 @@ def run(args: argparse.Namespace) -> int:
 
         node = common.require_node_name(args)
         profile = choose_profile(node_labels(connect(args.kubeconfig), node), args.label, args.default_profile)
-    out = Path(args.out)
     prepare_out(out)
     make_sysfs(profile, out)
     (out / MARKER).write_text(profile + "\n")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from driver.commands import common
 
@@ -17,23 +16,24 @@ from driver.commands import common
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("probe", help="liveness: one empty DRA gRPC call over the plugin's socket")
     common.add_driver_name(parser)
-    common.add_flag(parser, "--kubelet-plugins-dir", "/var/lib/kubelet/plugins", "kubelet plugins directory")
-    common.add_flag(parser, "--kubelet-registry-dir", "/var/lib/kubelet/plugins_registry",
-                    "kubelet plugin registry directory")
-    parser.add_argument("--timeout", type=float, default=5.0, help="seconds for the gRPC call (default 5)")
+    common.add_node_name(parser)
+    common.add_kubelet_dirs(parser, sockets_only=True)
+    common.add_flag(parser, "--timeout", "5", "seconds for the gRPC call (default 5)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from driver.plugin.client import KubeletClient
 
-    reg = Path(args.kubelet_registry_dir) / f"{args.driver_name}-reg.sock"
-    dra = Path(args.kubelet_plugins_dir) / args.driver_name / "dra.sock"
+    timeout = common.positive_seconds(args.timeout, "--timeout")
+    dirs = common.node_dirs(args, args.driver_name, getattr(args, "node_name", None), sockets_only=True)
+    reg = dirs.registry / f"{args.driver_name}-reg.sock"
+    dra = dirs.plugins / args.driver_name / "dra.sock"
     for sock in (reg, dra):
         if not sock.exists():
             print(f"probe: {sock} does not exist", file=sys.stderr)
             return 1
-    client = KubeletClient(args.kubelet_registry_dir, args.driver_name, timeout_s=args.timeout,
+    client = KubeletClient(str(dirs.registry), args.driver_name, timeout_s=timeout,
                            endpoint=str(dra), dra_version="v1")
     try:
         client.prepare([])

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import signal
 import sys
 import threading
@@ -24,8 +23,8 @@ from driver.features import Features, parse_gates
 log = logging.getLogger("fake-dra.publish")
 
 
-def add_publish_flags(parser: argparse.ArgumentParser) -> None:
-    """Gate-detection and publishing flags (add_node_flags supplies the rest)."""
+def add_gate_flags(parser: argparse.ArgumentParser) -> None:
+    """How to learn the scheduler's and apiserver's gates (`publish`, `run`, `gates`)."""
     common.add_flag(parser, "--scheduler-metrics-url", None,
                     "kube-scheduler /metrics URL to read kubernetes_feature_enabled from, or 'apiserver' "
                     "for the apiserver's /metrics through the client (local store: STORE/featuregates.yaml)")
@@ -35,32 +34,46 @@ def add_publish_flags(parser: argparse.ArgumentParser) -> None:
     common.add_flag(parser, "--metrics-ca-file", None, "CA bundle for an https --scheduler-metrics-url")
     parser.add_argument("--metrics-insecure-skip-verify", action="store_true",
                         help="do not verify the TLS certificate of --scheduler-metrics-url")
+
+
+def add_publish_flags(parser: argparse.ArgumentParser) -> None:
+    """Gate-detection and publishing flags of `publish` and `run` (add_node_flags supplies the rest)."""
+    add_gate_flags(parser)
     common.add_flag(parser, "--gate-interval", None, "seconds between gate re-detections (default: the publish interval)")
     parser.add_argument("--delete-slices-on-exit", action="store_true",
-                        default=common.env_default("--delete-slices-on-exit", "") in ("1", "true"),
                         help="delete this node's slices on shutdown (default: leave them; the kubelet wipes "
-                             "them if the plugin stays away) (env FAKE_DRA_DELETE_SLICES_ON_EXIT)")
+                             "them if the plugin stays away)")
 
 
 def default_store_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "fake-dra" / "store"
+    return common.default_store_dir()
 
 
-def backend_from_args(args: argparse.Namespace) -> Any:
-    """API server with --kubeconfig (or in-cluster without --store), else the local object store."""
-    if getattr(args, "kubeconfig", None) or (common.in_cluster() and not getattr(args, "store", None)):
+def uses_api_server(args: argparse.Namespace) -> bool:
+    """--kubeconfig, or in a cluster without --store; otherwise the local object store."""
+    return bool(getattr(args, "kubeconfig", None)) or (common.in_cluster() and not getattr(args, "store", None))
+
+
+def backend_from_args(args: argparse.Namespace, *, write: bool = True) -> Any:
+    """API server with --kubeconfig (or in-cluster without --store), else the local object store
+    (checked first: a --store that is a file or unwritable is refused before any work)."""
+    if uses_api_server(args):
         from driver.kube.slices import api_backend
 
         return api_backend(args)
     from driver.publish import store_backend
     from driver.store.objectstore import ObjectStore
 
-    return store_backend(ObjectStore(getattr(args, "store", None) or default_store_dir()))
+    return store_backend(ObjectStore(common.store_dir(args, write=write)))
 
 
 def detector_from_args(args: argparse.Namespace, backend: Any, interval_s: float) -> Any:
     from driver.publish import make_detector
+
+    for flag in ("--metrics-token-file", "--metrics-ca-file"):
+        value = getattr(args, flag[2:].replace("-", "_"), None)
+        if value:
+            common.input_file(value, flag)  # a typo must not turn into "scheduler gates unknown"
 
     gate_interval = common.positive_seconds(args.gate_interval, "--gate-interval") if getattr(args, "gate_interval", None) else interval_s
     try:

@@ -20,7 +20,6 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from driver.commands import common
@@ -40,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the node agent: kubelet plugin over unix sockets and the slice publisher.",
     )
     common.add_node_flags(parser)
+    common.add_kubelet_dirs(parser)
     from driver.commands.publish import add_publish_flags
 
     add_publish_flags(parser)
@@ -86,7 +86,9 @@ def _pause_at(value: str | None) -> tuple[str | None, float]:
 
 def _claim_source(args: argparse.Namespace, deadline_s: float) -> Any:
     """API server when configured (--kubeconfig, or in-cluster without --store), else the local store."""
-    if args.kubeconfig or (common.in_cluster() and not args.store):
+    from driver.commands.publish import uses_api_server
+
+    if uses_api_server(args):
         from driver.kube.claims import KubeClaimSource
         from driver.kube.rawapi import load_api_client
 
@@ -96,12 +98,33 @@ def _claim_source(args: argparse.Namespace, deadline_s: float) -> Any:
     from driver.state.sources import StoreClaimSource
     from driver.store.objectstore import ObjectStore
 
-    from driver.commands.publish import default_store_dir
-
-    root = args.store or default_store_dir()
+    root = common.store_dir(args, write=True)
     store = ObjectStore(root)
     log.info("reading claims from the local object store", extra={"store": str(root)})
     return StoreClaimSource(store)
+
+
+def _node_dirs(args: argparse.Namespace, driver_name: str, node: str) -> common.NodeDirs:
+    """Resolve and check the plugin's directories before anything is created (docs/cli.md)."""
+    dirs = common.node_dirs(args, driver_name, node)
+    for flag, path in dirs.flags():
+        common.output_dir(path, flag)
+    if dirs.local_root is not None:
+        log.info(f"local mode: sockets, CDI specs and checkpoint under {dirs.local_root}",
+                 extra={"state_dir": str(dirs.local_root)})
+    else:
+        log.info("kubelet directories", extra={"defaults": dirs.origin, "plugins": str(dirs.plugins),
+                                               "registry": str(dirs.registry), "cdi_root": str(dirs.cdi)})
+    return dirs
+
+
+def _log_inventory(pool: Any, driver_name: str) -> None:
+    from driver.commands._startup import inventory_summary
+
+    message, fields = inventory_summary(pool, driver_name)
+    log.info(message, extra=fields)
+    for warning in getattr(pool, "warnings", ()) or ():
+        log.warning(warning)
 
 
 def start_publisher(args: argparse.Namespace, render, interval_s: float, registry: Any):
@@ -133,7 +156,8 @@ def run(args: argparse.Namespace) -> int:
     health_interval = common.positive_seconds(args.health_interval, "--health-interval")
     publish_interval = common.positive_seconds(args.publish_interval, "--publish-interval")
     grace_s = common.positive_seconds(args.grace_period, "--grace-period")
-    paths = SocketPaths.for_driver(args.kubelet_plugins_dir, args.kubelet_registry_dir, driver_name)
+    dirs = _node_dirs(args, driver_name, node)
+    paths = SocketPaths.for_driver(dirs.plugins, dirs.registry, driver_name)
     claims = _claim_source(args, common.positive_seconds(args.api_deadline, "--api-deadline"))
     from driver.commands.publish import renderer_from_args
 
@@ -142,17 +166,18 @@ def run(args: argparse.Namespace) -> int:
     # (all modes, compatibility groups, valueFrom), whatever the publisher detected for the
     # scheduler. Device names do not depend on gates, so allocations from any published variant
     # are found, and revalidation still knows which modes exclude each other (version skew).
-    pool_cache = PoolCache(lambda: render(Features()), max_age_s=max(15.0, health_interval))
-    pool_cache.refresh()  # fail fast on a broken sysfs root or config
+    pool_cache = PoolCache(lambda: render(Features.all_on()), max_age_s=max(15.0, health_interval))
+    _log_inventory(pool_cache.refresh(), driver_name)  # also fails fast on a broken sysfs root or config
 
-    state_dir = Path(args.state_dir or Path(args.kubelet_plugins_dir) / driver_name)
+    state_dir = dirs.state
     checkpoint = CheckpointStore(state_dir, driver_name=driver_name, node_name=node,
                                  boot_id=read_boot_id(args.boot_id_file))
     # Sockets are probed as soon as this process owns the state directory and before it touches
     # anything: a live one belongs to another instance (a surge successor waits for the lock first).
     state = DeviceState(driver_name=driver_name, claims=claims, pool=pool_cache,
-                        cdi=CdiWriter(args.cdi_root, driver_name), checkpoint=checkpoint, crash_hook=_crash_hook(),
+                        cdi=CdiWriter(dirs.cdi, driver_name), checkpoint=checkpoint, crash_hook=_crash_hook(),
                         when_owned=lambda: check_sockets(paths))
+    log.info(f"restored {state.count()} prepared claims", extra={"claims": state.count(), "state_dir": str(state_dir)})
 
     def devices():
         # Faults are read every health interval (cheap); the inventory is rediscovered when the

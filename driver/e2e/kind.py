@@ -36,7 +36,7 @@ from driver.kube import e2e_client as k
 PLUGIN_NS = "fake-dra"
 PLUGIN_SELECTOR = "app.kubernetes.io/name=fake-dra,app.kubernetes.io/component=kubelet-plugin"
 PROFILE_LABEL = "fake-dra.example.com/profile"
-# What hack/kind-config.yaml + hack/install.sh give the cluster and the plugin.
+# What hack/kind-config.yaml and deploy/overlays/kind give the cluster and the plugin.
 CLUSTER_FEATURES = parse_features("DRASharedConsumableCapacity=false")
 
 

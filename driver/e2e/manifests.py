@@ -2,8 +2,8 @@
 
 One place turns scenario steps into API objects, so the local backend (object store), the kind
 backend (API server) and the example manifests under deploy/ all see the same objects. The
-DeviceClass definitions here are the source of deploy/03-deviceclasses.yaml (a test keeps them
-equal).
+DeviceClass definitions here are the source of deploy/base/03-deviceclasses.yaml (a test keeps
+them equal).
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ def example_header(scenario: Any) -> str:
 
 def render_deploy_files(scenarios: Sequence[Any], driver_name: str = DEFAULT_DRIVER_NAME) -> dict[str, str]:
     """Relative path under deploy/ -> content, for every generated manifest."""
-    files = {"03-deviceclasses.yaml": render_yaml(device_classes(driver_name), DEVICECLASSES_HEADER)}
+    files = {"base/03-deviceclasses.yaml": render_yaml(device_classes(driver_name), DEVICECLASSES_HEADER)}
     for s in scenarios:
         if s.kind:
             files[f"examples/{s.name}.yaml"] = render_yaml(scenario_objects(s, driver_name), example_header(s))

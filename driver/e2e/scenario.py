@@ -21,6 +21,7 @@ import yaml
 
 from driver.errors import InputError
 from driver.features import Features, parse_features
+from driver.fsutil import read_text_file
 from driver.slices.names import is_dns_label
 
 
@@ -235,10 +236,7 @@ def bundled_dir() -> Path:
 
 def load_file(path: str | Path) -> Scenario:
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise InputError(f"scenario file {p}: {exc.strerror}") from None
+    text = read_text_file(p, "scenario file")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -250,8 +248,12 @@ def load_scenarios(directory: str | Path | None = None, names: Sequence[str] = (
     """Every scenario in `directory` (default: the bundled ones), or only `names`, in file order."""
     root = Path(directory) if directory is not None else bundled_dir()
     if not root.is_dir():
-        raise InputError(f"scenario directory {root} does not exist")
-    scenarios = [load_file(p) for p in sorted(root.glob("*.yaml"))]
+        what = "is not a directory" if root.exists() else "does not exist"
+        raise InputError(f"--scenarios-dir {root}: {what}")
+    files = sorted(root.glob("*.yaml"))
+    if not files:
+        raise InputError(f"--scenarios-dir {root}: no scenario files (*.yaml) in it")
+    scenarios = [load_file(p) for p in files]
     seen: dict[str, str] = {}
     for s in scenarios:
         if s.name in seen:

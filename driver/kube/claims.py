@@ -23,7 +23,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from driver.deadline import Deadline
-from driver.errors import FakeDraError, NotFoundError
+from driver.errors import FakeDraError, InputError, NotFoundError
+from driver.model.claimshape import check_claim_shape
 
 log = logging.getLogger("fake-dra.kube")
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -57,7 +58,7 @@ class KubeClaimSource:
                     "resource.k8s.io", self.api_version, namespace, "resourceclaims", name,
                     _preload_content=False, _request_timeout=max(0.5, min(self.request_timeout_s, remaining)),
                 )
-                return json.loads(resp.data)
+                body = resp.data
             except ApiException as exc:
                 if exc.status == 404:
                     raise NotFoundError(f"resourceclaim {namespace}/{name} not found") from None
@@ -66,8 +67,10 @@ class KubeClaimSource:
                         f"reading resourceclaim {namespace}/{name}: API error {exc.status} {exc.reason}"
                     ) from None
                 problem = f"HTTP {exc.status} {exc.reason}"
-            except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
                 problem = f"{type(exc).__name__}: {exc}"
+            else:
+                return _decode(body, namespace, name)
             elapsed = time.monotonic() - start
             if deadline is not None:
                 deadline.check(f"reading resourceclaim {namespace}/{name} ({problem})")
@@ -84,3 +87,16 @@ class KubeClaimSource:
             else:
                 deadline.wait(pause)  # a shutdown's cancellation ends the wait at once
             delay = min(delay * 2, 5.0)
+
+
+def _decode(body: bytes, namespace: str, name: str) -> dict[str, Any]:
+    """A complete answer that is not a ResourceClaim is that claim's error (retrying would not help):
+    invalid JSON, nesting deeper than the parser's recursion limit, integers too long to convert,
+    or the wrong kind or shape."""
+    try:
+        obj = json.loads(body)
+    except RecursionError:
+        raise InputError(f"resourceclaim {namespace}/{name}: the API answer nests too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, int digit limit
+        raise InputError(f"resourceclaim {namespace}/{name}: the API answer is not valid JSON: {str(exc)[:200]}") from None
+    return check_claim_shape(obj, namespace, name)

@@ -23,8 +23,10 @@ import grpc
 
 from driver.deadline import KUBELET_CALL_TIMEOUT_S
 from driver.plugin.gen import pluginregistration_v1_pb2 as reg_pb2
+from driver.plugin.grpclog import quiet_undecodable_requests
 from driver.plugin.gen import pluginregistration_v1_pb2_grpc as reg_grpc
 from driver.plugin.metrics import PluginMetrics
+from driver.state.names import shorten
 from driver.state.prepare import DeviceState
 from driver.state.types import ClaimRef, DeviceHealthStatus, PrepareResult
 
@@ -86,6 +88,7 @@ def dra_servicer(pb2: ModuleType, grpc_mod: ModuleType, version: str, state: Dev
     wait on it in arrival order, without touching the GIL. Health streams are not gated.
     """
     gate = gate if gate is not None else threading.BoundedSemaphore(DEFAULT_STATE_CONCURRENCY)
+    quiet_undecodable_requests()
     # Label children resolved once: labels() costs a lock and a dict walk on every call.
     prepare_calls = metrics.requests.labels("NodePrepareResources", version)
     unprepare_calls = metrics.requests.labels("NodeUnprepareResources", version)
@@ -111,7 +114,7 @@ def dra_servicer(pb2: ModuleType, grpc_mod: ModuleType, version: str, state: Dev
                 if res.error:
                     entry.error = res.error
                     prepare_err.inc()
-                    log.warning("prepare failed for claim", extra={"uid": uid, "error": res.error})
+                    log.warning("prepare failed for claim", extra={"uid": shorten(uid), "error": shorten(res.error, 1024)})
                     continue
                 prepare_ok.inc()
                 entry.devices.extend(device(request_names=d.request_names, pool_name=d.pool, device_name=d.device,

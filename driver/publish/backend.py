@@ -104,6 +104,8 @@ class LocalGateConfig:
             text = path.read_text()
         except FileNotFoundError:
             return cls(path=None)
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text (byte at offset {exc.start})") from None
         try:
             data = yaml.safe_load(text) or {}
         except yaml.YAMLError as exc:

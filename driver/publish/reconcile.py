@@ -24,7 +24,6 @@ resourceslice) so that a cluster sees the same behaviour as from a Go driver:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,12 +33,11 @@ from driver.errors import ConflictError, FakeDraError, NotFoundError
 from driver.publish.backend import SliceBackend
 from driver.publish.fields import dropped_gates, semantic_equal
 from driver.publish.groups import ProtectedDevice, protect_allocated_groups, published_devices
+from driver.slices.pool import index_length, slice_name
 
 log = logging.getLogger("fake-dra.publish")
 
-INDEX_MIN_LENGTH = 5
 MAX_ATTEMPTS = 5
-_NAME_MAX = 253
 
 
 class PoolLike(Protocol):
@@ -85,22 +83,6 @@ class ReconcileStats:
             "dropped": [{"slice": d.slice_name, "gates": d.gates} for d in self.dropped],
             "protectedGroups": [p.device for p in self.protected],
         }
-
-
-def index_length(count: int) -> int:
-    return max(INDEX_MIN_LENGTH, len(format(max(count - 1, 0), "x")))
-
-
-def slice_name(index: int, count: int, driver: str, node: str) -> str:
-    """`<hex index>-<driver>-<node>`; shortened with a hash suffix if over 253 characters."""
-    prefix = format(index, f"0{index_length(count)}x")
-    rest = f"{driver}-{node}"
-    name = f"{prefix}-{rest}"
-    if len(name) > _NAME_MAX:
-        digest = hashlib.sha256(rest.encode()).hexdigest()[:10]
-        keep = _NAME_MAX - len(prefix) - len(digest) - 2
-        name = f"{prefix}-{rest[:keep].rstrip('-.')}-{digest}"
-    return name
 
 
 def decode_index(name: str, expected_length: int) -> int | None:

@@ -6,6 +6,6 @@ Public API (see contracts.md): `SliceConfig`, `render_pool`, `Pool`, `to_resourc
 
 from driver.slices.config import SliceConfig
 from driver.slices.limits import check_pool
-from driver.slices.pool import Pool, render_pool, slice_name_prefix, to_resource_slices
+from driver.slices.pool import Pool, render_pool, slice_name, to_resource_slices
 
-__all__ = ["Pool", "SliceConfig", "check_pool", "render_pool", "slice_name_prefix", "to_resource_slices"]
+__all__ = ["Pool", "SliceConfig", "check_pool", "render_pool", "slice_name", "to_resource_slices"]

@@ -9,7 +9,8 @@ YAML shape (all keys optional)::
     slices:
       singleMode: auto            # auto | full | mig | timeshare | vgpu:<profile>
       perModel: {a100-40gb: mig}  # model key (hardware table name) -> mode
-      perGpu: {"3": "vgpu:A100-4C"}  # GPU index -> mode (wins over perModel)
+      perGpu: {"3": "vgpu:A100-4C", "0000:0f:00.0": mig}  # GPU index or PCI address -> mode
+                                  # (wins over perModel; quote addresses: YAML reads 0000:07:00.0 as a number)
       timeshareModes: [time-slicing, mps]
       timeshareMemoryStep: 1Gi    # requestPolicy step of the shared devices' memory capacity
       bandwidthStep: 100M         # requestPolicy step of a PF's bandwidth counter (valueFrom on)
@@ -18,11 +19,13 @@ YAML shape (all keys optional)::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from driver.errors import ConfigError, InputError
+from driver.model.pci import normalize_pci_address
 from driver.slices.names import parse_size
 
 MODE_AUTO = "auto"
@@ -60,7 +63,7 @@ class SliceConfig:
 
     single_mode: str = MODE_AUTO
     per_model: tuple[tuple[str, str], ...] = ()
-    per_gpu: tuple[tuple[int, str], ...] = ()
+    per_gpu: tuple[tuple[int | str, str], ...] = ()  # GPU index or PCI address (sysfs form) -> mode
     timeshare_modes: tuple[str, ...] = TIMESHARE_KINDS
     timeshare_memory_step_mib: int = 1024
     bandwidth_step_mbps: int = 100
@@ -78,7 +81,8 @@ class SliceConfig:
             raise ConfigError(f"slices: unknown key(s) {', '.join(unknown)} (known: {', '.join(_KEYS)})")
         single = check_mode(data.get("singleMode", MODE_AUTO), "slices.singleMode")
         per_model = tuple(sorted(_mode_map(data.get("perModel"), "slices.perModel", str).items()))
-        per_gpu = tuple(sorted(_mode_map(data.get("perGpu"), "slices.perGpu", _gpu_index).items()))
+        per_gpu = tuple(sorted(_mode_map(data.get("perGpu"), "slices.perGpu", _gpu_key).items(),
+                               key=lambda item: (isinstance(item[0], str), str(item[0]))))
         modes = data.get("timeshareModes", list(TIMESHARE_KINDS))
         if not isinstance(modes, list) or any(m not in TIMESHARE_KINDS for m in modes):
             raise ConfigError(f"slices.timeshareModes: expected a list from {list(TIMESHARE_KINDS)}, got {modes!r}")
@@ -104,11 +108,14 @@ class SliceConfig:
             vgpu_homogeneous=homogeneous,
         )
 
-    def mode_for(self, gpu_index: int, model_name: str) -> tuple[str, str]:
+    def mode_for(self, gpu_index: int, model_name: str, pci_address: str | None = None) -> tuple[str, str]:
         """The configured mode for one GPU and the config path that decided it (for error messages):
-        perGpu, then perModel, then singleMode."""
-        for index, mode in self.per_gpu:
-            if index == gpu_index:
+        perGpu by PCI address, perGpu by index, then perModel, then singleMode."""
+        for key, mode in self.per_gpu:
+            if pci_address is not None and key == pci_address:
+                return mode, f"slices.perGpu[{pci_address}]"
+        for key, mode in self.per_gpu:
+            if key == gpu_index:
                 return mode, f"slices.perGpu[{gpu_index}]"
         for model, mode in self.per_model:
             if model == model_name:
@@ -116,13 +123,24 @@ class SliceConfig:
         return self.single_mode, "slices.singleMode"
 
 
-def _gpu_index(key: Any) -> int:
+def _gpu_key(key: Any) -> int | str:
+    """A perGpu key: a GPU index (int or digits) or a PCI address in any form people type."""
+    if isinstance(key, float):
+        # YAML 1.1 reads an unquoted 0000:07:00.0 as a base-60 number; the address is lost.
+        raise ConfigError(f"slices.perGpu: key {key!r} is a number, not a GPU index or PCI address "
+                          "(quote PCI addresses: \"0000:07:00.0\")")
     if isinstance(key, bool):
         raise ValueError(key)
-    index = int(key)
-    if index < 0:
-        raise ValueError(key)
-    return index
+    if isinstance(key, int) or (isinstance(key, str) and re.fullmatch(r"\s*-?\d+\s*", key)):
+        index = int(key)
+        if index < 0:
+            raise ValueError(key)
+        return index
+    try:
+        return normalize_pci_address(key, "slices.perGpu")
+    except InputError:
+        raise ConfigError(f"slices.perGpu: invalid key {key!r}: expected a GPU index or a PCI address "
+                          "such as 0000:07:00.0") from None
 
 
 def _mode_map(raw: Any, where: str, key_type: Any) -> dict:

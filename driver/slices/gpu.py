@@ -106,7 +106,7 @@ def gpu_counters(model: GpuModel) -> dict[str, str]:
 
 def _resolve_single_mode(gpu: Gpu, ctx: RenderContext, vgpus: list[tuple[VgpuProfile, MdevType]]) -> str:
     """The one mode published beside the full GPU when groups are off; ConfigError if impossible."""
-    mode, where = ctx.config.mode_for(gpu.index, gpu.model.name)
+    mode, where = ctx.config.mode_for(gpu.index, gpu.model.name, gpu.pci.address)
     if mode == MODE_AUTO:
         return MODE_MIG if gpu.model.mig_capable else MODE_FULL
     if mode == MODE_MIG and not gpu.model.mig_capable:

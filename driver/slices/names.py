@@ -85,8 +85,8 @@ def parse_size(text: str | int, what: str) -> int:
         raise InputError(f"{what}: expected a quantity like 1Gi or 100M, got {text!r}")
     try:
         value = parse_quantity(text)
-    except InputError:
-        raise InputError(f"{what}: expected a quantity like 1Gi or 100M, got {text!r}") from None
+    except InputError as exc:
+        raise InputError(f"{what}: expected a quantity like 1Gi or 100M: {exc}") from None
     if value < 0:
         raise InputError(f"{what}: must not be negative, got {text!r}")
     if value.denominator != 1:

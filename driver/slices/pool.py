@@ -12,6 +12,7 @@ Output is a pure function of the inputs with a fixed order, so two renders are b
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -159,9 +160,28 @@ def _clip_strings(total: Rendered) -> None:
                 total.warnings.append(f"{dev['name']}: attribute {name} cut to {MAX_STRING_LEN} characters")
 
 
-def slice_name_prefix(node_name: str, driver_name: str) -> str:
-    """`<node>-<first label of the driver name>`, e.g. `node-1-fake-dra`."""
-    return f"{node_name}-{driver_name.split('.')[0]}"
+# Slice object names: `<hex index>-<driver>-<node>`. One rule for the publisher (which decodes the
+# index to map slices back to positions) and for `fake-dra slices`, so what a user previews is what
+# `publish`/`run` write. The index leads so names sort in pool order and stay unique per position.
+INDEX_MIN_LENGTH = 5
+_NAME_MAX = 253
+
+
+def index_length(count: int) -> int:
+    """Hex digits of the index for a pool of `count` slices (at least INDEX_MIN_LENGTH)."""
+    return max(INDEX_MIN_LENGTH, len(format(max(count - 1, 0), "x")))
+
+
+def slice_name(index: int, count: int, driver: str, node: str) -> str:
+    """`<hex index>-<driver>-<node>`; shortened with a hash suffix if over 253 characters."""
+    prefix = format(index, f"0{index_length(count)}x")
+    rest = f"{driver}-{node}"
+    name = f"{prefix}-{rest}"
+    if len(name) > _NAME_MAX:
+        digest = hashlib.sha256(rest.encode()).hexdigest()[:10]
+        keep = _NAME_MAX - len(prefix) - len(digest) - 2
+        name = f"{prefix}-{rest[:keep].rstrip('-.')}-{digest}"
+    return name
 
 
 def to_resource_slices(pool: Pool, generation: int = 1) -> list[dict]:
@@ -172,7 +192,7 @@ def to_resource_slices(pool: Pool, generation: int = 1) -> list[dict]:
     for index, spec in enumerate(pool.slices):
         full_spec = dict(spec)
         full_spec["pool"] = {**spec["pool"], "generation": generation, "resourceSliceCount": len(pool.slices)}
-        name = f"{slice_name_prefix(spec['nodeName'], spec['driver'])}-{index}"
+        name = slice_name(index, len(pool.slices), spec["driver"], spec["nodeName"])
         objects.append({"apiVersion": API_VERSION, "kind": "ResourceSlice", "metadata": {"name": name},
                         "spec": full_spec})
     return objects

@@ -184,6 +184,6 @@ def read_boot_id(path: str | os.PathLike[str] = "/proc/sys/kernel/random/boot_id
     """The kernel's boot ID; empty when unreadable (then every boot looks the same, logged)."""
     try:
         return Path(path).read_text().strip()
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:  # binary garbage is as unusable as a missing file
         log.warning("cannot read boot ID; reboots will not be detected", extra={"path": str(path), "error": str(exc)})
         return ""

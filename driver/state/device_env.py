@@ -36,7 +36,8 @@ def device_env(
     # What the claim was granted wins over the device's full capacity (consumable capacity).
     granted = (result.get("consumedCapacity") or {}).get("bandwidth")
     for entry in result.get("consumedCounters") or ():  # KEP-5941: bandwidth drawn from the PF
-        counter = (entry.get("counters") or {}).get("bandwidth") if isinstance(entry, Mapping) else None
+        counters = entry.get("counters") if isinstance(entry, Mapping) else None
+        counter = counters.get("bandwidth") if isinstance(counters, Mapping) else None  # shape: revalidation
         if granted is None and counter is not None:
             granted = counter.get("value") if isinstance(counter, Mapping) else counter
     bw = str(granted) if granted is not None else capacity(dict(device), "bandwidth")

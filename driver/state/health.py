@@ -12,6 +12,8 @@ are reported UNKNOWN so the kubelet learns about them before its lease runs out.
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +25,7 @@ from driver.errors import InputError
 from driver.state.pool import attr
 from driver.state.types import DeviceHealthStatus
 
+log = logging.getLogger("fake-dra.health")
 MAX_MESSAGE = 1024
 _ADDRESS_ATTRS = ("pciBusID", "parentPciBusID", "pfPciBusID")
 
@@ -59,8 +62,36 @@ class HealthModel:
         self._driver = driver_name
         self._clock = clock
         self._seen: dict[tuple[str, str], None] = {}
+        self._last: dict[tuple[str, str], tuple[str, str]] = {}  # device -> (status, message) logged
+        self._log_lock = threading.Lock()
 
     def snapshot(self) -> list[DeviceHealthStatus]:
+        out = self._compute()
+        with self._log_lock:
+            self._log_transitions(out)
+        return out
+
+    def _log_transitions(self, statuses: list[DeviceHealthStatus]) -> None:
+        """One log line per (new status, message): a GPU fault turns its partitions unhealthy with
+        the same message, and a failed discovery turns everything unknown; list them, do not flood.
+        Devices first seen healthy are not news."""
+        changed: dict[tuple[str, str], list[str]] = {}
+        for st in statuses:
+            key, now = (st.pool, st.device), (st.health, st.message)
+            before = self._last.get(key)
+            self._last[key] = now
+            if before == now or (before is None and st.health == "HEALTHY"):
+                continue
+            changed.setdefault(now, []).append(st.device)
+        for (health, message), names in sorted(changed.items()):
+            if health == "HEALTHY":
+                log.info("devices healthy again", extra={"devices": names})
+            elif health == "UNHEALTHY":
+                log.warning("devices unhealthy", extra={"devices": names, "reason": message})
+            else:
+                log.warning("device health unknown", extra={"devices": names, "reason": message})
+
+    def _compute(self) -> list[DeviceHealthStatus]:
         now = int(self._clock())
         try:
             pool, devices = self._devices()

@@ -17,6 +17,16 @@ from driver.slices.names import is_dns_label, is_dns_subdomain
 _UID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")
 
 
+LOG_LIMIT = 128  # characters of a kubelet-supplied string kept in a log line or an error message
+
+
+def shorten(value: object, limit: int = LOG_LIMIT) -> str:
+    """A kubelet-supplied string cut for logs and messages (names, namespaces and UIDs arrive
+    unvalidated and may be megabytes long); says how long the original was."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}...({len(text)} chars)"
+
+
 def _fail(what: str, value: object, rule: str) -> InputError:
     shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "...'"
     return InputError(f"invalid {what} {shown}: {rule}")

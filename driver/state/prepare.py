@@ -31,11 +31,13 @@ from typing import Any
 from driver.deadline import KUBELET_CALL_TIMEOUT_S, Deadline
 from driver.errors import CallAborted, FakeDraError, InputError, NotFoundError, PrepareError
 from driver.features import Features
+from driver.model.claimshape import check_claim_shape
 from driver.state.cdi import CdiWriter
 from driver.state.checkpoint import COMPLETED, STARTED, Checkpoint, CheckpointStore, ClaimEntry
 from driver.state.config import configs_for_results
 from driver.state.device_env import device_env
 from driver.state.names import check_label, check_subdomain, check_uid
+from driver.state.names import shorten as _short
 from driver.state.ownership import CallGate, StateDirLock, startup_io
 from driver.state.pool import PoolCache, attr
 from driver.state.revalidate import PlacedIndex
@@ -112,8 +114,9 @@ class DeviceState:
             return cp
         cp = Checkpoint()
         for ref, devices in self._cdi.read_prepared():
-            # Boot ID unknown: the next prepare of such a claim redoes it, which is harmless.
-            cp.claims[ref.uid] = ClaimEntry(ref, COMPLETED, "", devices)
+            # Recorded as prepared in this boot: an empty boot ID would never match a later boot,
+            # so the entry would survive every reboot and keep its devices reserved.
+            cp.claims[ref.uid] = ClaimEntry(ref, COMPLETED, self._store.boot_id, devices)
         self._store.save(cp)
         log.warning("rebuilt checkpoint from CDI specs", extra={"claims": len(cp.claims)})
         return cp
@@ -218,10 +221,18 @@ class DeviceState:
         for ref in _dedupe(refs, results, PrepareResult):
             try:
                 _check_ref(ref)
+            except FakeDraError as exc:  # the names are not trusted yet: shown shortened
+                results[ref.uid] = PrepareResult(error=f"claim {_short(ref.namespace)}/{_short(ref.name)}: {exc}")
+                continue
+            try:
                 deadline.check(f"claim {ref.namespace}/{ref.name}")
                 fetched.append((ref, self._fetch(ref, deadline)))
             except FakeDraError as exc:
                 results[ref.uid] = PrepareResult(error=str(exc))
+            except Exception as exc:  # a claim source's bug must fail this claim, not the call
+                log.exception("reading a claim failed unexpectedly", extra={"claim": _short(f"{ref.namespace}/{ref.name}")})
+                results[ref.uid] = PrepareResult(
+                    error=f"claim {_short(ref.namespace)}/{_short(ref.name)}: reading the claim failed: {type(exc).__name__}")
         with self._claims_locked(ref.uid for ref, _ in fetched), self._calls.mutating(deadline, "prepare"):
             with self._lock:
                 pending, batch, before, recorded = self._prepare_locked(fetched, results)
@@ -266,6 +277,7 @@ class DeviceState:
             claim = self._claims.get_claim(ref.namespace, ref.name, deadline=deadline)
         except NotFoundError:
             raise PrepareError(f"claim {ref.namespace}/{ref.name} not found") from None
+        check_claim_shape(claim, ref.namespace, ref.name)  # whatever the source: a mapping of mappings
         uid = (claim.get("metadata") or {}).get("uid")
         if uid != ref.uid:
             raise PrepareError(
@@ -325,7 +337,7 @@ class DeviceState:
                     devices = self._pool.get(refresh_if_stale=False)[1]
                     prepared = self._compute(ref, claim, pool.name, devices, final=True)
                 assert prepared is not None
-                placed.check(ref, prepared, pool.slices, devices, self._features)
+                placed.check(ref, prepared[:2], pool.slices, devices, self._features, positions=prepared[2])
             except FakeDraError as exc:
                 results[ref.uid] = PrepareResult(error=str(exc))
                 continue
@@ -339,24 +351,32 @@ class DeviceState:
 
     def _compute(
         self, ref: ClaimRef, claim: dict[str, Any], pool_name: str, devices: Mapping[str, dict[str, Any]], final: bool = False
-    ) -> tuple[list[dict[str, Any]], list[PreparedDevice]] | None:
+    ) -> tuple[list[dict[str, Any]], list[PreparedDevice], list[int]] | None:
+        """This driver's results, the devices to prepare for them and the results' positions in
+        status.allocation.devices.results; None when a device is unknown (rediscover, then final)."""
         where = f"claim {ref.namespace}/{ref.name}"
         alloc = claim["status"]["allocation"].get("devices") or {}
         all_results = alloc.get("results") or []
-        mine = [r for r in all_results if isinstance(r, Mapping) and r.get("driver") == self.driver_name]
+        positions = [i for i, r in enumerate(all_results) if r.get("driver") == self.driver_name]
+        mine = [all_results[i] for i in positions]
         if not mine:
-            others = sorted({str(r.get("driver")) for r in all_results if isinstance(r, Mapping)})
+            others = sorted({str(r.get("driver"))[:80] for r in all_results})
             log.warning("claim has no results for this driver; nothing to prepare",
-                        extra={"claim": f"{ref.namespace}/{ref.name}", "drivers": others})
+                        extra={"claim": f"{ref.namespace}/{ref.name}", "drivers": others[:10]})
         types: list[str] = []
-        for i, r in enumerate(mine):
+        first: dict[str, int] = {}
+        for i, r in zip(positions, mine, strict=True):
             name = r.get("device")
             try:
-                check_label(name, f"results[{i}].device")
+                check_label(name, f"status.allocation.devices.results[{i}].device")
                 for part in str(r.get("request", "")).split("/"):
-                    check_label(part, f"results[{i}].request")
+                    check_label(part, f"status.allocation.devices.results[{i}].request")
             except InputError as exc:
                 raise PrepareError(f"{where}: {exc}") from None
+            if name in first:  # upstream never gives one claim a device twice, even with adminAccess
+                raise PrepareError(f"{where}: device {name} is allocated twice in this claim (status.allocation."
+                                   f"devices.results[{first[name]}] and [{i}]); a claim gets each device at most once")
+            first[name] = i
             if r.get("pool") != pool_name:
                 raise PrepareError(f"{where}: device {name} is in pool {r.get('pool')!r}, not this node's pool {pool_name!r}")
             if name not in devices:
@@ -364,10 +384,19 @@ class DeviceState:
                     return None
                 raise PrepareError(f"{where}: device {name} of pool {pool_name} is not in the current inventory")
             types.append(str(attr(devices[name], "type", self.driver_name) or ""))
-        configs = configs_for_results(alloc.get("config"), self.driver_name, mine, types)
+        try:
+            configs = configs_for_results(alloc.get("config"), self.driver_name, mine, types)
+        except PrepareError as exc:
+            raise PrepareError(f"{where}: {exc}") from None
         prepared: list[PreparedDevice] = []
-        for r, cfg in zip(mine, configs, strict=True):
+        for i, r, cfg in zip(positions, mine, configs, strict=True):
             name = r["device"]
+            at = f"{where}: status.allocation.devices.results[{i}]"
+            consumed = r.get("consumedCounters")
+            if consumed is not None and (not isinstance(consumed, list) or not all(isinstance(c, Mapping) for c in consumed)):
+                raise PrepareError(f"{at}.consumedCounters: expected a list of objects")
+            if r.get("shareID") is not None and not isinstance(r.get("shareID"), str):
+                raise PrepareError(f"{at}.shareID: expected a string")
             prepared.append(PreparedDevice(
                 request_names=(str(r["request"]),),
                 pool=pool_name,
@@ -377,7 +406,7 @@ class DeviceState:
                 share_id=r.get("shareID"),
                 env=device_env(ref, r, devices[name], cfg, self.driver_name),
             ))
-        return mine, prepared
+        return mine, prepared, positions
 
     def _act(self, batch: list[Batch], before: dict[str, ClaimEntry | None],
              results: dict[str, PrepareResult], recorded: int, deadline: Deadline) -> tuple[list[Batch], int]:
@@ -401,8 +430,9 @@ class DeviceState:
             try:
                 self._cdi.write(ref, devs)
                 ok.append((ref, devs))
-            except OSError as exc:
-                self._cdi.remove(ref.uid)
+            except Exception as exc:  # noqa: BLE001 - whatever it is, this claim only
+                if not isinstance(exc, OSError):
+                    log.exception("writing a CDI spec failed unexpectedly", extra={"claim": ref.uid})
                 failed.append(ref)
                 results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: writing CDI spec: {exc}")
         self._crash("prepare-cdi-written")
@@ -410,28 +440,41 @@ class DeviceState:
             deadline.check("prepare")  # the commit point: past it the call's answer stands
         except CallAborted as exc:
             return self._roll_back(batch, before, results, str(exc)), 0
+        # Roll back in an order that cannot fail halfway: first the records (memory only), so a
+        # failed claim reserves nothing whatever the disk does; then, best effort, any spec an
+        # earlier attempt left (a read-only CDI root refuses even to unlink a missing file).
         with self._lock:
             for ref, devs in ok:
                 self._set_entry(ref.uid, ClaimEntry(ref, COMPLETED, self._store.boot_id, devs))
             for ref in failed:
                 self._set_entry(ref.uid, before[ref.uid])
             self._version += 1
-            return ok, self._version
+            version = self._version
+        for ref in failed:
+            try:
+                self._cdi.remove(ref.uid)
+            except OSError as exc:
+                log.warning("cannot remove the CDI spec of a claim whose preparation failed",
+                            extra={"claim": ref.uid, "error": str(exc)})
+        return ok, version
 
     def _roll_back(self, batch: list[Batch], before: dict[str, ClaimEntry | None],
                    results: dict[str, PrepareResult], reason: str) -> list[Batch]:
         """Undo a prepare that did not commit: the CDI specs first, then the records. A spec that
         cannot be removed keeps its claim recorded as PrepareStarted (reserved, never an orphan
-        spec); the next write of the checkpoint (at the latest `shutdown`'s flush) persists it."""
+        spec); a claim without a spec reserves nothing even when the unlink fails (a read-only
+        root refuses even to unlink a missing file). The next write of the checkpoint (at the
+        latest `shutdown`'s flush) persists the result."""
         kept: set[str] = set()
         for ref, _ in batch:
             results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {reason}")
             try:
                 self._cdi.remove(ref.uid)
             except OSError as exc:
-                kept.add(ref.uid)
-                log.error("rolling back: cannot remove CDI spec; the claim stays reserved",
-                          extra={"claim": ref.uid, "error": str(exc)})
+                if self._cdi.exists(ref.uid):
+                    kept.add(ref.uid)
+                    log.error("rolling back: cannot remove CDI spec; the claim stays reserved",
+                              extra={"claim": ref.uid, "error": str(exc)})
         with self._lock:
             for ref, _ in batch:
                 if ref.uid not in kept:
@@ -466,10 +509,11 @@ class DeviceState:
                     self._cdi.remove(ref.uid)
                     results[ref.uid] = ""
                 except OSError as exc:
-                    results[ref.uid] = f"claim {ref.namespace}/{ref.name}: removing CDI spec: {exc}"
+                    results[ref.uid] = f"claim {_short(ref.namespace)}/{_short(ref.name)}: removing CDI spec: {exc}"
             self._crash("unprepare-cdi-removed")
             with self._lock:
                 gone = [r for r in valid if not results[r.uid] and r.uid in self._cp.claims]
+                released = {r.uid: [d.device for d in self._cp.claims[r.uid].devices] for r in gone}
                 for r in gone:
                     self._set_entry(r.uid, None)
                 if gone:
@@ -480,12 +524,13 @@ class DeviceState:
             except OSError as exc:
                 for r in valid:
                     if not results[r.uid]:
-                        results[r.uid] = f"claim {r.namespace}/{r.name}: writing checkpoint: {exc}"
+                        results[r.uid] = f"claim {_short(r.namespace)}/{_short(r.name)}: writing checkpoint: {exc}"
                 return results
             if gone:
                 self._crash("unprepare-completed")
         for r in gone:
-            log.info("unprepared claim", extra={"claim": f"{r.namespace}/{r.name}", "uid": r.uid})
+            log.info("unprepared claim", extra={"claim": f"{_short(r.namespace)}/{_short(r.name)}", "uid": r.uid,
+                                                "devices": released[r.uid]})
         return results
 
 
@@ -505,6 +550,7 @@ def _dedupe(refs: Sequence[ClaimRef], results: dict[str, Any], error: Callable[.
             seen[ref.uid] = ref
         elif prev != ref:
             bad.add(ref.uid)
-            results[ref.uid] = error(error=f"claim UID {ref.uid} listed twice with different names "
-                                           f"({prev.namespace}/{prev.name} and {ref.namespace}/{ref.name})")
+            results[ref.uid] = error(error=f"claim UID {_short(ref.uid)} listed twice with different names "
+                                           f"({_short(prev.namespace)}/{_short(prev.name)} and "
+                                           f"{_short(ref.namespace)}/{_short(ref.name)})")
     return [r for uid, r in seen.items() if uid not in bad]

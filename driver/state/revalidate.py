@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from driver.allocator.rules import PlacedDevice, validate_combination
+from driver.allocator.rules import (
+    PlacedDevice,
+    index_slices,
+    pool_counter_sets,
+    recorded_counters,
+    validate_combination,
+)
 from driver.errors import InputError, PrepareError
 from driver.features import Features
 from driver.state.checkpoint import Checkpoint, ClaimEntry
@@ -119,8 +125,12 @@ class PlacedIndex:
         return out
 
     def check(self, ref: ClaimRef, prepared: tuple[list[dict[str, Any]], list[PreparedDevice]],
-              slices: Sequence[dict[str, Any]], devices: Mapping[str, dict[str, Any]], features: Features) -> None:
+              slices: Sequence[dict[str, Any]], devices: Mapping[str, dict[str, Any]], features: Features,
+              positions: Sequence[int] | None = None) -> None:
+        """Raise PrepareError unless the claim's devices fit with everything already prepared.
+        `positions` are the results' indexes in the claim (for messages; default 0, 1, ...)."""
         results, new_devs = prepared
+        positions = list(positions) if positions is not None else list(range(len(results)))
         # Admin access never conflicts with other allocations (upstream semantics).
         new = [self._placed(ref.uid, d) for r, d in zip(results, new_devs, strict=True) if not r.get("adminAccess")]
         if not new:
@@ -128,6 +138,8 @@ class PlacedIndex:
         self._index(devices)
         names = {p.device for p in new}
         sets = {cs for n in names for cs in self._sets_of.get(n, ())}
+        if features.shared_consumable_capacity and any(d.consumed_counters for d in new_devs):
+            self._check_recorded(ref, results, new_devs, positions, self._subset(slices, names, sets))
         candidates = set(names)
         for cs in sets:
             candidates |= self._devices_on.get(cs, set())
@@ -145,10 +157,32 @@ class PlacedIndex:
             violations = validate_combination(self._subset(slices, relevant, sets), others + new, features)
         except InputError as exc:  # e.g. an unparsable consumedCounters quantity in the allocation
             raise PrepareError(f"claim {ref.namespace}/{ref.name}: cannot revalidate: {exc}") from None
-        mine = [v for v in violations if any(d.rsplit("/", 1)[-1] in names for d in v.devices)]
+        # "recorded" violations belong to placements already prepared (this claim's records were
+        # checked strictly above); they charged nothing and must not block this claim.
+        mine = [v for v in violations if v.kind != "recorded" and any(d.rsplit("/", 1)[-1] in names for d in v.devices)]
         if mine:
             detail = "; ".join(v.message for v in mine)
             raise PrepareError(f"claim {ref.namespace}/{ref.name}: preparation-time revalidation failed: {detail}")
+
+
+    def _check_recorded(self, ref: ClaimRef, results: Sequence[Mapping[str, Any]], new_devs: Sequence[PreparedDevice],
+                        positions: Sequence[int], subset: Sequence[dict[str, Any]]) -> None:
+        """The amounts the claim recorded (KEP-5941 consumedCounters) are checked, not trusted:
+        a negative amount, a counter the device does not consume or one its requestPolicy
+        forbids would let devices be prepared beyond what the hardware has."""
+        try:
+            infos, totals = index_slices(subset)
+        except InputError as exc:
+            raise PrepareError(f"claim {ref.namespace}/{ref.name}: cannot revalidate: {exc}") from None
+        for pos, r, d in zip(positions, results, new_devs, strict=True):
+            info = infos.get((self.driver, d.pool, d.device))
+            if not d.consumed_counters or r.get("adminAccess") or info is None:
+                continue  # an unknown device is validate_combination's to report
+            where = f"status.allocation.devices.results[{pos}]"
+            try:
+                recorded_counters(info, d.consumed_counters, pool_counter_sets(totals, self.driver, d.pool), where)
+            except InputError as exc:
+                raise PrepareError(f"claim {ref.namespace}/{ref.name}: preparation-time revalidation failed: {exc}") from None
 
 
 def _counter_sets(device: Mapping[str, Any] | None) -> set[str]:

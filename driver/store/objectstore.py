@@ -33,6 +33,12 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _RESOURCE_RE = re.compile(r"^[a-z0-9]+$")
+_SUFFIX = ".yaml"
+# Hostile or broken store files must be an error for that object, never a crash or a stall:
+MAX_FILE_NAME = 255  # bytes (NAME_MAX): a valid 253-character object name does not fit with ".yaml"
+MAX_OBJECT_BYTES = 3 * 1024 * 1024  # twice etcd's default request limit (1.5 MiB): no real object is larger
+MAX_NESTING = 100  # Kubernetes objects nest ~15 deep; libyaml's C composer overflows the stack at ~30,000
+_NESTING_CHARS = "[{-?:"  # every nesting level needs one of these or a new line (a cheap upper bound)
 
 
 def _check_segment(value: str, what: str, pattern: re.Pattern[str]) -> str:
@@ -55,7 +61,11 @@ class ObjectStore:
         return self.root / resource / ns
 
     def path_of(self, resource: str, namespace: str | None, name: str) -> Path:
-        return self._dir(resource, namespace) / f"{_check_segment(name, 'name', _NAME_RE)}.yaml"
+        file_name = f"{_check_segment(name, 'name', _NAME_RE)}{_SUFFIX}"
+        if len(file_name.encode()) > MAX_FILE_NAME:
+            raise InputError(f"local store: name {name[:40]!r}... is {len(name)} characters; the store keeps "
+                             f"objects in files named <name>{_SUFFIX}, so at most {MAX_FILE_NAME - len(_SUFFIX)} fit")
+        return self._dir(resource, namespace) / file_name
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -82,7 +92,7 @@ class ObjectStore:
     def get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any]:
         path = self.path_of(resource, namespace, name)
         try:
-            text = path.read_text()
+            text = read_object_text(path)
         except FileNotFoundError:
             where = f"{namespace}/{name}" if namespace else name
             raise NotFoundError(f"{resource} {where} not found in local store {self.root}") from None
@@ -101,7 +111,7 @@ class ObjectStore:
                 continue
             for path in sorted(d.glob("*.yaml")):
                 try:
-                    out.append(_load(path, path.read_text()))
+                    out.append(_load(path, read_object_text(path)))
                 except FileNotFoundError:  # deleted between glob and read
                     continue
         return out
@@ -176,11 +186,60 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def read_object_text(path: Path) -> str:
+    """The text of one store file. FileNotFoundError passes through (the object does not exist);
+    any other problem (a directory, a path component that is a file, no permission, too large,
+    not UTF-8) is an InputError naming the file."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_OBJECT_BYTES + 1)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise InputError(f"local store: cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_OBJECT_BYTES:
+        raise InputError(f"local store: {path} is larger than {MAX_OBJECT_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"local store: {path} is not UTF-8 text (byte {exc.start})") from None
+
+
+def check_nesting(text: str, path: Path) -> None:
+    """Refuse YAML nested deeper than MAX_NESTING before it reaches a recursive parser (libyaml's
+    composer would crash the process with a C stack overflow, PyYAML's constructor would raise
+    RecursionError). Documents small enough to be harmless skip the event scan."""
+    bound = text.count("\n") + sum(text.count(c) for c in _NESTING_CHARS)
+    if bound <= 1000:  # far below any stack limit; constructors still see at most this depth
+        return
+    loader = _Loader(text)
+    depth = 0
+    try:
+        while True:
+            event = loader.get_event()
+            if event is None:
+                return
+            kind = type(event)
+            if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                depth += 1
+                if depth > MAX_NESTING:
+                    raise InputError(f"local store: {path} nests more than {MAX_NESTING} levels deep")
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                depth -= 1
+    except yaml.YAMLError as exc:
+        raise InputError(f"local store: {path} is not valid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+
+
 def _load(path: Path, text: str) -> dict[str, Any]:
+    check_nesting(text, path)
     try:
         obj = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         raise InputError(f"local store: {path} is not valid YAML: {exc}") from None
+    except RecursionError:
+        raise InputError(f"local store: {path} nests too deeply") from None
     if not isinstance(obj, dict):
         raise InputError(f"local store: {path} does not hold an object")
     return obj

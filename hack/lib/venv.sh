@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by hack/*.sh: make sure .venv exists and has this package (with test extras) installed.
 # Re-installs when pyproject.toml is newer than the last install, so a fresh clone needs nothing else.
 PYTHON="${PYTHON:-python3}"

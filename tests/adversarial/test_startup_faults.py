@@ -68,7 +68,7 @@ def test_read_only_state_directory(make_plugin):
     plugin.state.mkdir(parents=True)
     if os.geteuid() != 0:
         plugin.state.chmod(0o500)
-        _fails_cleanly(plugin, "state directory", str(plugin.state))
+        _fails_cleanly(plugin, str(plugin.state))
         return
     # root ignores modes: make it a read-only bind mount in a private mount namespace of the child.
     if not _can_unshare_mounts():
@@ -76,7 +76,7 @@ def test_read_only_state_directory(make_plugin):
     ro = f"mount --bind {plugin.state} {plugin.state} && mount -o remount,bind,ro {plugin.state} && exec \"$@\""
     command = plugin.command
     plugin.command = lambda: ["unshare", "-m", "sh", "-c", ro, "sh", *command()]
-    _fails_cleanly(plugin, "state directory", str(plugin.state), "Read-only file system")
+    _fails_cleanly(plugin, str(plugin.state), "Read-only file system")
 
 
 def _can_unshare_mounts() -> bool:

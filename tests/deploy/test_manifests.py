@@ -1,7 +1,9 @@
 """Every manifest we ship validates against the Kubernetes 1.37 strict schemas, and says what we mean.
 
 Strict schemas reject unknown fields, so a typo (e.g. `securityContex`) fails here instead of being
-silently dropped by the API server.
+silently dropped by the API server. The files of the kustomize base and the examples are checked one
+by one here; what the overlays render is checked in test_kustomize.py. The semantic checks read the
+rendered default overlay, i.e. what `kubectl apply -k deploy/overlays/default` applies.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ import yaml
 from driver.e2e import manifests
 from driver.e2e.scenario import load_scenarios
 
-ROOT = Path(__file__).resolve().parents[2]
-DEPLOY = ROOT / "deploy"
+from .kustomize import BASE, DEPLOY, OVERLAYS, ROOT, render
+
 K8S = "1.37"
 
 
@@ -26,7 +28,8 @@ def _docs(path: Path) -> list[dict]:
 
 
 def _all_manifest_files() -> list[Path]:
-    return sorted(DEPLOY.glob("*.yaml")) + sorted((DEPLOY / "examples").glob("*.yaml"))
+    base = [p for p in sorted(BASE.glob("*.yaml")) if p.name != "kustomization.yaml"]
+    return base + sorted((DEPLOY / "examples").glob("*.yaml"))
 
 
 def _validate(doc: dict) -> None:
@@ -43,7 +46,7 @@ def test_manifest_validates_strictly(path: Path) -> None:
 
 def test_strict_validation_catches_unknown_fields() -> None:
     """Guard for the test above: the validator must not accept a misspelt field."""
-    ds = next(d for d in _docs(DEPLOY / "04-daemonset.yaml") if d["kind"] == "DaemonSet")
+    ds = next(d for d in _docs(BASE / "04-daemonset.yaml") if d["kind"] == "DaemonSet")
     broken = copy.deepcopy(ds)
     broken["spec"]["template"]["spec"]["containers"][0]["securityContex"] = {}
     with pytest.raises(kubernetes_validate.ValidationError):
@@ -52,9 +55,8 @@ def test_strict_validation_catches_unknown_fields() -> None:
 
 def _by_kind() -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
-    for path in sorted(DEPLOY.glob("*.yaml")):
-        for doc in _docs(path):
-            out.setdefault(doc["kind"], []).append(doc)
+    for doc in render(OVERLAYS / "default"):
+        out.setdefault(doc["kind"], []).append(doc)
     return out
 
 
@@ -112,7 +114,7 @@ def test_generated_files_match_generator() -> None:
         assert (DEPLOY / rel).read_text() == text, (
             f"deploy/{rel} is stale: run `fake-dra e2e --render-manifests deploy`"
         )
-    names = {d["metadata"]["name"] for d in _docs(DEPLOY / "03-deviceclasses.yaml")}
+    names = {d["metadata"]["name"] for d in _docs(BASE / "03-deviceclasses.yaml")}
     assert names == {f"{c}.fake-dra.example.com" for c in ("gpu", "mig", "vgpu", "timeshare", "vf")}
 
 

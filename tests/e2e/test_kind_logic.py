@@ -147,10 +147,11 @@ def test_allocations_of_other_claims_count_in_the_prediction(backend) -> None:
     assert obs.predicted[0] is False, "the whole GPU is taken, so no MIG partition of it fits"
 
 
-def test_cluster_features_match_install_script() -> None:
+def test_cluster_features_are_the_1_37_defaults_with_groups() -> None:
+    # What the kind overlay gives the plugin is checked against these in
+    # tests/deploy/test_kustomize.py::test_kind_overlay_matches_the_kind_cluster.
     assert kind.CLUSTER_FEATURES == parse_features("DRASharedConsumableCapacity=false")
-    text = (Path(__file__).resolve().parents[2] / "hack" / "install.sh").read_text()
-    assert 'FAKE_DRA_FEATURES:-DRASharedConsumableCapacity=false' in text
+    assert kind.CLUSTER_FEATURES.enabled("DRADeviceCompatibilityGroups")
 
 
 def test_counters_and_unobservable_on_kind(backend) -> None:

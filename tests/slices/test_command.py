@@ -29,7 +29,7 @@ def test_yaml_output_is_the_full_pool(capsys, demo_root):
     assert code == 0, err
     assert "&id" not in out  # no YAML anchors
     docs = list(yaml.safe_load_all(out))
-    assert [d["metadata"]["name"] for d in docs] == ["node-a-fake-dra-0", "node-a-fake-dra-1", "node-a-fake-dra-2"]
+    assert [d["metadata"]["name"] for d in docs] == [f"0000{k}-fake-dra.example.com-node-a" for k in range(3)]
     assert {d["spec"]["pool"]["resourceSliceCount"] for d in docs} == {3}
     assert docs[2]["spec"]["devices"][-1]["name"] == "nic-0-vf-7"
 
@@ -41,7 +41,7 @@ def test_json_list_with_features_and_driver_name(capsys, demo_root):
     doc = json.loads(out)
     assert doc["kind"] == "List" and len(doc["items"]) == 1
     spec = doc["items"][0]["spec"]
-    assert spec["driver"] == "gpu.example.org" and doc["items"][0]["metadata"]["name"] == "node-a-gpu-0"
+    assert spec["driver"] == "gpu.example.org" and doc["items"][0]["metadata"]["name"] == "00000-gpu.example.org-node-a"
     assert "sharedCounters" not in spec and len(spec["devices"]) == 10
 
 
@@ -89,3 +89,17 @@ def test_bad_driver_config_exits_2_naming_the_problem(capsys, demo_root, tmp_pat
                        "--features", "DRADeviceCompatibilityGroups=false")
     assert code == 2
     assert needle in err
+
+
+def test_slice_names_are_the_ones_publish_writes(capsys, demo_root, tmp_path):
+    from driver.cli import main
+    from driver.store.objectstore import ObjectStore
+
+    code, out, err = run(capsys, "--sysfs-root", demo_root, "--node-name", "node-a")
+    assert code == 0, err
+    previewed = [d["metadata"]["name"] for d in yaml.safe_load_all(out)]
+    store = tmp_path / "store"
+    assert main(["publish", "--once", "--sysfs-root", str(demo_root), "--node-name", "node-a",
+                 "--store", str(store)]) == 0
+    published = sorted(o["metadata"]["name"] for o in ObjectStore(store).list("resourceslices"))
+    assert published == previewed

@@ -166,7 +166,8 @@ def test_slices_never_mix_devices_and_counters_and_chunk_at_64():
 
 def test_to_resource_slices_stamps_generation_and_count():
     objects = to_resource_slices(render(), generation=7)
-    assert [o["metadata"]["name"] for o in objects] == [f"node-1-fake-dra-{k}" for k in range(3)]
+    # The publisher's names, so `fake-dra slices` previews exactly what `publish`/`run` write.
+    assert [o["metadata"]["name"] for o in objects] == [f"0000{k}-fake-dra.example.com-node-1" for k in range(3)]
     assert {(o["spec"]["pool"]["generation"], o["spec"]["pool"]["resourceSliceCount"]) for o in objects} == {(7, 3)}
 
 

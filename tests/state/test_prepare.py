@@ -282,7 +282,7 @@ def test_entries_of_a_previous_boot_reserve_nothing(env):
 
 
 @pytest.mark.parametrize("allocation, fragment", [
-    ("not-a-map", "malformed allocation: AttributeError"),
+    ("not-a-map", "status.allocation: expected an object"),
     ({"devices": {"results": [{"driver": DRIVER, "pool": "n1"}]}}, "results[0].device"),
     ({"devices": {"results": [{"driver": DRIVER, "pool": "n1", "device": "gpu-0", "request": "r",
                                "consumedCounters": [{"counterSet": "gpu-0-counters",

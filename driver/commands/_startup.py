@@ -1,0 +1,36 @@
+"""What `fake-dra run` says about the node when it starts: one line a person can check at a glance.
+
+Why: before this the first lines of a local run named sockets, not hardware, so a wrong
+--sysfs-root or a driver config that turned a mode off showed up only when a claim failed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from driver.state.pool import attr
+
+# Publishing order of the device types (DESIGN §5 `type` attribute).
+TYPE_ORDER = ("gpu", "mig", "vgpu", "timeshare", "nic", "vf")
+
+
+def inventory_summary(pool: Any, driver_name: str) -> tuple[str, dict[str, Any]]:
+    """(message, log fields) for a rendered pool: GPUs, devices per mode, NICs and VFs, slices."""
+    devices = pool.devices()
+    types = Counter(str(attr(d, "type", driver_name)) for d in devices.values())
+    gpus = types.get("gpu", 0)
+    pfs = {attr(d, "pfPciBusID", driver_name) for d in devices.values() if attr(d, "type", driver_name) == "vf"}
+    pfs |= {attr(d, "pciBusID", driver_name) for d in devices.values() if attr(d, "type", driver_name) == "nic"}
+    pfs.discard(None)
+    vfs = types.get("vf", 0)
+    ordered = [t for t in TYPE_ORDER if types.get(t)] + sorted(t for t in types if t not in TYPE_ORDER)
+    modes = {t: types[t] for t in ordered}
+    slices = len(pool.slices)
+    mode_text = ", ".join(f"{n} {t}" for t, n in modes.items()) or "none"
+    message = (f"inventory: {gpus} GPU{'s' * (gpus != 1)}, {len(pfs)} SR-IOV NIC{'s' * (len(pfs) != 1)} "
+               f"with {vfs} VF{'s' * (vfs != 1)}; devices by mode: {mode_text}; "
+               f"{slices} slice{'s' * (slices != 1)} in pool {pool.name}")
+    fields = {"gpus": gpus, "nics": len(pfs), "vfs": vfs, "modes": modes, "slices": slices,
+              "counter_sets": len(pool.counter_sets()), "pool": pool.name}
+    return message, fields

@@ -1,0 +1,184 @@
+"""Every sub-command, walked with the mistakes a newcomer makes: no traceback, a message naming the
+flag, variable or path, and the documented exit code (docs/cli.md).
+
+The table must cover every registered command: adding a command without bad-input cases fails
+`test_every_command_is_walked`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from driver.cli import build_parser, main
+from driver.commands._envflags import walk
+
+
+@dataclass(frozen=True)
+class Case:
+    argv: tuple[str, ...]
+    needles: tuple[str, ...]  # every one must appear in stderr
+    code: int = 2
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def command(self) -> str:
+        return next(a for a in self.argv if not a.startswith("-") and a not in ("LOUD",))
+
+    def __str__(self) -> str:
+        env = " ".join(f"{k}={v}" for k, v in self.env.items())
+        return f"{env} {' '.join(a[:40] for a in self.argv)}".strip()
+
+
+NODE = ("--node-name", "n1")
+RUN = ("run", "--sysfs-root", "sys", *NODE, "--store", "store")
+PUBLISH = ("publish", "--once", "--sysfs-root", "sys", *NODE)
+
+CASES = [
+    # allocate
+    Case(("allocate", "--node", "n1", "binary.yaml"), ("binary.yaml", "not UTF-8")),
+    Case(("allocate", "--node", "n1", "classes-only.yaml"), ("classes-only.yaml", "no claims to allocate")),
+    Case(("allocate", "--node", "n1", "missing.yaml"), ("missing.yaml", "No such file")),
+    Case(("allocate", "--node", "n1", "adir"), ("adir", "Is a directory")),
+    Case(("allocate", "--node", "n1", "--budget", "0", "classes-only.yaml"), ("--budget",)),
+    Case(("allocate", "--node", "n1", "classes-only.yaml"), ("FAKE_DRA_BUDGET", "--budget"), env={"FAKE_DRA_BUDGET": "lots"}),
+    # demo (every check fires before the minute of scenarios)
+    Case(("demo", "--junit", "adir"), ("--junit", "adir", "is a directory")),
+    Case(("demo", "--junit", "nodir/report.xml"), ("--junit", "nodir", "does not exist")),
+    Case(("demo", "--junit", "/proc/report.xml"), ("--junit", "/proc")),
+    Case(("demo", "--profile", "nope", "--inventory-only"), ("nope",)),
+    # discover
+    Case(("discover", "--sysfs-root", "afile"), ("--sysfs-root", "afile")),
+    Case(("discover", "--sysfs-root", "sys", "--driver-config", "binary.yaml"), ("binary.yaml", "not UTF-8")),
+    Case(("discover", "--sysfs-root", "sys"), ("FAKE_DRA_STRICT", "maybe"), env={"FAKE_DRA_STRICT": "maybe"}),
+    Case(("discover", "--sysfs-root", "sys"), ("FAKE_DRA_OUTPUT", "yaml"), env={"FAKE_DRA_OUTPUT": "yaml"}),
+    # e2e
+    Case(("e2e", "--scenarios-dir", "binary-scenarios", "--list"), ("binary-scenarios", "not UTF-8")),
+    Case(("e2e", "--scenarios-dir", "adir"), ("--scenarios-dir", "adir", "no scenario files")),
+    Case(("e2e", "--scenarios-dir", "missing"), ("--scenarios-dir", "missing", "does not exist")),
+    Case(("e2e", "--scenarios-dir", "afile"), ("--scenarios-dir", "afile", "not a directory")),
+    Case(("e2e", "--scenario", "tour", "--junit", "adir"), ("--junit", "adir", "is a directory")),
+    Case(("e2e", "--scenario", "tour", "--junit", "/proc/report.xml"), ("--junit", "/proc")),
+    Case(("e2e", "--scenario", "tour", "--junit", "/sys/report.xml"), ("--junit", "/sys")),
+    Case(("e2e", "--scenario", "tour", "--junit", "nodir/report.xml"), ("--junit", "nodir", "not created")),
+    Case(("e2e", "--scenario", "tour", "--jobs", "0"), ("--jobs",)),
+    Case(("e2e", "--render-manifests", "afile"), ("--render-manifests", "afile")),
+    Case(("e2e", "--list"), ("FAKE_DRA_JOBS", "--jobs"), env={"FAKE_DRA_JOBS": "many"}),
+    Case(("e2e", "--list"), ("FAKE_DRA_BACKEND", "kind"), env={"FAKE_DRA_BACKEND": "cloud"}),
+    # fault
+    Case(("fault", "--sysfs-root", "sys", "--device", "0000:07:00.0", "--message", "x" * 1025), ("--message", "1024")),
+    Case(("fault", "--sysfs-root", "sys", "--device", "07:00", "--clear"), ("--device", "07:00")),
+    Case(("fault", "--sysfs-root", "sys", "--device", "0000:07:20.0", "--clear"), ("--device", "above 1f")),
+    Case(("fault", "--sysfs-root", "sys", "--device", "0000:99:00.0", "--clear"), ("0000:99:00.0",)),
+    Case(("fault", "--sysfs-root", "missing", "--device", "0000:07:00.0", "--clear"), ("--sysfs-root", "missing")),
+    Case(("fault", "--sysfs-root", "sys", "--clear"), ("FAKE_DRA_DEVICE",), env={"FAKE_DRA_DEVICE": "nope"}),
+    Case(("fault", "--sysfs-root", "sys", "--device", "0000:07:00.0"), ("FAKE_DRA_CLEAR", "maybe"),
+         env={"FAKE_DRA_CLEAR": "maybe"}),
+    # gates
+    Case(("gates", *NODE, "--store", "afile"), ("--store", "afile", "not a directory")),
+    Case(("gates", *NODE, "--kubeconfig", "binary.yaml"), ("--kubeconfig", "binary.yaml")),
+    Case(("gates", *NODE, "--store", "store"), ("FAKE_DRA_OUTPUT",), env={"FAKE_DRA_OUTPUT": "yaml"}),
+    Case(("gates", *NODE, "--store", "binary-store"), ("binary-store/featuregates.yaml", "not UTF-8")),
+    Case(("gates", *NODE, "--store", "store", "--metrics-ca-file", "missing.pem",
+          "--scheduler-metrics-url", "https://127.0.0.1:1/metrics"), ("--metrics-ca-file", "missing.pem")),
+    # make-sysfs
+    Case(("make-sysfs", "--out", "afile"), ("--out", "afile", "not a directory")),
+    Case(("make-sysfs", "--out", "afile/sub"), ("--out", "afile/sub", "is not a directory")),
+    Case(("make-sysfs", "--out", "/proc/fake-sys"), ("--out", "/proc/fake-sys", "cannot write")),
+    Case(("make-sysfs", "--out", "/sys/fake-sys"), ("--out", "/sys/fake-sys", "cannot write")),
+    Case(("make-sysfs", "--out", "sys"), ("--out", "sys", "not empty")),
+    Case(("make-sysfs", "--profile", "nope", "--out", "new"), ("nope", "known profiles")),
+    # node-sysfs
+    Case(("node-sysfs", "--out", "afile", "--profile", "demo"), ("--out", "afile")),
+    Case(("node-sysfs", "--out", "/proc/fake-sys", "--profile", "demo"), ("--out", "/proc/fake-sys")),
+    Case(("node-sysfs", "--out", "new", "--profile", "nope"), ("nope",)),
+    # probe
+    Case(("probe", "--timeout", "0"), ("--timeout", "must be positive")),
+    Case(("probe", "--timeout", "soon"), ("--timeout", "soon")),
+    Case(("probe",), ("--node-name",)),
+    Case(("probe", *NODE), ("FAKE_DRA_TIMEOUT",), env={"FAKE_DRA_TIMEOUT": "-1"}),
+    # publish
+    Case((*PUBLISH, "--store", "afile"), ("--store", "afile", "not a directory")),
+    Case((*PUBLISH, "--store", "/proc/store"), ("--store", "/proc/store", "cannot write")),
+    Case((*PUBLISH, "--store", "/sys"), ("--store", "/sys", "cannot write")),
+    Case((*PUBLISH, "--store", "store", "--interval", "0"), ("--interval",)),
+    Case((*PUBLISH, "--store", "store", "--scheduler-metrics-url", "http://127.0.0.1:1/metrics",
+          "--metrics-token-file", "missing.token"), ("--metrics-token-file", "missing.token")),
+    Case((*PUBLISH, "--store", "store"), ("FAKE_DRA_DELETE_SLICES_ON_EXIT", "maybe"),
+         env={"FAKE_DRA_DELETE_SLICES_ON_EXIT": "maybe"}),
+    Case((*PUBLISH, "--store", "store", "--driver-config", "binary.yaml"), ("binary.yaml",)),
+    # run: every one must fail before a socket or thread exists
+    Case((*RUN, "--kubelet-plugins-dir", "afile"), ("--kubelet-plugins-dir", "afile", "not a directory")),
+    Case((*RUN, "--kubelet-plugins-dir", "/proc/plugins"), ("--kubelet-plugins-dir", "/proc/plugins", "cannot write")),
+    Case((*RUN, "--kubelet-registry-dir", "/sys/registry"), ("--kubelet-registry-dir", "/sys/registry")),
+    Case((*RUN, "--cdi-root", "afile"), ("--cdi-root", "afile")),
+    Case((*RUN, "--cdi-root", "/proc/cdi"), ("--cdi-root", "/proc/cdi", "cannot write")),
+    Case((*RUN, "--state-dir", "afile"), ("--state-dir", "afile")),
+    Case((*RUN, "--kubelet-root", "/proc/kubelet"), ("--kubelet-plugins-dir", "/proc/kubelet/plugins")),
+    Case(("run", "--sysfs-root", "sys", *NODE, "--store", "afile"), ("--store", "afile")),
+    Case(RUN, ("FAKE_DRA_NO_PUBLISH", "maybe", "--no-publish"), env={"FAKE_DRA_NO_PUBLISH": "maybe"}),
+    Case(RUN, ("FAKE_DRA_HEALTH_INTERVAL", "--health-interval"), env={"FAKE_DRA_HEALTH_INTERVAL": "0"}),
+    Case(("run", "--sysfs-root", "sys", "--node-name", "a/b"), ("--node-name", "a/b")),
+    # show
+    Case(("show", "--sysfs-root", "missing"), ("--sysfs-root", "missing")),
+    Case(("show", "--sysfs-root", "sys", "--driver-config", "adir"), ("adir",)),
+    # slices
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--features", "Bogus=true"), ("Bogus",)),
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--driver-config", "binary.yaml"), ("binary.yaml", "not UTF-8")),
+    Case(("slices", "--sysfs-root", "sys", *NODE), ("FAKE_DRA_GENERATION",), env={"FAKE_DRA_GENERATION": "one"}),
+    # global flags, before or after the command, as flags or variables
+    Case(("--log-level", "LOUD", "discover"), ("--log-level", "LOUD")),
+    Case(("discover", "--log-level", "LOUD"), ("--log-level", "LOUD")),
+    Case(("discover", "--sysfs-root", "sys"), ("FAKE_DRA_LOG_LEVEL", "LOUD"), env={"FAKE_DRA_LOG_LEVEL": "LOUD"}),
+    Case(("discover", "--sysfs-root", "sys"), ("FAKE_DRA_LOG_FORMAT", "xml"), env={"FAKE_DRA_LOG_FORMAT": "xml"}),
+]
+
+
+def _commands() -> set[str]:
+    return {name for name, _ in walk(build_parser()) if name}
+
+
+def test_every_command_is_walked():
+    assert _commands() - {c.command for c in CASES} == set()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> Path:
+    from driver.discovery import make_sysfs
+
+    root = tmp_path_factory.mktemp("newcomer")
+    make_sysfs("demo", root / "sys")
+    (root / "afile").write_text("not a directory\n")
+    (root / "adir").mkdir()
+    (root / "binary.yaml").write_bytes(b"kind: ResourceClaim\nmetadata: {name: \xff\xfe}\n")
+    (root / "binary-scenarios").mkdir()
+    (root / "binary-scenarios" / "x.yaml").write_bytes(b"name: \xff\n")
+    (root / "binary-store").mkdir()
+    (root / "binary-store" / "featuregates.yaml").write_bytes(b"apiserver: \xff\n")
+    (root / "classes-only.yaml").write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: c}\n")
+    return root
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_bad_input_is_a_message_not_a_traceback(case: Case, world: Path, monkeypatch, capsys):
+    monkeypatch.chdir(world)
+    monkeypatch.delenv("NODE_NAME", raising=False)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    for key, value in case.env.items():
+        monkeypatch.setenv(key, value)
+    before = sorted(p.name for p in world.iterdir())
+    started = time.monotonic()
+    code = main(list(case.argv))
+    elapsed = time.monotonic() - started
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err + out and "this is a bug" not in err, err
+    assert code == case.code, err
+    for needle in case.needles:
+        assert needle in err, f"{needle!r} not in {err!r}"
+    # Refused before doing the work: nothing new appeared, and no scenario ran.
+    assert sorted(p.name for p in world.iterdir()) == before
+    assert elapsed < 10, f"took {elapsed:.1f} s: the check came after the work"

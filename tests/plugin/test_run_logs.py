@@ -1,0 +1,53 @@
+"""What `fake-dra run` tells a person in its text log: inventory at start, each prepare/unprepare with
+claim and devices, every health transition with device and message, restored claims after a restart;
+values printed as values, never as Python reprs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+
+from plugin.harness import REPO, request
+
+
+def _wait_for(plugin, needle: str, timeout: float = 15.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = plugin.log_text()
+        if needle in text:
+            return text
+        time.sleep(0.1)
+    raise AssertionError(f"{needle!r} never logged:\n{plugin.log_text()}")
+
+
+def test_run_logs_inventory_claims_health_and_restore(make_plugin):
+    plugin = make_plugin()
+    client = plugin.start()
+    mig = plugin.allocate("mig", [request("gpu", "mig")])
+    out = client.prepare([mig])
+    device = out[mig[2]].devices[0].device_name
+    text = _wait_for(plugin, "prepared claim")
+    assert "inventory: 2 GPUs, 1 SR-IOV NIC with 8 VFs; devices by mode:" in text
+    assert re.search(rf"INFO fake-dra\.state: prepared claim claim=default/mig uid={mig[2]} devices={device}\b", text)
+
+    subprocess.run([sys.executable, "-m", "driver", "fault", "--sysfs-root", str(plugin.sysfs), "--device",
+                    "0000:0F:00.0", "--message", "XID 79: GPU has fallen off the bus"], check=True, cwd=REPO)
+    text = _wait_for(plugin, "devices unhealthy")
+    line = next(ln for ln in text.splitlines() if "devices unhealthy" in ln)
+    assert "devices=gpu-1," in line and 'reason="0000:0f:00.0: XID 79: GPU has fallen off the bus"' in line
+    subprocess.run([sys.executable, "-m", "driver", "fault", "--sysfs-root", str(plugin.sysfs), "--device",
+                    "00000000:0f:00.0", "--clear"], check=True, cwd=REPO)
+    _wait_for(plugin, "devices healthy again devices=gpu-1,")
+
+    assert plugin.stop() == 0
+    plugin.start()
+    text = _wait_for(plugin, "restored 1 prepared claims")
+    client = plugin.client()
+    assert client.unprepare([mig]) == {mig[2]: ""}
+    text = _wait_for(plugin, "unprepared claim")
+    assert re.search(rf"unprepared claim claim=default/mig uid={mig[2]} devices={device}\b", text)
+    assert plugin.stop() == 0
+    # Values, not reprs: no list brackets with quotes, no dict braces, in any extra field.
+    assert not re.search(r"=\[['\"]|=\{['\"]", plugin.log_text())
