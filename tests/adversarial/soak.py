@@ -8,7 +8,8 @@ against one process and reports RSS and fd growth.
 Generators plug in without touching this file: every module `adversarial/gen_*.py` that defines
 `GENERATOR` (an object with `name: str` and `run(target: Target) -> int`, the number of inputs it
 tried) is run against the live process in every cycle whose process is not armed to kill itself
-at a step. A generator may send anything; the soak then requires the process to be alive and the
+at a step (optionally `every = N`: every N-th cycle only; `needs_idle_node = True`: the load lets
+all its pods go first, for generators that need every device free, like gen_hostile). A generator may send anything; the soak then requires the process to be alive and the
 ledger invariants to hold; a generator raises (AssertionError) for a wrong answer it can see itself. Run from the CI suite
 (tests/adversarial/test_kill_loop.py, a few cycles) or as `hack/soak.sh` (longer, prints figures).
 """
@@ -198,6 +199,7 @@ class Soak:
             if kill != "crash-at-step":  # that process kills itself at the first call reaching its step
                 self._generators(plugin, cycle)
             plugin, kill = self._cycle(plugin, kill, cycle)
+        plugin = self._unarmed(plugin)  # the wind-down runs on a process without test hooks
         self.workload.drain()
         self.figures.add(self._check(), "after the final drain")
         if plugin.stop() != 0:
@@ -262,8 +264,22 @@ class Soak:
         if self.config.progress:
             print(f"soak: {line}", file=sys.stderr, flush=True)
 
+    def _unarmed(self, plugin: Plugin) -> Plugin:
+        """Replace the current process (armed for the next kill) by a plain one: SIGTERM, restart."""
+        rc = plugin.stop()
+        if rc not in (0, 1):
+            self.figures.problems.append(f"the armed process exited {rc} on an idle SIGTERM")
+        plain = self._plugin()
+        plain.start()
+        self._serve(plain)
+        return plain
+
     def _generators(self, plugin: Plugin, cycle: int) -> None:
         for gen in self.generators:
+            if cycle % getattr(gen, "every", 1):
+                continue
+            if getattr(gen, "needs_idle_node", False):
+                self.workload.drain()  # let every pod go: the generator needs all devices free
             target = Target(plugin, self.workload.kubelet, self.ledger, random.Random(self.rng.random()),
                             self._slices or [])
             try:
@@ -299,8 +315,9 @@ class Soak:
             claim = allocated_claim(f"leak-{i}", [devices[i % len(devices)]])
             plugin.store.create("resourceclaims", claim)
             r = ref(claim)
-            if kubelet.prepare([r])[r[2]].error or kubelet.unprepare([r])[r[2]]:
-                self.figures.problems.append(f"leak cycle {i}: prepare/unprepare failed")
+            error = kubelet.prepare([r])[r[2]].error or kubelet.unprepare([r])[r[2]]
+            if error:
+                self.figures.problems.append(f"leak cycle {i}: {error}")
                 break
             plugin.store.delete("resourceclaims", r[0], r[1])
             if i + 1 == warm:

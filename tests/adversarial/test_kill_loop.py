@@ -19,4 +19,5 @@ def test_kill_loop_loses_nothing_and_books_nothing_twice(sysfs_template):
     assert figures.kills_survived == sum(figures.kills.values()) == 6
     assert [figures.kills[k] for k in KILLS] == [2, 2, 2]
     assert figures.kubelet_calls > 20 and figures.generator_inputs.get("conflicts", 0) > 0
+    assert figures.generator_inputs.get("hostile", 0) >= 100  # the catalogue once, then fuzz rounds
     assert figures.fds is not None and figures.fds[1] - figures.fds[0] <= 2
