@@ -1,8 +1,8 @@
 """Generator: the hostile kubelet inputs of adversarial.hostile (h12b's catalogue and fuzzer) in the
 kill loop and the soak. Those inputs need the node's GPUs and VF bandwidth free (they prepare and
 release them, and check that nothing stays reserved), so this generator asks the soak for an idle
-node (`needs_idle_node`: the load's pods are let go first) and runs every few cycles: the whole
-catalogue the first time, then seeded random variants."""
+node (`needs_idle_node`: the load's pods are let go first) and runs every other eligible cycle: the
+whole catalogue the first time, then seeded random variants."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from plugin.harness import DRIVER, NODE
 class Hostile:
     name = "hostile"
     needs_idle_node = True
-    every = 4  # cycles
+    every = 2  # of the cycles a generator may run in
     fuzz_per_round = 30
 
     def __init__(self) -> None:

@@ -7,9 +7,11 @@ against one process and reports RSS and fd growth.
 
 Generators plug in without touching this file: every module `adversarial/gen_*.py` that defines
 `GENERATOR` (an object with `name: str` and `run(target: Target) -> int`, the number of inputs it
-tried) is run against the live process in every cycle whose process is not armed to kill itself
-at a step (optionally `every = N`: every N-th cycle only; `needs_idle_node = True`: the load lets
-all its pods go first, for generators that need every device free, like gen_hostile). A generator may send anything; the soak then requires the process to be alive and the
+tried) is run against the live process in every cycle whose process carries no test hook (the
+SIGKILL cycles: a process armed to kill itself at a step, or to stall there for a hand-over, would
+turn the generator's calls into kills or stalls); optionally `every = N`: in every N-th such cycle
+only; `needs_idle_node = True`: the load lets all its pods go first, for generators that need
+every device free, like gen_hostile. A generator may send anything; the soak then requires the process to be alive and the
 ledger invariants to hold; a generator raises (AssertionError) for a wrong answer it can see itself. Run from the CI suite
 (tests/adversarial/test_kill_loop.py, a few cycles) or as `hack/soak.sh` (longer, prints figures).
 """
@@ -149,6 +151,7 @@ class Soak:
         self._slices: list[dict[str, Any]] | None = None
         self._node = self._plugin()  # the node's directories (every process uses the same)
         self._bag: list[str] = []
+        self._rounds: dict[str, int] = {}  # generator name -> eligible cycles seen
 
     # -- processes ----------------------------------------------------------------------------
 
@@ -196,7 +199,7 @@ class Soak:
         plugin.start(env=self._env_for(kill))
         self._serve(plugin)
         for cycle in range(self.config.cycles):
-            if kill != "crash-at-step":  # that process kills itself at the first call reaching its step
+            if kill == "sigkill":  # a process without test hooks: no self-kill, no stalled steps
                 self._generators(plugin, cycle)
             plugin, kill = self._cycle(plugin, kill, cycle)
         plugin = self._unarmed(plugin)  # the wind-down runs on a process without test hooks
@@ -276,7 +279,8 @@ class Soak:
 
     def _generators(self, plugin: Plugin, cycle: int) -> None:
         for gen in self.generators:
-            if cycle % getattr(gen, "every", 1):
+            rounds = self._rounds[gen.name] = self._rounds.get(gen.name, -1) + 1
+            if rounds % getattr(gen, "every", 1):
                 continue
             if getattr(gen, "needs_idle_node", False):
                 self.workload.drain()  # let every pod go: the generator needs all devices free
