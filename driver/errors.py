@@ -47,6 +47,10 @@ class NotFoundError(FakeDraError):
     """An object does not exist in the API or the local store."""
 
 
+class ForbiddenError(FakeDraError):
+    """The API server (RBAC, admission) refused a request this identity is not allowed to make."""
+
+
 class PrepareError(FakeDraError):
     """A claim cannot be prepared on this node; reported per claim to the kubelet."""
 

@@ -144,7 +144,7 @@ def noop_floor(root: Path, refs, concurrency: int) -> tuple[list[float], float]:
 
 def file_ops_ms(root: Path, n: int = 100) -> float:
     """CPU ms (user + system) of the file work a fresh prepare must do, on the benchmark's disk."""
-    from driver.state.files import atomic_write
+    from driver.fsutil import atomic_write
 
     d = root / "fileops"
     d.mkdir()

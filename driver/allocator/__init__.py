@@ -1,17 +1,21 @@
 """Reference structured allocator (pure): predicts what kube-scheduler allocates on a node.
 
 Agrees with k8s.io/dynamic-resource-allocation/structured of Kubernetes 1.37 (pools, search order,
-counters, compatibility groups, consumable capacity, constraints, firstAvailable, admin access,
-taints) and implements KEP-5941 `valueFrom` counters, which upstream has not merged yet.
+counters, compatibility groups, consumable capacity, constraints incl. list-typed attributes,
+firstAvailable, admin access, taints, binding conditions) and implements KEP-5941 `valueFrom`
+counters, which upstream has not merged yet. docs/allocator.md lists what is and is not modelled.
 
 Public API
 ----------
-`allocate_claims(objects, *, node, features=Features(), budget=DEFAULT_BUDGET, stop_on_failure=True)
- -> AllocationOutcome`
+`allocate_claims(objects, *, node, features=Features(), budget=DEFAULT_BUDGET, stop_on_failure=True,
+ sequential=False) -> AllocationOutcome`
     `objects`: dicts of any kind (DeviceClass, ResourceSlice, ResourceClaim, Node; others give a
-    warning). Claims with `status.allocation` are in use; the others are allocated one by one in
-    the given order, each seeing the previous ones as allocated. `node` is a node name; a Node
-    object of that name among `objects` supplies labels for nodeSelector matching.
+    warning). Claims with `status.allocation` are in use; the others are one pod's claims and are
+    allocated in one search, as kube-scheduler does (claims in order, requests in order, a later
+    claim's failure backtracks into earlier claims' choices; all or nothing). With
+    `sequential=True` each claim gets its own scheduling cycle in the given order, seeing the
+    previous ones as allocated. `node` is a node name; a Node object of that name among `objects`
+    supplies labels for nodeSelector matching.
     Raises InputError (exit 2) for invalid input; unallocatable claims are reported in the outcome.
 
 `Allocator(slices=..., classes=..., node=..., features=..., allocated=..., budget=...)`
@@ -116,8 +120,15 @@ def allocate_claims(
     features: Features = Features(),
     budget: int = DEFAULT_BUDGET,
     stop_on_failure: bool = True,
+    sequential: bool = False,
 ) -> AllocationOutcome:
-    """Allocate every pending claim among `objects` on `node`, in order (see module docstring)."""
+    """Allocate every pending claim among `objects` on `node` (see module docstring).
+
+    By default the pending claims are one pod: one search, all allocated or none (each outcome then
+    carries the same reason). `sequential=True` gives each claim its own scheduling cycle in input
+    order, each seeing the earlier ones as allocated; `stop_on_failure` ends that loop at the first
+    claim that does not fit.
+    """
     objs = split_objects(objects)
     labels = (objs.nodes.get(node, {}).get("metadata") or {}).get("labels") or {}
     alloc = Allocator(
@@ -125,18 +136,20 @@ def allocate_claims(
         allocated=objs.allocated, budget=budget,
     )
     outcome = AllocationOutcome(warnings=list(objs.warnings))
-    for claim in objs.pending:
-        result = ClaimOutcome(label=claim_label(claim), claim=copy.deepcopy(claim))
+    groups = [[claim] for claim in objs.pending] if sequential else ([objs.pending] if objs.pending else [])
+    for group in groups:
+        results = [ClaimOutcome(label=claim_label(claim), claim=copy.deepcopy(claim)) for claim in group]
+        outcome.results.extend(results)
         try:
-            (allocation,) = alloc.allocate([claim])
+            allocations = alloc.allocate(group)
         except AllocationError as exc:
-            result.reason = str(exc)
-            result.budget_exceeded = isinstance(exc, SearchBudgetExceeded)
-            outcome.results.append(result)
+            for result in results:
+                result.reason = str(exc)
+                result.budget_exceeded = isinstance(exc, SearchBudgetExceeded)
             if stop_on_failure:
                 break
             continue
-        result.allocation = allocation
-        result.claim.setdefault("status", {})["allocation"] = allocation
-        outcome.results.append(result)
+        for result, allocation in zip(results, allocations):
+            result.allocation = allocation
+            result.claim.setdefault("status", {})["allocation"] = allocation
     return outcome

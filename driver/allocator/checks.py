@@ -12,6 +12,7 @@ from typing import Any
 
 from driver.allocator.devices import Capacity, DeviceInfo, consumed_amount, qualify
 from driver.allocator.inputs import Constraint, Request
+from driver.model.quantity import format_quantity
 
 
 class FatalRequestError(Exception):
@@ -74,6 +75,58 @@ def capacity_consumption(
     return consumed
 
 
+def capacity_shortfall(
+    device: DeviceInfo,
+    request: Request,
+    used: Mapping[str, Fraction],
+    allocating: Mapping[str, Fraction],
+    caps: Mapping[str, Capacity],
+    shared_counters_on: bool,
+) -> str | None:
+    """Why `capacity_consumption` said no, with amounts: what was asked and what is allowed or left."""
+    via_counters = value_from_names(device) if shared_counters_on and request.capacity else set()
+    resolved: dict[str, Fraction] = {}
+    for key, amount in (request.capacity or {}).items():
+        name = resolve_capacity_name(key, device)
+        if name is None:
+            if qualify(key, device.driver) in via_counters:
+                continue
+            return f"asks for capacity {key}, which the device does not have"
+        resolved[name] = amount
+    for name, cap in caps.items():
+        short = name.split("/", 1)[1] if name.startswith(device.driver + "/") else name
+        asked = resolved.get(name)
+        amount = consumed_amount(asked, cap.value, cap.policy)
+        asked_text = f"asks {format_quantity(asked, like=cap.text)}" if asked is not None else "asks nothing (takes the default)"
+        if cap.policy is not None and cap.policy.violated_by(amount):
+            rounded = f" (rounded to {format_quantity(amount, like=cap.text)})" if asked is not None and amount != asked else ""
+            return f"capacity {short}: {asked_text}{rounded}, requestPolicy allows {cap.policy.describe(cap.text)}"
+        taken = used.get(name, 0) + allocating.get(name, 0)
+        if taken + amount > cap.value:
+            return (f"capacity {short}: needs {format_quantity(amount, like=cap.text)}, "
+                    f"{format_quantity(max(cap.value - taken, 0), like=cap.text)} of {cap.text} left")
+    return None
+
+
+def counter_shortfall(alloc: Any, device: DeviceInfo, pool: Any, counter_set: str) -> str | None:
+    """Which counters of `counter_set` the device needs more of than is left, with amounts."""
+    key = device.counter_key(counter_set)
+    over = alloc.pool_overcommitted(pool)
+    if over is not None:
+        return f"counter set {over} is already over-committed by existing allocations"
+    parts = []
+    for cons in device.consumes:
+        if cons.counter_set != counter_set:
+            continue
+        for name, amount in sorted(cons.static.items()):
+            left = alloc.ledger.available(key, name)
+            if amount > left:
+                total = pool.counter_sets.get(counter_set, {}).get(name)
+                like = total.text if total is not None else None
+                parts.append(f"{name} needs {format_quantity(amount, like=like)}, {format_quantity(max(left, 0), like=like)} left")
+    return "; ".join(parts) or None
+
+
 def status_capacity_name(qualified: str, device: DeviceInfo) -> str:
     """Key for consumedCapacity in the status: spelled as the device published it (upstream 1.37)."""
     return qualified if qualified in device.capacity else qualified.split("/", 1)[1]
@@ -99,55 +152,115 @@ def taint_blocks(device: DeviceInfo, request: Request) -> Mapping[str, Any] | No
     return None
 
 
-def lookup_attribute(device: DeviceInfo, fq_name: str) -> tuple | None:
-    """(type, value) of a fully qualified attribute; unqualified names are in the driver's domain."""
+def lookup_attribute(device: DeviceInfo, fq_name: str) -> Mapping[str, Any] | None:
+    """The raw attribute value of a fully qualified name; unqualified names are in the driver's domain."""
     attrs = device.raw.get("attributes") or {}
     raw = attrs.get(fq_name)
     if raw is None:
         domain, _, ident = fq_name.partition("/")
         if domain == device.driver:
             raw = attrs.get(ident)
-    if not isinstance(raw, Mapping):
+    return raw if isinstance(raw, Mapping) else None
+
+
+_LISTS = (("ints", "int"), ("bools", "bool"), ("strings", "string"), ("versions", "version"))
+_SCALARS = ("string", "int", "bool", "version")
+
+
+def attribute_set(raw: Mapping[str, Any] | None) -> tuple[str, frozenset] | None:
+    """DRAListTypeAttributes view of a value: (element type, set of elements); a scalar is a
+    one-element set. None for an empty list or no value (such a device satisfies no constraint)."""
+    if raw is None:
         return None
-    for kind in ("string", "int", "bool", "version"):
-        if kind in raw:
-            return (kind, raw[kind])
-    return None  # list-typed attributes need DRAListTypeAttributes, which this allocator does not model
+    for plural, kind in _LISTS:
+        values = raw.get(plural)
+        if values:
+            return kind, frozenset(values)
+    for kind in _SCALARS:
+        if raw.get(kind) is not None:
+            return kind, frozenset((raw[kind],))
+    return None
+
+
+def scalar_value(raw: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """(type, value) of a scalar attribute; None for list-typed or empty values."""
+    for kind in _SCALARS:
+        if raw.get(kind) is not None:
+            return kind, raw[kind]
+    return None
 
 
 class ConstraintState:
-    """Incremental state of one claim constraint, with exact undo for backtracking."""
+    """Incremental state of one claim constraint, with exact undo for backtracking.
 
-    def __init__(self, constraint: Constraint):
+    With DRAListTypeAttributes (upstream 1.37 semantics) every value is a set: matchAttribute keeps
+    the rolling intersection of the chosen devices' sets (it must stay non-empty, and the types must
+    agree), distinctAttribute needs the sets pairwise disjoint. Without the gate only scalars
+    compare: a list-valued attribute never matches or differs from another device's value, though
+    (as upstream) the first device of a constraint is taken whatever its value.
+    """
+
+    def __init__(self, constraint: Constraint, list_types: bool = True):
         self.constraint = constraint
-        self.count = 0
-        self.value: tuple | None = None
-        self.seen: dict[tuple, int] = {}
+        self.list_types = list_types
+        self.entries: list[tuple[DeviceInfo, Any]] = []  # in the order devices were added
+        self.running: list[tuple[str, frozenset] | None] = []  # matchAttribute: intersection so far
+
+    @property
+    def count(self) -> int:
+        return len(self.entries)
 
     def add(self, request: Request, device: DeviceInfo) -> bool:
         if not self.constraint.applies(request):
             return True
-        value = lookup_attribute(device, self.constraint.attribute)
-        if value is None:
+        raw = lookup_attribute(device, self.constraint.attribute)
+        if raw is None:
             return False
+        value = attribute_set(raw) if self.list_types else raw
         if self.constraint.kind == "matchAttribute":
-            if self.count and value != self.value:
+            ok, narrowed = self._match(value)
+            if not ok:
                 return False
-            if not self.count:
-                self.value = value
-        else:
-            if self.seen.get(value):
-                return False
-            self.seen[value] = self.seen.get(value, 0) + 1
-        self.count += 1
+            self.running.append(narrowed)
+        elif self.entries and not self._distinct(value):
+            return False
+        self.entries.append((device, value))
         return True
+
+    def _match(self, value: Any) -> tuple[bool, Any]:
+        if not self.entries:
+            if self.list_types:
+                return value is not None, value
+            return True, value
+        if self.list_types:
+            current = self.running[-1]
+            if value is None or current is None or value[0] != current[0] or current[1].isdisjoint(value[1]):
+                return False, None
+            return True, (current[0], current[1] & value[1])
+        first = scalar_value(self.entries[0][1])
+        new = scalar_value(value)
+        return new is not None and new == first, None
+
+    def _distinct(self, value: Any) -> bool:
+        if self.list_types:
+            if value is None:
+                return False
+            return all(old is None or old[0] != value[0] or old[1].isdisjoint(value[1]) for _, old in self.entries)
+        new = scalar_value(value)
+        if new is None:
+            return False
+        return all(scalar_value(old) != new for _, old in self.entries)
 
     def remove(self, request: Request, device: DeviceInfo) -> None:
         if not self.constraint.applies(request):
             return
-        self.count -= 1
-        if self.constraint.kind == "distinctAttribute":
-            value = lookup_attribute(device, self.constraint.attribute)
-            self.seen[value] -= 1
-        elif not self.count:
-            self.value = None
+        for i in range(len(self.entries) - 1, -1, -1):
+            if self.entries[i][0] is device:
+                del self.entries[i]
+                break
+        if self.constraint.kind == "matchAttribute":
+            del self.running[i:]
+            for _, value in self.entries[i:]:  # only when a device other than the newest left
+                previous = self.running[-1] if self.running else None
+                self.running.append(value if previous is None or not self.list_types
+                                    else (value[0], previous[1] & value[1]))

@@ -10,22 +10,25 @@ both paths read the slice the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from driver.errors import InputError
-from driver.model.quantity import parse_quantity
+from driver.model.quantity import format_quantity, parse_quantity
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
 CounterKey = tuple[str, str, str]  # driver, pool, counter set
 
 
 def _q(value: Any, where: str) -> Fraction:
+    """A quantity as an exact number: an int when whole (most are; int arithmetic is much cheaper
+    than Fraction arithmetic in the search's counter accounting), else a Fraction."""
     try:
-        return parse_quantity(value)
+        q = parse_quantity(value)
     except InputError as exc:
         raise InputError(f"{where}: {exc}") from None
+    return q.numerator if q.denominator == 1 else q  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,22 @@ class RequestPolicy:
                 _q(v, f"{where}.validValues[{i}]") for i, v in enumerate(raw.get("validValues") or ())
             ),
         )
+
+    def describe(self, like: str | None = None) -> str:
+        """The policy in words, quantities formatted like `like` (the capacity or counter value)."""
+        def q(v: Fraction) -> str:
+            return format_quantity(v, like=like)
+
+        parts = []
+        if self.has_range:
+            rng = [f"min {q(self.min)}" if self.min is not None else "", f"max {q(self.max)}" if self.max is not None else "",
+                   f"step {q(self.step)}" if self.step is not None else ""]
+            parts.append("validRange " + ", ".join(r for r in rng if r))
+        elif self.valid_values:
+            parts.append("validValues " + ", ".join(q(v) for v in self.valid_values))
+        if self.default is not None:
+            parts.append(f"default {q(self.default)}")
+        return "; ".join(parts) or "no limits"
 
     @property
     def has_range(self) -> bool:
@@ -138,10 +157,18 @@ class DeviceInfo:
     consumes: tuple[Consumption, ...]
     taints: tuple[Mapping[str, Any], ...] = ()
     declares_groups: bool = False
+    # DRADeviceBindingConditions: None when the device does not set the field (an empty list is set).
+    binding_conditions: tuple[str, ...] | None = None
+    binding_failure_conditions: tuple[str, ...] | None = None
+    binds_to_node: bool = False
+    # Facts derived from this device alone (CEL input, selector results by expressions, capacities
+    # by qualified name), computed on first use and kept as long as the parsed device is.
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
+    key: DeviceKey = field(init=False, compare=False, repr=False)  # (driver, pool, device)
 
-    @property
-    def key(self) -> DeviceKey:
-        return (self.driver, self.pool, self.name)
+    def __post_init__(self) -> None:
+        # The search looks the key up for every candidate: build the tuple once.
+        object.__setattr__(self, "key", (self.driver, self.pool, self.name))
 
     def counter_key(self, counter_set: str) -> CounterKey:
         return (self.driver, self.pool, counter_set)
@@ -216,7 +243,18 @@ def parse_device(spec: Mapping[str, Any], index: int, slice_name: str) -> Device
         consumes=consumes,
         taints=tuple(raw.get("taints") or ()),
         declares_groups=any(c.groups for c in consumes),
+        binding_conditions=_string_list(raw.get("bindingConditions"), f"{where}.bindingConditions"),
+        binding_failure_conditions=_string_list(raw.get("bindingFailureConditions"), f"{where}.bindingFailureConditions"),
+        binds_to_node=bool(raw.get("bindsToNode")),
     )
+
+
+def _string_list(value: Any, where: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{where}: must be a list of strings")
+    return tuple(value)
 
 
 def parse_counter_sets(spec: Mapping[str, Any], slice_name: str) -> dict[str, dict[str, Counter]]:

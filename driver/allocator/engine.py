@@ -35,7 +35,6 @@ from driver.celexpr import CelRuntimeError
 from driver.errors import AllocationError, SearchBudgetExceeded
 
 DEFAULT_BUDGET = 1_000_000
-PRUNE_AFTER = 2_000  # steps
 _SHARE_NS = uuid.UUID("6f1c4a52-3a0e-4b8e-9d4e-5e0f1d2c3b4a")
 
 
@@ -44,7 +43,7 @@ class _Stop(Exception):
 
 
 class _MaxResults(Exception):
-    """A claim would exceed 32 results; lets firstAvailable try a smaller alternative."""
+    """A claim (index in args[0]) would exceed 32 results; lets firstAvailable try a smaller alternative."""
 
 
 @dataclass
@@ -69,7 +68,6 @@ class SearchState:
     allocating: dict[DeviceKey, set[int]] = field(default_factory=dict)
     allocating_capacity: dict[DeviceKey, dict[str, Fraction]] = field(default_factory=dict)
     groups: dict[CounterKey, GroupIntersection] = field(default_factory=dict)
-    grouped_sets: set[CounterKey] = field(default_factory=set)  # for the gate-off skip
 
 
 class Search:
@@ -82,11 +80,12 @@ class Search:
         self.budget = alloc.budget
         self.steps = 0
         self.results: list[list[Placement]] = [[] for _ in claims]
-        self.constraints = [[ConstraintState(c) for c in claim.constraints] for claim in claims]
+        lists = alloc.features.list_type_attributes
+        self.constraints = [[ConstraintState(c, lists) for c in claim.constraints] for claim in claims]
         self.selected: dict[tuple[int, int], int] = {}
         self.all_devices: dict[tuple[int, int, int], list[tuple[DeviceInfo, Pool]]] = {}
-        self.candidates: dict[tuple[int, int, int], list[int]] = {}
         self.applied: list[Callable[[], None]] = []  # undo of every placement currently held
+        self.max_results_claim: int | None = None  # set when the search ended on the 32-result limit
 
     def rollback(self) -> None:
         """Undo a successful run (used when the solution is only needed for diagnosis)."""
@@ -102,7 +101,10 @@ class Search:
                         self.all_devices[(ci, ri, si)] = self._collect_all(claim, req)
         try:
             return self._one(0, 0, 0, 0, False, (0, 0))
-        except _MaxResults:
+        except _MaxResults as exc:
+            # Upstream returns this as an error ("allocation max size exceeded") unless a later
+            # claim hit it (then it only means that choice failed).
+            self.max_results_claim = exc.args[0]
             return False
 
     def run_and_rollback(self) -> bool:
@@ -114,7 +116,8 @@ class Search:
         out = []
         for pool in self.alloc.pools:
             if pool.incomplete:
-                raise AllocationError(f"claim {claim.label}, request {req.name}: asks for all devices, but resource pool {pool.label} is currently being updated (incomplete)")
+                why = f"incomplete: {pool.note}" if pool.note else "incomplete"
+                raise AllocationError(f"claim {claim.label}, request {req.name}: asks for all devices, but resource pool {pool.label} is currently being updated ({why})")
             if pool.invalid:
                 raise AllocationError(f"claim {claim.label}, request {req.name}: asks for all devices, but resource pool {pool.label} is currently invalid: {pool.invalid}")
             for dev in pool.devices:
@@ -123,10 +126,13 @@ class Search:
         return out
 
     def _static_capacity_ok(self, claim: Claim, req: Request, dev: DeviceInfo) -> bool:
+        """Whether the device could serve the request given what other claims already hold of it
+        (upstream fixes the All set this way, before anything of this attempt is placed)."""
         if not self.features.consumable_capacity:
             return True
+        used = self.alloc.state.capacity_used.get(dev.key, {})
         try:
-            return capacity_consumption(dev, req, {}, {}, self.alloc.caps(dev), self.features.shared_consumable_capacity) is not None
+            return capacity_consumption(dev, req, used, {}, self.alloc.caps(dev), self.features.shared_consumable_capacity) is not None
         except FatalRequestError as exc:
             raise AllocationError(f"claim {claim.label}, request {req.name}: device {dev.name}: {exc}") from None
 
@@ -165,7 +171,7 @@ class Search:
                         self.selected[(ci, ri)] = sj
                         return True
                 if all_exceeded:
-                    raise _MaxResults()
+                    raise _MaxResults(ci)
                 return False
         req = alternatives[si]
         need = len(self.all_devices[(ci, ri, si)]) if req.mode == "All" else req.count
@@ -174,7 +180,7 @@ class Search:
         if di >= need:
             return self._one(ci, ri + 1, 0, 0, False, (0, 0))
         if len(self.results[ci]) + need - di > MAX_RESULTS:
-            raise _MaxResults()
+            raise _MaxResults(ci)
         if req.mode == "All":
             dev, pool = self.all_devices[(ci, ri, si)][di]
             undo = self._allocate_device(ci, req, dev, pool, must=True)
@@ -188,56 +194,32 @@ class Search:
             if not done:
                 undo()
             return done
-        # Pruning needs every device's selector result; only worth it once the search is expensive.
-        if self.steps > PRUNE_AFTER and self._too_few_left(ci, ri, si, claim, req, start, need - di):
+        positions, candidates = self.alloc.candidates(claim, req)
+        pi0, dj0 = start
+        begin = bisect_left(positions, self.alloc.offsets[pi0] + dj0) if pi0 < len(self.alloc.offsets) else len(positions)
+        if len(positions) - begin < need - di:
+            # Fewer matching devices remain after `start` than still needed: this subtree has no
+            # solution, so cutting it leaves the first solution (the result) unchanged.
             return False
-        for pi in range(start[0], len(self.alloc.pools)):
-            pool = self.alloc.pools[pi]
-            if pool.incomplete or pool.invalid:
+        for k in range(begin, len(candidates)):
+            pi, dj, pool, dev = candidates[k]
+            if self._in_use_skip(ci, req, dev):
                 continue
-            first = start[1] if pi == start[0] else 0
-            for dj in range(first, len(pool.devices)):
-                dev = pool.devices[dj]
-                if self._in_use_skip(ci, req, dev):
-                    continue
-                if not self.alloc.selectable(claim, req, dev):
-                    continue
-                self._tick(ci)
-                undo = self._allocate_device(ci, req, dev, pool, must=False)
-                if undo is None:
-                    continue
-                try:
-                    done = self._one(ci, ri, si, di + 1, in_sub, (pi, dj + 1))
-                except BaseException:
-                    undo()
-                    raise
-                if done:
-                    return True
+            if not self.alloc.selectable(claim, req, dev):
+                continue
+            self._tick(ci)
+            undo = self._allocate_device(ci, req, dev, pool, must=False)
+            if undo is None:
+                continue
+            try:
+                done = self._one(ci, ri, si, di + 1, in_sub, (pi, dj + 1))
+            except BaseException:
                 undo()
+                raise
+            if done:
+                return True
+            undo()
         return False
-
-    def _too_few_left(self, ci: int, ri: int, si: int, claim: Claim, req: Request, start: tuple[int, int], missing: int) -> bool:
-        """Prune: fewer matching devices remain after `start` than the request still needs.
-
-        Only cuts subtrees without any solution, so the first solution (and thus the result) is the
-        one the unpruned upstream search finds. A selector error counts as a candidate, so errors
-        still surface exactly where the search would reach them.
-        """
-        key = (ci, ri, si)
-        positions = self.candidates.get(key)
-        if positions is None:
-            positions = []
-            for flat, (_pool, dev) in enumerate(self.alloc.flat):
-                try:
-                    ok = self.alloc.selectable(claim, req, dev)
-                except AllocationError:
-                    ok = True
-                if ok:
-                    positions.append(flat)
-            self.candidates[key] = positions
-        pi, dj = start
-        first = self.alloc.offsets[pi] + dj if pi < len(self.alloc.offsets) else len(self.alloc.flat)
-        return len(positions) - bisect_left(positions, first) < missing
 
     def _in_use_skip(self, ci: int, req: Request, dev: DeviceInfo) -> bool:
         st = self.alloc.state
@@ -266,15 +248,13 @@ class Search:
         if dev.consumes and not feats.partitionable_devices:
             return fail("needs DRAPartitionableDevices")
         skip_counters = multi and (dev.key in st.shared or dev.key in st.allocating_capacity)
-        if dev.consumes and not skip_counters:
-            if feats.compatibility_groups:
-                blocked = self.alloc.fold_groups(dev, undo_steps)
-                if blocked is not None:
-                    return fail(f"groups:{blocked}")
-            else:
-                for cons in dev.consumes:
-                    if cons.groups or dev.counter_key(cons.counter_set) in st.grouped_sets:
-                        return fail("groups (feature gate off)")
+        # Groups are checked exactly when counters are charged: not for a further share of a device
+        # already shared (upstream gates both on skipCounterCheck). With the gate off there is
+        # nothing to check: pool gathering already ignored every slice that declares groups.
+        if dev.consumes and not skip_counters and feats.compatibility_groups:
+            blocked = self.alloc.fold_groups(dev, undo_steps)
+            if blocked is not None:
+                return fail(f"groups:{blocked}")
         request_counters: tuple = ()
         if dev.consumes and feats.shared_consumable_capacity:
             resolved = request_driven_counters(dev, qualified(req.capacity, dev.driver), pool.counter_sets)
@@ -291,7 +271,9 @@ class Search:
             if not state.add(req, dev):
                 fail(f"constraint:{state.constraint.describe()}")
                 if must:
-                    raise AllocationError(f"claim {claim.label}, request {req.name}: cannot add device {dev.name} because a claim constraint would not be satisfied ({state.constraint.describe()})")
+                    raise AllocationError(
+                        f"claim {claim.label}, request {req.name}: cannot add device {'/'.join(dev.key)} because a claim "
+                        f"constraint would not be satisfied ({state.constraint.describe()})")
                 return None
             undo_steps.append(lambda s=state: s.remove(req, dev))
         if not multi:

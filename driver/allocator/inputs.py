@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from fractions import Fraction
 from typing import Any
 
@@ -48,7 +49,8 @@ def _parse_selectors(raw: Sequence[Any] | None, where: str) -> tuple[Selector, .
         at = f"{where}[{i}].cel.expression"
         expr = ((sel or {}).get("cel") or {}).get("expression")
         if not isinstance(expr, str):
-            raise InputError(f"{at}: required (only CEL selectors are supported)")
+            # upstream: "CEL expression empty (unsupported selector type?)"
+            raise InputError(f"{at}: required (only CEL selectors are supported; CEL expression empty (unsupported selector type?))")
         selectors.append(compile_selector(expr, at))
     return tuple(selectors)
 
@@ -69,9 +71,9 @@ class Request:
     capacity: Mapping[str, Fraction] | None  # raw key -> amount; None when no capacity requests
     where: str
 
-    @property
-    def selector_key(self) -> tuple[str, tuple[str, ...]]:
-        return (self.class_name, tuple(s.expression for s in self.selectors))
+    @cached_property
+    def selector_exprs(self) -> tuple[str, ...]:
+        return tuple(s.expression for s in self.selectors)
 
 
 @dataclass(frozen=True)
@@ -102,11 +104,11 @@ def _parse_exact(raw: Mapping[str, Any], name: str, top: str, where: str) -> Req
         raise InputError(f"{where}: must be an object")
     class_name = raw.get("deviceClassName")
     if not class_name:
-        raise InputError(f"{where}.deviceClassName: required")
+        raise InputError(f"{where}.deviceClassName: required (missing device class name)")
     selectors = _parse_selectors(raw.get("selectors"), f"{where}.selectors")
     mode = raw.get("allocationMode") or "ExactCount"
     if mode not in ("ExactCount", "All"):
-        raise InputError(f"{where}.allocationMode: must be ExactCount or All, got {mode!r}")
+        raise InputError(f"{where}.allocationMode: must be ExactCount or All, got {mode!r} (unsupported count mode {mode})")
     count = raw.get("count", 1) if mode == "ExactCount" else 0
     if mode == "ExactCount" and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
         raise InputError(f"{where}.count: must be a positive integer, got {count!r}")
@@ -180,7 +182,8 @@ def parse_claim(obj: Mapping[str, Any]) -> Claim:
         where = f"{base}.constraints[{i}]"
         kinds = [k for k in ("matchAttribute", "distinctAttribute") if (con or {}).get(k)]
         if len(kinds) != 1:
-            raise InputError(f"{where}: set exactly one of matchAttribute and distinctAttribute")
+            what = "empty constraint (unsupported constraint type?)" if not kinds else "both are set"
+            raise InputError(f"{where}: set exactly one of matchAttribute and distinctAttribute ({what})")
         attribute = str(con[kinds[0]])
         if "/" not in attribute:
             raise InputError(f"{where}.{kinds[0]}: must be a fully qualified name (domain/name), got {attribute!r}")

@@ -1,21 +1,25 @@
 """Which devices a node can use: pool gathering exactly as the upstream structured allocator does it.
 
 Rules (k8s.io/dynamic-resource-allocation/structured, GatherPools/buildPool): only the newest
-generation of a pool counts; slices with shared counters always belong to the pool; other slices
-count when their nodeName / nodeSelector / allNodes / per-device selection matches the node. A pool
-whose newest generation is missing slices is incomplete (nothing is allocated from it, and "All"
-requests fail); duplicate device or counter-set names, or consumption of unknown counters, make it
-invalid. Pools are ordered by (driver, pool) and slices by name, which fixes the search order.
+generation of a pool counts; a slice counts when its nodeName / nodeSelector / allNodes / per-device
+selection matches the node, and a pool short of slices is completed from all slices of its
+generation (that is how counter slices and other nodes' devices join). A pool whose newest
+generation is missing slices is incomplete (nothing is allocated from it, and "All" requests fail);
+duplicate device or counter-set names, or consumption of unknown counters, make it invalid. Pools
+are ordered by (driver, pool), pools with binding conditions last, and slices by name, which fixes
+the search order.
 
-Gate behaviour: without DRAPartitionableDevices, slices with sharedCounters or per-device node
-selection are ignored; without DRADeviceCompatibilityGroups, a slice in which any device declares
-compatibility groups is ignored, which leaves its pool incomplete (the 1.37 scheduler behaviour).
+Gate behaviour: without DRAPartitionableDevices, counter slices and per-device-node-selection
+slices do not target the node but still count for completeness (upstream), so only the devices
+that consume counters (rejected per candidate) or select nodes per device are lost; without
+DRADeviceCompatibilityGroups, a slice in which any device declares compatibility groups is ignored
+entirely, which leaves its pool incomplete (the 1.37 scheduler behaviour).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,28 +89,41 @@ class Pool:
     incomplete: bool = False
     invalid: str | None = None
     devices: list[DeviceInfo] = field(default_factory=list)  # targeting the node, in search order
-    other_devices: list[DeviceInfo] = field(default_factory=list)  # same pool, other nodes (for counters)
+    # Same pool, not for this node: devices of slices targeting it whose own node selection does
+    # not match (`elsewhere`), and devices of slices targeting other nodes (`other_devices`). Both
+    # still draw from the pool's counters when allocated.
+    elsewhere: list[DeviceInfo] = field(default_factory=list)
+    other_devices: list[DeviceInfo] = field(default_factory=list)
     counter_sets: dict[str, dict[str, Counter]] = field(default_factory=dict)
     slice_specs: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # slice name -> spec
+    binding_conditions: bool = False  # a device for this node has bindingConditions: searched last
+    # Every device of the pool in upstream's walk order (slices for the node by name, each slice's
+    # devices in order, then the pool's other slices): allocated devices' compatibility groups
+    # are folded in this order (compatibilityGroupsBaselineForPool), which decides the outcome
+    # when a driver re-published allocated devices with clashing groups.
+    in_order: list[DeviceInfo] = field(default_factory=list)
+    note: str | None = None  # why an incomplete pool is incomplete, when it is not just a short pool
 
     @property
     def label(self) -> str:
         return f"{self.driver}/{self.name}"
 
+    def position(self) -> dict[tuple[str, str, str], int]:
+        """Device key -> index in `in_order` (built once; pools are immutable once gathered)."""
+        found = self.__dict__.get("_position")
+        if found is None:
+            found = self.__dict__["_position"] = {dev.key: i for i, dev in enumerate(self.in_order)}
+        return found
+
     def counter_totals(self) -> dict[CounterKey, dict[str, Counter]]:
         return {(self.driver, self.name, cs): counters for cs, counters in self.counter_sets.items()}
 
 
-def _slice_declares_groups(spec: Mapping[str, Any]) -> bool:
-    return any(
-        c.get("compatibilityGroups") for d in spec.get("devices") or () for c in (d.get("consumesCounters") or ())
-    )
-
-
-def _relevant(name: str, spec: Mapping[str, Any], node: Node, features: Features) -> bool:
+def _relevant(name: str, spec: Mapping[str, Any], node: Node) -> bool:
+    """Whether a slice targets the node (upstream GatherPools): by its own node selection, or, with
+    per-device node selection, when any of its devices does. A slice that sets none of these (a
+    future kind of selection) is not used."""
     where = f"ResourceSlice {name}: spec"
-    if spec.get("sharedCounters"):
-        return True
     if spec.get("nodeName") or spec.get("allNodes") or spec.get("nodeSelector") is not None:
         return node_matches(node, spec.get("nodeName"), bool(spec.get("allNodes")), spec.get("nodeSelector"), f"{where}.nodeSelector")
     if spec.get("perDeviceNodeSelection"):
@@ -114,96 +131,199 @@ def _relevant(name: str, spec: Mapping[str, Any], node: Node, features: Features
             node_matches(node, d.get("nodeName"), bool(d.get("allNodes")), d.get("nodeSelector"), f"{where}.devices[{i}].nodeSelector")
             for i, d in enumerate(spec.get("devices") or ())
         )
-    return False  # an unknown future kind of node selection: not usable
+    return False
 
 
-def gather_pools(slices: Sequence[tuple[str, Mapping[str, Any]]], node: Node, features: Features) -> list[Pool]:
-    """Pools usable from `node`, from (slice name, spec) pairs, in upstream search order."""
-    usable: list[tuple[str, Mapping[str, Any]]] = []
-    for name, spec in slices:
+
+
+class ParsedSlice:
+    """A ResourceSlice as the allocator reads it: devices and counter sets parsed once, on first use.
+
+    Immutable once parsed, so a scheduler that keeps ResourceSlice objects between cycles can keep
+    these too (AllocatorCache keys them by the slice object and its pool generation).
+    """
+
+    __slots__ = ("name", "spec", "_devices", "_counter_sets", "_groups")
+
+    def __init__(self, name: str, spec: Mapping[str, Any]):
+        self.name = name
+        self.spec = spec
+        self._devices: tuple[DeviceInfo, ...] | None = None
+        self._counter_sets: dict[str, dict[str, Counter]] | None = None
+        self._groups: bool | None = None
+
+    @property
+    def devices(self) -> tuple[DeviceInfo, ...]:
+        if self._devices is None:
+            self._devices = tuple(parse_device(self.spec, i, self.name) for i in range(len(self.spec.get("devices") or ())))
+        return self._devices
+
+    @property
+    def counter_sets(self) -> dict[str, dict[str, Counter]]:
+        if self._counter_sets is None:
+            self._counter_sets = parse_counter_sets(self.spec, self.name)
+        return self._counter_sets
+
+    @property
+    def declares_groups(self) -> bool:
+        if self._groups is None:
+            self._groups = any(
+                c.get("compatibilityGroups") for d in self.spec.get("devices") or () for c in (d.get("consumesCounters") or ())
+            )
+        return self._groups
+
+    @property
+    def driver(self) -> str:
+        return self.spec["driver"]
+
+    @property
+    def pool_name(self) -> str:
+        return self.spec["pool"]["name"]
+
+    @property
+    def generation(self) -> int:
+        return int(self.spec["pool"].get("generation", 0))
+
+
+def gather_pools(slices: Sequence[ParsedSlice], node: Node, features: Features) -> list[Pool]:
+    """Pools usable from `node`, in upstream search order.
+
+    Mirrors upstream GatherPools: the slices targeting the node are grouped by pool (newest
+    generation wins); a pool with fewer slices than `resourceSliceCount` is looked up again among
+    *all* slices of that generation (a newer generation anywhere means the pool is being replaced
+    and is ignored; still too few means incomplete). Pools whose devices have binding conditions
+    come after all others; each group is sorted by (driver, pool).
+    """
+    dropped: set[tuple[str, str]] = set()
+    ignored: dict[tuple[str, str], str] = {}  # pool -> first slice (by name) ignored for its groups
+    if not features.compatibility_groups:
+        # The 1.37 scheduler without the gate ignores such slices entirely, leaving the pool short
+        # ("treated as belonging to an incomplete pool", kubernetes.io DRA page; upstream
+        # structured/internal/*/compatibility_groups.go sliceUsesCompatibilityGroups: only a
+        # non-empty list counts, and whether any device is allocated does not matter).
+        kept = []
+        for ps in slices:
+            if ps.declares_groups:
+                pid = (ps.driver, ps.pool_name)
+                if pid not in ignored or ps.name < ignored[pid]:
+                    ignored[pid] = ps.name
+                if _relevant(ps.name, ps.spec, node):
+                    dropped.add(pid)
+                continue
+            kept.append(ps)
+        slices = kept
+
+    def short_pool(driver: str, pool_name: str) -> Pool:
+        name = ignored.get((driver, pool_name))
+        note = (f"slice {name} declares compatibilityGroups, which kube-scheduler ignores while "
+                "DRADeviceCompatibilityGroups is off") if name else None
+        return Pool(driver, pool_name, incomplete=True, note=note)
+
+    by_pool: dict[tuple[str, str], list[ParsedSlice]] = {}
+    for ps in slices:
+        spec = ps.spec
         if not features.partitionable_devices and (spec.get("perDeviceNodeSelection") is not None or spec.get("sharedCounters")):
             continue
-        if not features.compatibility_groups and _slice_declares_groups(spec):
+        if not _relevant(ps.name, spec, node):
             continue
-        usable.append((name, spec))
-
-    by_pool: dict[tuple[str, str], list[tuple[str, Mapping[str, Any]]]] = {}
-    for name, spec in usable:
-        if not _relevant(name, spec, node, features):
-            continue
-        pid = (spec["driver"], spec["pool"]["name"])
+        pid = (ps.driver, ps.pool_name)
         current = by_pool.get(pid)
-        gen = int(spec["pool"].get("generation", 0))
-        if current is None or gen > int(current[0][1]["pool"].get("generation", 0)):
-            by_pool[pid] = [(name, spec)]
-        elif gen == int(current[0][1]["pool"].get("generation", 0)):
-            current.append((name, spec))
+        if current is None or ps.generation > current[0].generation:
+            by_pool[pid] = [ps]
+        elif ps.generation == current[0].generation:
+            current.append(ps)
 
-    pools: list[Pool] = []
+    plain: list[Pool] = []
+    with_conditions: list[Pool] = []
     for (driver, pool_name), members in by_pool.items():
-        gen = int(members[0][1]["pool"].get("generation", 0))
-        want = int(members[0][1]["pool"].get("resourceSliceCount", 0) or 0)
-        all_members = members
+        gen = members[0].generation
+        want = int(members[0].spec["pool"].get("resourceSliceCount", 0) or 0)
+        all_members = None
         if len(members) != want:
-            same_pool = [(n, s) for n, s in usable if s["driver"] == driver and s["pool"]["name"] == pool_name]
-            if any(int(s["pool"].get("generation", 0)) > gen for _, s in same_pool):
+            same_pool = [ps for ps in slices if ps.driver == driver and ps.pool_name == pool_name]
+            if any(ps.generation > gen for ps in same_pool):
                 continue  # the driver is replacing this generation: ignore the old one
-            all_members = [(n, s) for n, s in same_pool if int(s["pool"].get("generation", 0)) == gen]
+            all_members = [ps for ps in same_pool if ps.generation == gen]
             if len(all_members) != want:
-                pools.append(Pool(driver, pool_name, incomplete=True))
+                plain.append(short_pool(driver, pool_name))
                 continue
-        pools.append(_build_pool(driver, pool_name, members, all_members, node, features))
-    pools.sort(key=lambda p: (p.driver, p.name))
-    return pools
+        pool = _build_pool(driver, pool_name, members, all_members, node, features)
+        (with_conditions if pool.binding_conditions else plain).append(pool)
+    for driver, pool_name in dropped - set(by_pool):
+        plain.append(short_pool(driver, pool_name))
+    plain.sort(key=lambda p: (p.driver, p.name))
+    with_conditions.sort(key=lambda p: (p.driver, p.name))
+    return plain + with_conditions
 
 
-def _build_pool(driver: str, pool_name: str, members, all_members, node: Node, features: Features) -> Pool:
+def _build_pool(driver: str, pool_name: str, members: list[ParsedSlice], all_members: list[ParsedSlice] | None,
+                node: Node, features: Features) -> Pool:
     pool = Pool(driver, pool_name)
-    members = sorted(members, key=lambda m: m[0])
-    member_names = {n for n, _ in members}
-    seen_devices: set[str] = set()
-    for name, spec in members:
-        pool.slice_specs[name] = spec
+    members = sorted(members, key=lambda m: m.name)
+    counter_slices: list[ParsedSlice] = []
+    for ps in members:
+        spec = ps.spec
+        pool.slice_specs[ps.name] = spec
         if features.partitionable_devices and spec.get("sharedCounters"):
-            for cs_name, counters in parse_counter_sets(spec, name).items():
-                if cs_name in pool.counter_sets:
-                    pool.invalid = f"duplicate counter set name {cs_name}"
-                pool.counter_sets[cs_name] = counters
+            counter_slices.append(ps)
             continue
         per_device = bool(spec.get("perDeviceNodeSelection"))
-        for i, raw in enumerate(spec.get("devices") or ()):
-            info = parse_device(spec, i, name)
-            if info.name in seen_devices:
-                pool.invalid = f"duplicate device name {info.name}"
-            seen_devices.add(info.name)
+        pool.in_order.extend(ps.devices)
+        for i, info in enumerate(ps.devices):
+            if info.binding_conditions is not None:
+                pool.binding_conditions = True
             if per_device:
-                where = f"ResourceSlice {name}: spec.devices[{i}].nodeSelector"
+                raw = info.raw
+                where = f"ResourceSlice {ps.name}: spec.devices[{i}].nodeSelector"
                 if not node_matches(node, raw.get("nodeName"), bool(raw.get("allNodes")), raw.get("nodeSelector"), where):
-                    pool.other_devices.append(info)
+                    pool.elsewhere.append(info)
                     continue
             pool.devices.append(info)
-    for name, spec in sorted(all_members, key=lambda m: m[0]):
-        if name in member_names or spec.get("sharedCounters"):
-            continue
-        for i in range(len(spec.get("devices") or ())):
-            pool.other_devices.append(parse_device(spec, i, name))
-    if features.partitionable_devices and pool.invalid is None:
-        for info in pool.devices + pool.other_devices:
-            for cons in info.consumes:
-                counters = pool.counter_sets.get(cons.counter_set)
-                if counters is None:
-                    pool.invalid = f"counter set {cons.counter_set} not found"
-                    break
-                missing = [c for c in list(cons.static) + list(cons.value_from) if c not in counters]
-                if missing:
-                    pool.invalid = f"counter {missing[0]} not found in counter set {cons.counter_set}"
-                    break
+    if all_members is not None:
+        taken = {id(ps) for ps in members}
+        for ps in all_members:
+            if id(ps) in taken:
+                continue
+            if features.partitionable_devices and ps.spec.get("sharedCounters"):
+                counter_slices.append(ps)
+                continue
+            pool.other_devices.extend(ps.devices)
+        pool.in_order.extend(pool.other_devices)
+    seen: set[str] = set()
+    for info in pool.devices + pool.elsewhere:
+        if info.name in seen:
+            pool.invalid = f"duplicate device name {info.name}"
+            return pool
+        seen.add(info.name)
+    if not features.partitionable_devices:
+        return pool
+    for ps in counter_slices:
+        for cs_name, counters in ps.counter_sets.items():
+            if cs_name in pool.counter_sets:
+                pool.invalid = f"duplicate counter set name {cs_name}"
+                return pool
+            pool.counter_sets[cs_name] = counters
+    for info in pool.devices + pool.elsewhere + pool.other_devices:
+        for cons in info.consumes:
+            counters = pool.counter_sets.get(cons.counter_set)
+            if counters is None:
+                pool.invalid = f"counter set {cons.counter_set} not found"
+                return pool
+            missing = [c for c in list(cons.static) + list(cons.value_from) if c not in counters]
+            if missing:
+                pool.invalid = f"counter {missing[0]} not found in counter set {cons.counter_set}"
+                return pool
     return pool
 
 
-def index_slices(slices: Sequence[Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any]]]:
-    """(name, spec) pairs from ResourceSlice objects (or bare specs), checking the fields pools need."""
+def index_slices(slices: Sequence[Mapping[str, Any]], parse: Callable[[str, Mapping[str, Any]], ParsedSlice] = ParsedSlice) -> list[ParsedSlice]:
+    """ParsedSlices from ResourceSlice objects (or bare specs), checking the fields pools need.
+
+    `parse(name, spec)` makes (or, in AllocatorCache, looks up) the ParsedSlice of one slice.
+    Counter sets are checked for every slice, used by this node or not, so bad input is reported.
+    """
     out = []
+    bare = []
     for i, obj in enumerate(slices):
         spec = obj.get("spec") if "spec" in obj else obj
         name = (obj.get("metadata") or {}).get("name") or f"slice-{i}"
@@ -221,18 +341,25 @@ def index_slices(slices: Sequence[Mapping[str, Any]]) -> list[tuple[str, Mapping
                 raise InputError(f"{where}.pool.{key}: must be a non-negative integer, got {value!r}")
         if spec.get("devices") is not None and not isinstance(spec.get("devices"), list):
             raise InputError(f"{where}.devices: must be a list")
-        out.append((name, spec))
-    # Bare specs (e.g. from driver.slices.render_pool) carry no generation/count: treat the slices
-    # given for a pool as the whole pool.
-    sizes: dict[tuple[str, str], int] = defaultdict(int)
-    for _, spec in out:
-        sizes[(spec["driver"], spec["pool"]["name"])] += 1
-    for i, (name, spec) in enumerate(out):
-        pool = spec["pool"]
         if "resourceSliceCount" not in pool or "generation" not in pool:
+            bare.append(len(out))
+        out.append((name, spec))
+    if bare:
+        # Bare specs (e.g. from driver.slices.render_pool) carry no generation/count: treat the
+        # slices given for a pool as the whole pool.
+        sizes: dict[tuple[str, str], int] = defaultdict(int)
+        for _, spec in out:
+            sizes[(spec["driver"], spec["pool"]["name"])] += 1
+        for i in bare:
+            name, spec = out[i]
+            pool = spec["pool"]
             filled = {"generation": 0, "resourceSliceCount": sizes[(spec["driver"], pool["name"])], **pool}
             out[i] = (name, {**spec, "pool": filled})
-    return out
+    parsed = [parse(name, spec) for name, spec in out]
+    for ps in parsed:
+        if ps.spec.get("sharedCounters"):
+            _ = ps.counter_sets  # parsed (and so checked) once, also for slices no node uses
+    return parsed
 
 
 def counter_totals(pools: Sequence[Pool]) -> dict[CounterKey, dict[str, Counter]]:
@@ -240,3 +367,37 @@ def counter_totals(pools: Sequence[Pool]) -> dict[CounterKey, dict[str, Counter]
     for pool in pools:
         totals.update(pool.counter_totals())
     return totals
+
+
+@dataclass
+class NodeView:
+    """Everything the search needs about one node's pools, derived from the slices alone.
+
+    Depends only on the slices, the node and the gates, never on allocations, so it can be reused
+    for every scheduling cycle until a slice changes (AllocatorCache).
+    """
+
+    pools: list[Pool]
+    index: dict[tuple[str, str, str], tuple[DeviceInfo, Pool]]  # every device of the pools, for accounting
+    flat: list[tuple[Pool, DeviceInfo]]  # usable devices in search order
+    offsets: list[int]  # where each pool starts in `flat`
+    totals: dict[CounterKey, dict[str, Counter]]
+    locations: list[tuple[int, int]] = field(default_factory=list)  # (pool index, device index) per `flat` entry
+    # Candidates per selector set (Allocator.candidates); pure functions of the view, kept with it.
+    memo: dict = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, slices: Sequence[ParsedSlice], node: Node, features: Features) -> NodeView:
+        pools = gather_pools(slices, node, features)
+        index: dict[tuple[str, str, str], tuple[DeviceInfo, Pool]] = {}
+        flat: list[tuple[Pool, DeviceInfo]] = []
+        offsets: list[int] = []
+        locations: list[tuple[int, int]] = []
+        for pi, pool in enumerate(pools):
+            for dev in pool.devices + pool.elsewhere + pool.other_devices:
+                index[dev.key] = (dev, pool)
+            offsets.append(len(flat))
+            if not (pool.incomplete or pool.invalid):
+                flat.extend((pool, dev) for dev in pool.devices)
+                locations.extend((pi, dj) for dj in range(len(pool.devices)))
+        return cls(pools, index, flat, offsets, counter_totals(pools), locations)

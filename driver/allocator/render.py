@@ -1,9 +1,10 @@
 """Render search placements as `status.allocation` in the resource.k8s.io/v1 shape.
 
 Results carry request (or request/subrequest), driver, pool, device, plus adminAccess, tolerations,
-shareID and consumedCapacity as upstream writes them, and `consumedCounters` (KEP-5941) when the
+shareID, consumedCapacity and (with the binding-condition gates) bindingConditions /
+bindingFailureConditions as upstream writes them, and `consumedCounters` (KEP-5941) when the
 device has request-driven counters. Class and claim configs are copied like upstream; the node
-selector pins the claim to the node when any device is node-local.
+selector pins the claim to the node when any device is node-local or binds to its node.
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ def _result(alloc: Any, p: Placement) -> dict[str, Any]:
         }
     if p.request_counters:
         out["consumedCounters"] = consumed_counters_field(p.request_counters, p.pool.counter_sets)
+    if alloc.binding_conditions:
+        # The scheduler waits for these device conditions before binding the pod (KEP-5007).
+        if dev.binding_conditions is not None:
+            out["bindingConditions"] = list(dev.binding_conditions)
+        if dev.binding_failure_conditions is not None:
+            out["bindingFailureConditions"] = list(dev.binding_failure_conditions)
     return out
 
 
@@ -44,7 +51,7 @@ def _node_selector(alloc: Any, placements: list[Placement]) -> dict[str, Any] | 
     for p in placements:
         spec = p.pool.slice_specs.get(p.device.slice_name, {})
         source: Mapping[str, Any] = p.device.raw if spec.get("perDeviceNodeSelection") else spec
-        if source.get("nodeName"):
+        if source.get("nodeName") or p.device.binds_to_node:
             return {"nodeSelectorTerms": [{"matchFields": [
                 {"key": "metadata.name", "operator": "In", "values": [alloc.node.name]}]}]}
         selector = source.get("nodeSelector")

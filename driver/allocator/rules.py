@@ -109,7 +109,7 @@ class CounterLedger:
     def add(self, key: CounterKey, amounts: Mapping[str, Fraction], sign: int = 1) -> None:
         used = self.used[key]
         for name, amount in amounts.items():
-            used[name] = used.get(name, Fraction(0)) + sign * amount
+            used[name] = used.get(name, 0) + sign * amount
 
     def over(self, key: CounterKey) -> list[str]:
         """Names of counters of this set whose use exceeds the total (or that do not exist)."""
@@ -163,6 +163,29 @@ def request_driven_counters(
             amounts[cname] = amount
         out.append((cons.counter_set, amounts))
     return tuple(out)
+
+
+def counter_policy_shortfall(
+    device: DeviceInfo, capacity_requests: Mapping[str, Fraction], counter_sets: Mapping[str, Mapping[str, Counter]]
+) -> str | None:
+    """Why `request_driven_counters` said no: the counter, what was asked and what its policy allows."""
+    for cons in device.consumes:
+        counters = counter_sets.get(cons.counter_set, {})
+        for cname, cap_name in cons.value_from.items():
+            counter = counters.get(cname)
+            if counter is None:
+                return f"counter {cname} of counter set {cons.counter_set} is not defined"
+            requested = None
+            for key, value in capacity_requests.items():
+                if qualify(key, device.driver) == qualify(cap_name, device.driver):
+                    requested = value
+            amount = consumed_amount(requested, counter.value, counter.policy)
+            if counter.policy is not None and counter.policy.violated_by(amount):
+                asked = format_quantity(requested if requested is not None else amount, like=counter.text)
+                rounded = f" (rounded to {format_quantity(amount, like=counter.text)})" if requested is not None and amount != requested else ""
+                return (f"counter {cname} of counter set {cons.counter_set}: asks {asked}{rounded} via capacity "
+                        f"{cap_name}, requestPolicy allows {counter.policy.describe(counter.text)}")
+    return None
 
 
 def consumed_counters_field(

@@ -19,7 +19,8 @@ from driver.allocator.explain import explain_failure
 from driver.allocator.inputs import (
     MAX_RESULTS, Claim, DeviceClass, Request, allocated_results, claim_label, parse_claim, parse_class,
 )
-from driver.allocator.pools import Node, Pool, counter_totals, gather_pools, index_slices
+from driver.allocator.cache import AllocatorCache
+from driver.allocator.pools import Node, NodeView, Pool, index_slices
 from driver.allocator.render import render_allocation
 from driver.allocator.rules import CounterLedger, GroupIntersection, parse_consumed_counters
 from driver.celexpr import CelRuntimeError, device_variable
@@ -40,9 +41,12 @@ class Allocator:
         features: Features = Features(),
         allocated: Sequence[Mapping[str, Any]] = (),
         budget: int = DEFAULT_BUDGET,
+        cache: AllocatorCache | None = None,
     ):
         self.node = node if isinstance(node, Node) else Node(str(node))
         self.features = features
+        # Upstream's DeviceBindingAndStatus: binding conditions need both gates.
+        self.binding_conditions = features.binding_conditions and features.device_status
         self.budget = budget
         if isinstance(classes, Mapping):
             self.classes = dict(classes)
@@ -51,47 +55,80 @@ class Allocator:
             for obj in classes:
                 cls = parse_class(obj)
                 self.classes[cls.name] = cls
-        self.pools: list[Pool] = gather_pools(index_slices(slices), self.node, features)
-        self.index: dict[DeviceKey, tuple[DeviceInfo, Pool]] = {}
-        for pool in self.pools:
-            for dev in pool.devices + pool.other_devices:
-                self.index[dev.key] = (dev, pool)
+        # A class is known to selector memos by its expressions, so an edited class is re-evaluated.
+        self._class_keys = {name: tuple(s.expression for s in cls.selectors) for name, cls in self.classes.items()}
+        if cache is not None:
+            view = cache.node_view(index_slices(slices, cache.parsed), self.node, features)
+        else:
+            view = NodeView.build(index_slices(slices), self.node, features)
+        self.pools: list[Pool] = view.pools
+        self.index: dict[DeviceKey, tuple[DeviceInfo, Pool]] = view.index
         # Usable devices in search order, and where each pool starts in that order (for pruning).
-        self.flat: list[tuple[Pool, DeviceInfo]] = []
-        self.offsets: list[int] = []
-        for pool in self.pools:
-            self.offsets.append(len(self.flat))
-            if not (pool.incomplete or pool.invalid):
-                self.flat.extend((pool, dev) for dev in pool.devices)
-        self.ledger = CounterLedger(counter_totals(self.pools))
+        self.flat: list[tuple[Pool, DeviceInfo]] = view.flat
+        self.offsets: list[int] = view.offsets
+        self.view = view
+        self.ledger = CounterLedger(view.totals)
         self.state = SearchState()
         self._charged: set[DeviceKey] = set()
-        self._match: dict[tuple, bool] = {}
-        self._vars: dict[DeviceKey, dict] = {}
-        self._caps: dict[DeviceKey, dict[str, Capacity]] = {}
         self._over: dict[tuple[str, str], str | None] = {}
+        # Allocated devices whose compatibility groups bind their counter sets, per pool; the
+        # pool's group state is refolded from them (in upstream order) when they change.
+        self._holders: dict[tuple[str, str], tuple[Pool, dict[DeviceKey, DeviceInfo]]] = {}
+        self._stale_groups: set[tuple[str, str]] = set()
         for obj in allocated:
             self.commit_existing(obj)
+        self._fold_holders()
 
     # ---- helpers used by the search -----------------------------------------------------------
     def caps(self, dev: DeviceInfo) -> dict[str, Capacity]:
-        caps = self._caps.get(dev.key)
+        caps = dev.memo.get("caps")
         if caps is None:
-            caps = self._caps[dev.key] = dev.capacity_by_qualified_name()
+            caps = dev.memo["caps"] = dev.capacity_by_qualified_name()
         return caps
 
     def selectable(self, claim: Claim, req: Request, dev: DeviceInfo) -> bool:
-        key = (dev.key, req.selector_key)
-        hit = self._match.get(key)
+        """Whether the device passes the class and request selectors (and the binding-condition gate).
+
+        Results are kept on the parsed device, keyed by the selector expressions: they depend on
+        nothing else, so they survive as long as the parsed slice does (AllocatorCache).
+        """
+        if dev.binding_conditions and not self.binding_conditions:
+            return False  # upstream: such devices are not supported while the gates are off
+        memo = dev.memo
+        key = (self._class_keys[req.class_name], req.selector_exprs)
+        hit = memo.get(key)
         if hit is None:
-            variable = self._vars.get(dev.key)
+            variable = memo.get("cel")
             if variable is None:
                 try:
-                    variable = self._vars[dev.key] = device_variable(dev.driver, dev.raw)
+                    variable = memo["cel"] = device_variable(dev.driver, dev.raw)
                 except CelRuntimeError as exc:  # an attribute the API server would have rejected
                     raise InputError(f"ResourceSlice {dev.slice_name}: device {dev.name}: {exc}") from None
-            hit = self._match[key] = selector_matches(claim, req, self.classes[req.class_name], dev, variable)
+            hit = memo[key] = selector_matches(claim, req, self.classes[req.class_name], dev, variable)
         return hit
+
+    def candidates(self, claim: Claim, req: Request) -> tuple[list[int], list[tuple[int, int, Pool, DeviceInfo]]]:
+        """Devices that may match the request, in search order: (flat positions, (pool index,
+        device index, pool, device)). The search walks these instead of every device.
+
+        A device whose selectors fail to evaluate stays in the list, so the error is raised when
+        (and only if) the search reaches it, as upstream evaluates selectors lazily.
+        """
+        key = (self._class_keys[req.class_name], req.selector_exprs)
+        found = self.view.memo.get(key)
+        if found is None:
+            positions: list[int] = []
+            entries: list[tuple[int, int, Pool, DeviceInfo]] = []
+            for pos, ((pool, dev), (pi, dj)) in enumerate(zip(self.flat, self.view.locations)):
+                try:
+                    ok = self.selectable(claim, req, dev)
+                except (AllocationError, InputError):
+                    ok = True  # re-evaluated (and raised) when reached
+                if ok:
+                    positions.append(pos)
+                    entries.append((pi, dj, pool, dev))
+            found = self.view.memo[key] = (positions, entries)
+        return found
 
     def fold_groups(self, dev: DeviceInfo, undo: list[Callable[[], None]]) -> str | None:
         """Admit `dev` into the rolling group intersection of each counter set it uses, or name the blocker."""
@@ -166,34 +203,95 @@ class Allocator:
                 self.state.in_use.add(key)
             found = self.index.get(key)
             if found is None:
-                continue
-            dev, _ = found
-            if key not in self._charged and self.features.partitionable_devices:
-                self._charged.add(key)
-                for cons in dev.consumes:
-                    ckey = dev.counter_key(cons.counter_set)
-                    self.ledger.add(ckey, cons.static)
-                    if self.features.compatibility_groups:
-                        self.state.groups[ckey] = self.state.groups.get(ckey, GroupIntersection()).add(cons.groups)
-                    elif cons.groups:
-                        self.state.grouped_sets.add(ckey)
+                continue  # no longer published: charges no counters and holds no groups (upstream)
+            request_counters = ()
             if self.features.shared_consumable_capacity and self.features.partitionable_devices:
-                for counter_set, amounts in parse_consumed_counters(r.get("consumedCounters"), where):
-                    self.ledger.add((key[0], key[1], counter_set), amounts)
+                request_counters = parse_consumed_counters(r.get("consumedCounters"), where)
+            self._charge_allocated(*found, request_counters)
         self._over.clear()
 
-    def _commit(self, placements: list[Placement]) -> None:
+    def _charge_allocated(self, dev: DeviceInfo, pool: Pool, request_counters) -> None:
+        """What an allocated (non-admin) device holds for later cycles: its static counters once
+        per device, its request-driven counters per result, and its groups on its counter sets."""
+        key = dev.key
+        if key not in self._charged and self.features.partitionable_devices:
+            self._charged.add(key)
+            for cons in dev.consumes:
+                self.ledger.add(dev.counter_key(cons.counter_set), cons.static)
+            self._hold_groups(dev, pool, refold=True)
+        for counter_set, amounts in request_counters:
+            self.ledger.add((key[0], key[1], counter_set), amounts)
+
+    def _hold_groups(self, dev: DeviceInfo, pool: Pool, refold: bool) -> None:
+        if dev.consumes and self.features.compatibility_groups:
+            pid = (pool.driver, pool.name)
+            self._holders.setdefault(pid, (pool, {}))[1][dev.key] = dev
+            if refold:
+                self._stale_groups.add(pid)
+
+    def _fold_holders(self) -> None:
+        """Recompute the group state allocated devices impose, for the pools whose holders changed.
+
+        Upstream (compatibilityGroupsBaselineForPool) walks the pool's devices in order and folds
+        each allocated device's groups in with `add`, without an admission check, reading the
+        groups live from the slice. Order only matters when a driver re-published allocated
+        devices with clashing groups, and then the first one in pool order decides.
+        """
+        groups = self.state.groups
+        for pid in self._stale_groups:
+            for ckey in [k for k in groups if k[0] == pid[0] and k[1] == pid[1]]:
+                del groups[ckey]
+            pool, held = self._holders[pid]
+            position = pool.position()
+            for dev in sorted(held.values(), key=lambda d: position.get(d.key, -1)):
+                for cons in dev.consumes:
+                    ckey = dev.counter_key(cons.counter_set)
+                    groups[ckey] = groups.get(ckey, GroupIntersection()).add(cons.groups)
+        self._stale_groups.clear()
+
+    def _commit(self, search: Search) -> None:
+        """Keep a successful attempt as the next cycle would see it.
+
+        The search's own bookkeeping (counters, groups, marks) is undone and the placements are
+        charged the way existing allocations are: an adminAccess placement then holds nothing,
+        exactly as kube-scheduler does not count adminAccess results as allocated
+        (dynamicresources foreachAllocatedDevice), and groups are refolded in pool order.
+        """
+        placements = [p for results in search.results for p in results]
+        if not any(p.request.admin_access for p in placements):
+            # Fast path, same outcome: without adminAccess placements the search's counters and
+            # group state are exactly what the next cycle charges, because every placement was
+            # admitted against that state (refolding them in pool order gives the same groups).
+            for p in placements:
+                key = p.device.key
+                if p.share_id is not None:
+                    self.state.shared.add(key)
+                    bucket = self.state.capacity_used.setdefault(key, {})
+                    for name, amount in (p.consumed_capacity or {}).items():
+                        bucket[name] = bucket.get(name, 0) + amount
+                else:
+                    self.state.in_use.add(key)
+                if p.device.consumes and key not in self._charged and self.features.partitionable_devices:
+                    self._charged.add(key)
+                    self._hold_groups(p.device, p.pool, refold=False)
+            self._over.clear()
+            return
+        search.rollback()
         for p in placements:
+            if p.request.admin_access:
+                continue
             key = p.device.key
             if p.share_id is not None:
                 self.state.shared.add(key)
                 bucket = self.state.capacity_used.setdefault(key, {})
                 for name, amount in (p.consumed_capacity or {}).items():
                     bucket[name] = bucket.get(name, 0) + amount
-            elif not p.request.admin_access:
+            else:
                 self.state.in_use.add(key)
-            if p.device.consumes and not p.request.admin_access:
-                self._charged.add(key)
+            if p.device.consumes:
+                self._charge_allocated(p.device, p.pool, p.request_counters)
+        self._over.clear()
+        self._fold_holders()
 
     # ---- public --------------------------------------------------------------------------------
     def check_claim(self, claim: Claim) -> None:
@@ -206,9 +304,10 @@ class Allocator:
                 if claim.has_first_available and not self.features.prioritized_list:
                     raise AllocationError(f"claim {claim.label}, request {req.top}: has subrequests, but the DRAPrioritizedList feature is disabled")
                 if req.capacity is not None and not self.features.consumable_capacity:
-                    raise AllocationError(f"claim {claim.label}, request {req.name}: has capacity requests, but the DRAConsumableCapacity feature is disabled")
+                    what = f"subrequest {req.name.split('/', 1)[1]}" if req.name != req.top else f"request {req.name}"
+                    raise AllocationError(f"claim {claim.label}, {what}: has capacity requests, but the DRAConsumableCapacity feature is disabled")
                 if req.has_admin_access and not self.features.admin_access:
-                    raise AllocationError(f"claim {claim.label}, request {req.name}: admin access is requested, but the DRAAdminAccess feature is disabled")
+                    raise AllocationError(f"claim {claim.label}, request {req.name}: admin access is requested, but the feature is disabled (DRAAdminAccess)")
                 if req.class_name not in self.classes:
                     raise AllocationError(f"claim {claim.label}, request {req.name}: could not retrieve device class {req.class_name}: not found")
 
@@ -222,15 +321,18 @@ class Allocator:
             self.check_claim(claim)
         search = Search(self, parsed)
         if not search.run():
+            if search.max_results_claim is not None:
+                claim = parsed[search.max_results_claim]
+                raise AllocationError(f"claim {claim.label}: the devices to allocate exceed the claim limit of "
+                                      f"{MAX_RESULTS} results (allocation max size exceeded)")
+            invalid = [p for p in self.pools if p.invalid]
             if not explain:
                 labels = ", ".join(c.label for c in parsed)
-                raise AllocationError(f"claim {labels}: cannot be allocated on node {self.node.name}")
-            invalid = [p for p in self.pools if p.invalid]
+                note = "; invalid resource pools were encountered" if invalid else ""
+                raise AllocationError(f"claim {labels}: cannot be allocated on node {self.node.name}{note}")
             raise AllocationError(explain_failure(self, parsed, invalid))
-        out = []
-        for ci, claim in enumerate(parsed):
-            out.append(render_allocation(self, claim, search.results[ci], search.selected, ci))
-            self._commit(search.results[ci])
+        out = [render_allocation(self, claim, search.results[ci], search.selected, ci) for ci, claim in enumerate(parsed)]
+        self._commit(search)
         self.state.allocating.clear()
         self.state.allocating_capacity.clear()
         return out

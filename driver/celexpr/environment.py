@@ -177,10 +177,17 @@ def _attribute_value(value: Mapping[str, Any]) -> Any:
             return semver_value(str(value["version"]))
         except (CelValueError, ValueError):
             raise CelRuntimeError(f"invalid semantic version {value['version']!r}") from None
-    for key in ("ints", "bools", "strings", "versions"):
-        if key in value:
-            return list(value[key])
-    raise CelRuntimeError(f"unsupported attribute value {dict(value)!r}")
+    if "versions" in value and value["versions"]:
+        try:
+            return [semver_value(str(v)) for v in value["versions"]]
+        except (CelValueError, ValueError):
+            raise CelRuntimeError(f"invalid semantic version in {value['versions']!r}") from None
+    for key in ("ints", "bools", "strings"):
+        if value.get(key):
+            items = list(value[key])
+            return [int(v) for v in items] if key == "ints" else [bool(v) for v in items] if key == "bools" else [str(v) for v in items]
+    raise CelRuntimeError(f"unsupported attribute value {dict(value)!r} (needs one of bool, int, string, version, "
+                          "or a non-empty bools, ints, strings, versions list)")
 
 
 def device_variable(driver: str, device: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,10 +1,16 @@
 """`fake-dra allocate`: would these claims fit on this node? The reference allocator from the command line.
 
 Reads multi-document YAML files (DeviceClass, ResourceSlice, ResourceClaim, Node; other kinds are
-ignored with a warning), allocates the claims without `status.allocation` in file order and prints
-the newly allocated claims as YAML. Exit 0 when all were allocated, 1 with the reason on stderr when
-one cannot be (earlier claims are still printed) or the node has no ResourceSlice at all, 2 for
-invalid input (including no claim to allocate, or no slice with devices).
+ignored with a warning). Claims with `status.allocation` are in use. The claims without it are one
+pod's claims: they are allocated together in one search, as kube-scheduler allocates a pod's claims
+(in file order; a later claim that does not fit makes the search revise earlier claims' choices;
+all or nothing). With --sequential each claim gets its own scheduling cycle instead, in file order,
+each seeing the earlier ones as allocated (several pods scheduled one after the other).
+
+Prints the newly allocated claims as YAML. Exit 0 when all were allocated, 1 with the reason on
+stderr when the pod (or, with --sequential, a claim) cannot be (with --sequential the claims
+allocated before it are still printed) or the node has no ResourceSlice at all, 2 for invalid input
+(including no claim to allocate, or no slice with devices).
 """
 
 from __future__ import annotations
@@ -35,7 +41,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--node", required=True, help="name of the node to allocate for")
     add_features(parser)
-    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"search step budget per claim (default {DEFAULT_BUDGET})")
+    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"search step budget per search (default {DEFAULT_BUDGET})")
+    parser.add_argument("--sequential", action="store_true",
+                        help="one scheduling cycle per pending claim, in file order, instead of one search for all of them (one pod)")
     parser.add_argument("files", nargs="+", metavar="FILE", help="multi-document YAML files ('-' for stdin)")
     parser.set_defaults(func=run)
 
@@ -102,13 +110,14 @@ def run(args: argparse.Namespace) -> int:
     features = features_from(args)
     docs = load_documents(args.files)
     check_claims(docs, args.files)
-    outcome = allocate_claims(docs, node=args.node, features=features, budget=args.budget)
+    outcome = allocate_claims(docs, node=args.node, features=features, budget=args.budget,
+                              sequential=args.sequential)
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     allocated = [r.claim for r in outcome.allocated]
     if allocated:
         sys.stdout.write(yaml.safe_dump_all(allocated, sort_keys=False))
-    if outcome.failed:  # allocation stops at the first claim that does not fit
+    if outcome.failed:  # one pod: nothing allocated; sequential: stops at the first claim that does not fit
         print(node_without_devices(docs, args.node) or outcome.failed[0].reason, file=sys.stderr)
         return 1
     return 0

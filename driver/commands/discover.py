@@ -45,13 +45,15 @@ def render_table(inv: Inventory) -> str:
             ],
         ))
     out.append("")
-    out.append(f"SR-IOV NICs ({len(inv.nics)} PFs, {sum(len(n.vfs) for n in inv.nics)} VFs)")
+    plain = sum(1 for n in inv.nics if not n.sriov)
+    out.append(f"NICs ({len(inv.nics) - plain} SR-IOV PFs, {sum(len(n.vfs) for n in inv.nics)} VFs, "
+               f"{plain} ports without SR-IOV)")
     if inv.nics:
         out.append(table(
             ["IDX", "PCI", "INTERFACE", "PRODUCT", "SPEED", "VFS", "NUMA", "PCIE ROOT"],
             [
                 [n.index, n.pci.address, n.interface, n.product_name, speed(n.speed_mbps),
-                 f"{len(n.vfs)}/{n.total_vfs}", n.pci.numa_node, n.pci.pcie_root]
+                 f"{len(n.vfs)}/{n.total_vfs}" if n.sriov else "no SR-IOV", n.pci.numa_node, n.pci.pcie_root]
                 for n in inv.nics
             ],
         ))

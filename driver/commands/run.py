@@ -52,6 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common.add_flag(parser, "--grace-period", "10", "seconds to let in-flight calls finish on SIGTERM; calls still "
                     "running are then cancelled and rolled back (within min(grace, 5) s more)")
     parser.add_argument("--no-publish", action="store_true", help="serve the plugin only; do not publish slices")
+    parser.add_argument("--device-metadata", type=_on_off, default=True, metavar="true|false",
+                        help="write DRA device metadata files (KEP-5304) and bind-mount them into containers "
+                             "(default true)")
     parser.set_defaults(func=run)
 
 
@@ -102,6 +105,44 @@ def _claim_source(args: argparse.Namespace, deadline_s: float) -> Any:
     store = ObjectStore(root)
     log.info("reading claims from the local object store", extra={"store": str(root)})
     return StoreClaimSource(store)
+
+
+def _on_off(value: str) -> bool:
+    """--device-metadata's value: the on/off words every boolean FAKE_DRA_* variable takes."""
+    from driver.commands._envflags import FALSE_WORDS, TRUE_WORDS
+
+    word = str(value).strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+
+
+def _device_info(args: argparse.Namespace, claims: Any, driver_name: str, state_dir: Path) -> dict[str, Any]:
+    """DeviceState's metadata writer (--device-metadata) and VF claim status reporter (when the
+    DRAResourceClaimDeviceStatus gate is on: the API server, or the local store in local mode)."""
+    from driver.state.claimstatus import ClaimStatusReporter
+    from driver.state.metadata import DeviceMetadataWriter
+    from driver.state.netinfo import sysfs_network_data
+    from driver.state.sources import StoreClaimSource
+
+    net = sysfs_network_data(args.sysfs_root, driver_name)
+    out: dict[str, Any] = {"metadata": DeviceMetadataWriter(state_dir, driver_name, enabled=args.device_metadata,
+                                                            network_data=net)}
+    if not common.features_from(args).device_status:
+        log.info("DRAResourceClaimDeviceStatus is off: no status.devices for VFs")
+        return out
+    if isinstance(claims, StoreClaimSource):
+        from driver.store.claimstatus import StoreClaimStatus
+
+        sink: Any = StoreClaimStatus(claims.store)
+    else:
+        from driver.kube.claimstatus import kube_status_sink
+
+        sink = kube_status_sink(args.kubeconfig)
+    out["claim_status"] = ClaimStatusReporter(sink, driver_name, network_data=net)
+    return out
 
 
 def _node_dirs(args: argparse.Namespace, driver_name: str, node: str) -> common.NodeDirs:
@@ -176,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
     # anything: a live one belongs to another instance (a surge successor waits for the lock first).
     state = DeviceState(driver_name=driver_name, claims=claims, pool=pool_cache,
                         cdi=CdiWriter(dirs.cdi, driver_name), checkpoint=checkpoint, crash_hook=_crash_hook(),
-                        when_owned=lambda: check_sockets(paths))
+                        when_owned=lambda: check_sockets(paths), **_device_info(args, claims, driver_name, state_dir))
     log.info(f"restored {state.count()} prepared claims", extra={"claims": state.count(), "state_dir": str(state_dir)})
 
     def devices():

@@ -74,10 +74,10 @@ def mig_legend(model: GpuModel) -> str:
 
 
 def _vgpu(gpu: Gpu) -> str:
-    known = {p.name: p for p in gpu.model.vgpu_profiles}
+    known = {p.name.upper(): p for p in gpu.model.vgpu_profiles}
     rows = []
     for t in gpu.mdev_types:
-        profile = known.get(t.profile)
+        profile = known.get(t.profile.upper())
         cap = min(t.available_instances, profile.max_instances) if profile else t.available_instances
         rows.append([t.type_id, t.name, mib(profile.framebuffer_mib) if profile else "unknown", cap,
                      len(t.parents), "yes" if profile else "no (not in the hardware table)"])
@@ -92,6 +92,8 @@ def _nic(nic: NicPF) -> str:
     if nic.vfs and nic.speed_mbps:
         # What each VF gets when the PF's bandwidth is split statically (without valueFrom).
         share = f", equal share {nic.speed_mbps / len(nic.vfs) / 1000:g} Gb/s each"
+    if not nic.sriov:
+        return "\n".join([head, "  no SR-IOV: the host's own port (published only if slices.publishPFs names it)"])
     lines = [head, f"  VFs: {len(nic.vfs)} enabled of {nic.total_vfs}{share}"]
     for vf in nic.vfs:
         lines.append(f"    virtfn{vf.index:<3} {vf.pci.address}  {vf.interface or '-'}")
@@ -120,7 +122,7 @@ def render(inv: Inventory) -> str:
         out.append("")
     if not inv.gpus:
         out += ["No NVIDIA GPUs found.", ""]
-    out += [_nic(n) for n in inv.nics] or ["No SR-IOV NICs found."]
+    out += [_nic(n) for n in inv.nics] or ["No NICs found."]
     if inv.warnings:
         out += ["", f"Warnings ({len(inv.warnings)}):"] + [f"  {w}" for w in inv.warnings]
     return "\n".join(out) + "\n"

@@ -35,6 +35,8 @@ FAULT_FILE = "fake-dra-fault"
 _DRIVERS = {
     (MELLANOX, None): "mlx5_core",
     (INTEL, 0x1889): "iavf",
+    (INTEL, 0x1521): "igb",
+    (INTEL, 0x1520): "igbvf",
     (INTEL, None): "ice",
     (ASPEED, None): "ast",
     (SAMSUNG, None): "nvme",

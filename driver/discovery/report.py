@@ -52,10 +52,13 @@ def inventory_to_dict(inv: Inventory) -> dict[str, Any]:
                 **_pci(n.pci),
                 "productName": n.product_name,
                 "interface": n.interface,
+                "hardwareAddress": n.hardware_address,
                 "speedMbps": n.speed_mbps,
+                "sriov": n.sriov,
                 "totalVFs": n.total_vfs,
                 "numVFs": n.num_vfs,
-                "vfs": [{"index": v.index, **_pci(v.pci), "interface": v.interface} for v in n.vfs],
+                "vfs": [{"index": v.index, **_pci(v.pci), "interface": v.interface,
+                         "hardwareAddress": v.hardware_address} for v in n.vfs],
             }
             for n in inv.nics
         ],

@@ -16,19 +16,16 @@ from __future__ import annotations
 import os
 import re
 from os.path import join
-from typing import TYPE_CHECKING
 
+from driver.discovery.reader import SysfsReader
 from driver.model.inventory import MdevType
-
-if TYPE_CHECKING:  # pragma: no cover
-    from driver.discovery.sysfs import _Walker
 
 _CREATABLE_LINE = re.compile(r"^\s*(\d+)\s*:\s*(\S.*?)\s*$")
 _HEADER_LINE = re.compile(r"^\s*ID\s*:", re.IGNORECASE)
 VENDOR_VFIO = "vendor-vfio"
 
 
-def mdev_types(walker: _Walker, device_path: str, address: str) -> list[MdevType]:
+def mdev_types(walker: SysfsReader, device_path: str, address: str) -> list[MdevType]:
     base = join(device_path, "mdev_supported_types")
     if not os.path.lexists(base):
         return []
@@ -51,7 +48,7 @@ def mdev_types(walker: _Walker, device_path: str, address: str) -> list[MdevType
     return out
 
 
-def vendor_vfio_types(walker: _Walker, vf_path: str, address: str) -> list[MdevType]:
+def vendor_vfio_types(walker: SysfsReader, vf_path: str, address: str) -> list[MdevType]:
     creatable = join(vf_path, "nvidia", "creatable_vgpu_types")
     if not os.path.lexists(creatable):
         return []
@@ -80,7 +77,7 @@ def vendor_vfio_types(walker: _Walker, vf_path: str, address: str) -> list[MdevT
     return out
 
 
-def merge(types: list[MdevType], walker: _Walker, gpu_address: str, paths: dict[str, str]) -> tuple[MdevType, ...]:
+def merge(types: list[MdevType], walker: SysfsReader, gpu_address: str, paths: dict[str, str]) -> tuple[MdevType, ...]:
     """Fold per-function types into one entry per (framework, type id): instances summed, parents listed."""
     merged: dict[tuple[str, str], MdevType] = {}
     for t in types:

@@ -3,8 +3,9 @@
 Before each pod is created the reference allocator predicts, from the cluster's own slices, classes
 and allocated claims, whether kube-scheduler can place it; the harness then lets the real scheduler
 and kubelet act and compares: claim status.allocation, pod scheduling condition, pod phase (the
-kubelet ran NodePrepareResources), the container's FAKE_DRA_* environment (from its log), and
-device health read over the plugin's own socket inside its pod. What cannot be done to a running
+kubelet ran NodePrepareResources), the container's FAKE_DRA_* environment (from its log), the
+device metadata files it can read (`kubectl exec ... cat`), and device health read over the
+plugin's own socket inside its pod. What cannot be done to a running
 cluster (flipping feature gates, valueFrom which 1.37 lacks) is skipped with the reason.
 
 Needs: KUBECONFIG for a cluster set up by hack/kind-create.sh + hack/kind-load.sh + hack/install.sh,
@@ -24,7 +25,7 @@ from typing import Any
 
 from driver import DEFAULT_DRIVER_NAME
 from driver.allocator.session import Allocator
-from driver.e2e import partition_map
+from driver.e2e import devicemeta, partition_map
 from driver.e2e.local import devices_by_claim, flatten, skewed_view
 from driver.e2e.manifests import NAMESPACE, class_name, namespace_object, pod_object, podgroup_object
 from driver.e2e.observe import Observation
@@ -198,6 +199,7 @@ class KindBackend:
             obs.prepare_error = outcome if outcome not in ("", "timeout") else ""
             if obs.prepared:
                 obs.env = self._env(name)
+                obs.metadata = self._metadata_files(name, names)
                 # One FAKE_DRA_<DEVICE>_TYPE per CDI device the runtime injected.
                 obs.cdi_devices = sorted(key for key in obs.env if key.endswith("_TYPE"))
         obs.notes.append(f"node {self.node}")
@@ -205,6 +207,21 @@ class KindBackend:
         obs.unobservable = frozenset({"prepare_calls_same"})
         obs.counters = self._counters()
         return obs
+
+    def _metadata_files(self, pod: str, claims: Sequence[str]) -> dict[str, str] | None:
+        """Container path -> content of the device metadata files the pod's container can read:
+        for each request of each claim, the path the protocol defines, read with `cat` inside it.
+        None (not observed) without kubectl."""
+        if shutil.which("kubectl") is None:
+            return None
+        files: dict[str, str] = {}
+        for claim in claims:
+            for req in (self._claim(claim).get("spec") or {}).get("devices", {}).get("requests") or []:
+                path = devicemeta.expected_path(claim, str(req.get("name")), self.driver_name)
+                text = self._kubectl(["exec", "-n", NAMESPACE, pod, "-c", "ctr", "--", "cat", path], check=False)
+                if text is not None:
+                    files[path] = text
+        return files
 
     def _counters(self) -> dict:
         claims = k.list_items(self.api, "ResourceClaim")
@@ -266,17 +283,24 @@ class KindBackend:
             raise InputError(f"no running fake-dra plugin pod on node {self.node}")
         return running[0]["metadata"]["name"]
 
-    def _exec(self, script: str) -> str:
+    def _kubectl(self, args: list[str], check: bool = True) -> str | None:
+        """stdout of a kubectl command; on failure InputError, or None with check=False."""
         kubectl = shutil.which("kubectl")
         if kubectl is None:
-            raise InputError("kubectl is required on PATH for fault injection and health on the kind backend")
-        cmd = [kubectl, "-n", PLUGIN_NS, "exec", self._plugin_pod(), "-c", "plugin", "--", "python", "-c", script]
-        if self.kubeconfig:
-            cmd[1:1] = ["--kubeconfig", self.kubeconfig]
+            raise InputError("kubectl is required on PATH for exec into pods (fault injection, health, "
+                             "device metadata) on the kind backend")
+        cmd = [kubectl, *(["--kubeconfig", self.kubeconfig] if self.kubeconfig else []), *args]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         if done.returncode != 0:
-            raise InputError(f"kubectl exec in the plugin pod failed: {done.stderr.strip()[:500]}")
+            if not check:
+                return None
+            raise InputError(f"kubectl {' '.join(args[:4])} failed: {done.stderr.strip()[:500]}")
         return done.stdout
+
+    def _exec(self, script: str) -> str:
+        out = self._kubectl(["exec", "-n", PLUGIN_NS, self._plugin_pod(), "-c", "plugin", "--", "python", "-c", script])
+        assert out is not None
+        return out
 
     def _health(self) -> dict[str, str]:
         script = (

@@ -9,7 +9,8 @@ Roles, each played by the component a real cluster uses for it where we have one
   KEP-5963), which is how version skew reaches preparation;
 - kubelet: this module, over the plugin's real unix sockets (KubeletClient), with the kubelet's
   bookkeeping: a claim is prepared once per node, unprepared when its last pod on the node is gone;
-- resourceclaim controller: reservedFor upkeep and deallocation once nothing reserves the claim.
+- resourceclaim controller: reservedFor upkeep and deallocation once nothing reserves the claim
+  (a PodGroup reserves only the claim it references; its pods' own claims follow their pods).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from driver import DEFAULT_DRIVER_NAME
+from driver.allocator.cache import AllocatorCache
 from driver.allocator.session import Allocator
 from driver.discovery import discover, make_sysfs, set_fault
 from driver.e2e import partition_map
@@ -39,6 +41,7 @@ from driver.hardware import load_catalog
 from driver.plugin.client import ClaimResult
 from driver.publish.backend import LocalGateConfig
 from driver.slices import render_pool
+from driver.state.metadata import CONTAINER_DIR, HOST_SUBDIR
 from driver.store.objectstore import ObjectStore
 
 NODE = "node-1"
@@ -119,6 +122,8 @@ class LocalBackend:
         self._scenario: Scenario | None = None
         self._slice_key: tuple = ("unset",)
         self._slice_cache: list[dict[str, Any]] = []
+        # Like kube-scheduler's DRA plugin: parsed slices survive between scheduling cycles.
+        self._alloc_cache = AllocatorCache()
 
     # ---- lifecycle -------------------------------------------------------------------------
     def start(self, scenario: Scenario) -> None:
@@ -231,7 +236,7 @@ class LocalBackend:
         allocated = [c for c in self.store.list(CLAIMS, NAMESPACE) if (c.get("status") or {}).get("allocation")]
         try:
             alloc = Allocator(slices=slices, classes=self.store.list("deviceclasses"), node=NODE,
-                              features=features, allocated=allocated)
+                              features=features, allocated=allocated, cache=self._alloc_cache)
             results = alloc.allocate([claims[n] for n in todo])
         except AllocationError as exc:
             return [], str(exc)
@@ -273,6 +278,22 @@ class LocalBackend:
                         env[key] = value
         return env
 
+    def _cdi_mounted_metadata(self, cdi_ids: Sequence[str]) -> dict[str, str]:
+        """Container path -> content of every device metadata file the runtime would bind-mount for
+        these CDI devices (what the container reads under /var/run/kubernetes.io/...)."""
+        wanted = {i.split("=", 1)[1] for i in cdi_ids if "=" in i}
+        files: dict[str, str] = {}
+        for path in sorted(self.dirs.cdi.glob("*.json")):
+            for dev in json.loads(path.read_text()).get("devices") or []:
+                if dev.get("name") in wanted:
+                    for mount in (dev.get("containerEdits") or {}).get("mounts") or []:
+                        if mount.get("containerPath", "").startswith(CONTAINER_DIR + "/"):
+                            try:
+                                files[mount["containerPath"]] = Path(mount["hostPath"]).read_text()
+                            except OSError as exc:  # judged as "not a JSON stream", naming the problem
+                                files[mount["containerPath"]] = f"<host file unreadable: {exc}>"
+        return files
+
     def _prepare(self, pod: _Pod, obs: Observation) -> None:
         errors, same = [], True
         cdi: list[str] = []
@@ -297,10 +318,14 @@ class LocalBackend:
         obs.prepare_error = "; ".join(errors)
         obs.cdi_devices = cdi
         obs.env = self._cdi_env(cdi)
+        obs.metadata = self._cdi_mounted_metadata(cdi)
         obs.prepare_calls_same = same
         pod.running = not errors
 
-    def _release_pod(self, pod: _Pod) -> None:
+    def _release_pod(self, pod: _Pod, group_claim: str | None) -> None:
+        """The kubelet unprepares what the pod alone held; the resourceclaim controller drops the pod
+        from its claims' reservedFor. Only the claim its PodGroup references is reserved by the group
+        (KEP-5729) and stays; the pod's own claims are released even for a group member."""
         for name in pod.claims:
             claim = self._claim(name)
             uid = claim["metadata"]["uid"]
@@ -312,7 +337,7 @@ class LocalBackend:
                     if errors.get(uid):
                         raise InputError(f"unprepare of claim {name} failed: {errors[uid]}")
                     del self.prepared[uid]
-            if pod.podgroup is None:
+            if name != group_claim:
                 self._unreserve(name, pod.uid)
 
     def _released(self, names: Sequence[str]) -> bool:
@@ -326,8 +351,10 @@ class LocalBackend:
         return True
 
     def _on_node(self, uid: str) -> bool:
-        """Whether the kubelet still holds the claim prepared or a CDI spec of it is left behind."""
-        return uid in self.prepared or any(self.dirs.cdi.glob(f"*{uid}*"))
+        """Whether the kubelet still holds the claim prepared or a CDI spec or device metadata file
+        of it is left behind."""
+        return (uid in self.prepared or any(self.dirs.cdi.glob(f"*{uid}*"))
+                or (self.dirs.state / HOST_SUBDIR / uid).exists())
 
     # ---- actions ---------------------------------------------------------------------------
     def create_claim(self, name: str, obj: dict[str, Any]) -> Observation:
@@ -367,7 +394,7 @@ class LocalBackend:
         pod = self.pods.pop(name, None)
         if pod is None:
             raise InputError(f"delete-pod: pod {name} does not exist")
-        self._release_pod(pod)
+        self._release_pod(pod, self.podgroups.get(pod.podgroup) if pod.podgroup else None)
         return Observation(released=self._released(pod.claims), counters=self._counters())
 
     def delete_claim(self, name: str) -> Observation:
@@ -388,7 +415,7 @@ class LocalBackend:
             raise InputError(f"delete-podgroup: podgroup {name} does not exist")
         for pod in [p for p in self.pods.values() if p.podgroup == name]:
             del self.pods[pod.name]
-            self._release_pod(pod)
+            self._release_pod(pod, claim)
         self._unreserve(claim, f"podgroup-{name}-uid")
         return Observation(released=self._released([claim]), counters=self._counters())
 

@@ -27,13 +27,15 @@ CLASSES: dict[str, str] = {
     "vgpu": "vgpu",
     "timeshare": "timeshare",
     "vf": "vf",
+    "nic": "nic",
 }
 _CLASS_DOC: dict[str, str] = {
     "gpu": "a whole physical GPU (exclusive: nothing else on that GPU)",
     "mig": "a MIG partition (only with other MIG partitions of the same GPU)",
     "vgpu": "an NVIDIA vGPU instance (never with MIG or the whole GPU)",
-    "timeshare": "a time-sliced share of a GPU (with other shares, never with MIG/vGPU/whole)",
+    "timeshare": "a time-slicing or MPS share of a GPU (with shares of the same kind only; never MIG/vGPU/whole)",
     "vf": "an SR-IOV virtual function drawing bandwidth from its NIC's link",
+    "nic": "a whole NIC port the driver config opted in (slices.publishPFs); host ports are not published otherwise",
 }
 
 

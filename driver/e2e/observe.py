@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from driver.e2e import devicemeta
 from driver.e2e.report import Check
 from driver.e2e.scenario import Step
 from driver.model.quantity import format_quantity, parse_quantity
@@ -33,6 +34,8 @@ class Observation:
     prepare_error: str = ""
     cdi_devices: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    # Device metadata files the container sees: container path -> content (None: not observed).
+    metadata: dict[str, str] | None = None
     health: dict[str, str] = field(default_factory=dict)  # device -> HEALTHY|UNHEALTHY|UNKNOWN
     prepare_calls_same: bool | None = None
     released: bool | None = None
@@ -139,6 +142,9 @@ def check_step(step: Step, obs: Observation, claim_devices: Mapping[str, list[di
     for pattern, want in (exp.get("env") or {}).items():
         ok, seen = _env_matches(str(pattern), want, obs.env)
         add("env", f"{pattern}={want}", seen, ok)
+    if "metadata" in exp:
+        ok, seen = devicemeta.check(exp["metadata"], obs.metadata)
+        add("device metadata", ", ".join(f"{k}={v}" for k, v in exp["metadata"].items()) or "well-formed", seen, ok)
     for device, want in (exp.get("health") or {}).items():
         seen = obs.health.get(str(device))
         add("health", f"{device} {want}", f"{device} {seen or 'not reported'}", seen == str(want).upper())

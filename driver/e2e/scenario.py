@@ -57,6 +57,7 @@ EXPECT_KEYS = frozenset(
         "prepare_error",  # substring of the plugin's per-claim error
         "cdi_devices",  # int: number of CDI device IDs handed to the runtime
         "env",  # {VAR: value} that the container sees (from the CDI spec)
+        "metadata",  # device metadata files the container sees: {files, devices, type, network, generation}
         "health",  # {device name: HEALTHY|UNHEALTHY|UNKNOWN}
         "prepare_calls_same",  # bool: repeated prepares (several pods) answered identically
         "released",  # bool: the claim's devices are no longer allocated nor prepared
@@ -64,6 +65,7 @@ EXPECT_KEYS = frozenset(
     }
 )
 DEVICE_KEYS = frozenset({"count", "type", "profile", "same_parent", "distinct_parents", "same_parent_as"})
+METADATA_KEYS = frozenset({"files", "devices", "type", "network", "generation"})
 SIGNALS = frozenset({"TERM", "KILL"})
 
 
@@ -141,6 +143,9 @@ def _parse_step(raw: Any, index: int, where: str) -> Step:
     unknown = sorted(set(expect) - EXPECT_KEYS)
     if unknown:
         raise _fail(here, f"unknown expectation {', '.join(unknown)} (known: {', '.join(sorted(EXPECT_KEYS))})")
+    metadata = expect.get("metadata")
+    if metadata is not None and (not isinstance(metadata, Mapping) or set(metadata) - METADATA_KEYS):
+        raise _fail(here, f"expect.metadata takes only {', '.join(sorted(METADATA_KEYS))}")
     devices = expect.get("devices")
     if devices is not None:
         if not isinstance(devices, Mapping) or set(devices) - DEVICE_KEYS:

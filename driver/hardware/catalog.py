@@ -11,6 +11,7 @@ import copy
 import functools
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -22,15 +23,16 @@ from driver.model.hardware import GpuModel, HardwareCatalog, MigProfile, NicMode
 
 _GPU_KEYS = {
     "device_id", "product_name", "architecture", "memory_mib", "multiprocessors", "copy_engines",
-    "decoders", "encoders", "jpeg_engines", "ofa_engines", "mig", "vgpu", "source",
+    "decoders", "encoders", "jpeg_engines", "ofa_engines", "mig", "vgpu", "source", "unconfirmed",
 }
 _MIG_KEYS = {"layout", "profiles"}
-_PROFILE_KEYS = {"shape", "sms", "mib", "ce", "dec", "enc", "jpeg", "ofa"}
-_VGPU_KEYS = {"board_gb", "prefix", "profiles"}
+_PROFILE_KEYS = {"shape", "sms", "mib", "ce", "dec", "enc", "jpeg", "ofa", "source", "unconfirmed"}
+_VGPU_KEYS = {"board_gb", "board_mib", "prefix", "profiles", "mig_backed", "source"}
+_VGPU_ROW_KEYS = {"type", "name", "framebuffer_mib", "max_instances", "source", "unconfirmed"}
 _LAYOUT_KEYS = {"memory_slices", "shapes"}
 _SHAPE_KEYS = {"compute_slices", "memory_slices", "placements"}
 _NIC_KEYS = {"name", "product_name", "source"}
-_SECTIONS = {"gpus", "nics", "mig_layouts"}
+_SECTIONS = {"gpus", "nics", "mig_layouts", "sources"}
 _VGPU_SUFFIX = re.compile(r"^(\d+)C$")
 _NIC_KEY = re.compile(r"^([0-9a-fA-F]{4}):([0-9a-fA-F]{4})$")
 
@@ -77,12 +79,13 @@ def load_catalog(overrides: Mapping[str, Any] | None = None) -> HardwareCatalog:
                     raise ConfigError(f"hardware.{section}: keys must be strings, got {key!r} (quote it in YAML)")
         raw = deep_merge(raw, overrides)
     layouts = _layouts(raw.get("mig_layouts") or {})
+    sources = _sources(raw.get("sources") or {})
     gpus: dict[int, GpuModel] = {}
     owner: dict[int, str] = {}
     for key, entry in sorted(resolve_inherits(raw.get("gpus") or {}, "hardware.gpus").items()):
         if key.startswith("_"):
             continue  # abstract base (mixin)
-        model = _gpu(key, entry, layouts)
+        model = _gpu(key, entry, layouts, sources)
         if model.device_id in gpus:
             raise ConfigError(
                 f"hardware.gpus.{key}.device_id: 0x{model.device_id:04x} already used by model "
@@ -92,7 +95,7 @@ def load_catalog(overrides: Mapping[str, Any] | None = None) -> HardwareCatalog:
         owner[model.device_id] = key
     nics = {}
     for key, entry in sorted((raw.get("nics") or {}).items()):
-        nic = _nic(str(key), entry)
+        nic = _nic(str(key), entry, sources)
         nics[(nic.vendor_id, nic.device_id)] = nic
     return HardwareCatalog(gpus=dict(sorted(gpus.items())), nics=nics)
 
@@ -132,6 +135,34 @@ def _required(where: str, entry: Mapping[str, Any], key: str) -> Any:
     return entry[key]
 
 
+def _sources(raw: Any) -> dict[str, str]:
+    """The `sources:` section: short key -> citation text."""
+    out = {}
+    for key, text in _mapping("hardware.sources", raw).items():
+        out[str(key)] = _str(f"hardware.sources.{key}", text)
+    return out
+
+
+def source_text(where: str, value: Any, sources: Mapping[str, str], default: str = "") -> str:
+    """A row's `source:` (one key/text or a list of them) as citation text; keys of `sources:` are
+    expanded, anything else is taken literally (a driver config may cite in prose)."""
+    if value is None:
+        return default
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise ConfigError(f"{where}: must name at least one source")
+    texts = []
+    for item in items:
+        item = _str(where, item)
+        texts.append(sources.get(item, item))
+    return "; ".join(texts)
+
+
+def _unconfirmed(where: str, entry: Mapping[str, Any]) -> str:
+    value = entry.get("unconfirmed")
+    return "" if value is None else _str(f"{where}.unconfirmed", value)
+
+
 # --- MIG layouts ----------------------------------------------------------------------------------
 
 def _layouts(raw: Mapping[str, Any]) -> dict[str, tuple[int, dict[str, tuple[int, int, tuple[int, ...]]]]]:
@@ -168,7 +199,7 @@ def _layouts(raw: Mapping[str, Any]) -> dict[str, tuple[int, dict[str, tuple[int
 
 # --- GPUs -----------------------------------------------------------------------------------------
 
-def _gpu(key: str, entry: Mapping[str, Any], layouts: Mapping[str, Any]) -> GpuModel:
+def _gpu(key: str, entry: Mapping[str, Any], layouts: Mapping[str, Any], sources: Mapping[str, str]) -> GpuModel:
     where = f"hardware.gpus.{key}"
     _check_keys(where, entry, _GPU_KEYS)
     fields: dict[str, Any] = {
@@ -178,21 +209,22 @@ def _gpu(key: str, entry: Mapping[str, Any], layouts: Mapping[str, Any]) -> GpuM
         "architecture": _str(f"{where}.architecture", _required(where, entry, "architecture")),
         "memory_mib": _int(f"{where}.memory_mib", _required(where, entry, "memory_mib"), minimum=1),
         "multiprocessors": _int(f"{where}.multiprocessors", _required(where, entry, "multiprocessors"), minimum=1),
-        "source": str(entry.get("source", "driver config")),
+        "source": source_text(f"{where}.source", entry.get("source"), sources, "driver config"),
+        "unconfirmed": _unconfirmed(where, entry),
     }
     for field in ("copy_engines", "decoders", "encoders", "jpeg_engines", "ofa_engines"):
         fields[field] = _int(f"{where}.{field}", entry.get(field, 0))
     mig = entry.get("mig")
     if mig:
-        fields["mig_memory_slices"], fields["mig_profiles"] = _mig(where, mig, layouts, fields)
+        fields["mig_memory_slices"], fields["mig_profiles"] = _mig(where, mig, layouts, fields, sources)
     vgpu = entry.get("vgpu")
     if vgpu:
-        fields["vgpu_profiles"] = _vgpu(where, vgpu, fields["memory_mib"])
+        fields["vgpu_profiles"] = _vgpu(where, vgpu, fields, sources)
     return GpuModel(**fields)
 
 
 def _mig(
-    where: str, mig: Any, layouts: Mapping[str, Any], gpu: Mapping[str, Any]
+    where: str, mig: Any, layouts: Mapping[str, Any], gpu: Mapping[str, Any], sources: Mapping[str, str]
 ) -> tuple[int, tuple[MigProfile, ...]]:
     where = f"{where}.mig"
     mig = _mapping(where, mig)
@@ -230,6 +262,7 @@ def _mig(
             raw_value = _required(pwhere, spec, short) if required else spec.get(short, 0)
             value = _int(f"{pwhere}.{short}", raw_value, minimum=1 if required else 0)
             if value > limit:
+                # MiB sizes included: both sides are what nvidia-smi reports, never a nominal size.
                 raise ConfigError(f"{pwhere}.{short}: {value} exceeds the GPU's {long} ({limit})")
             values[short] = value
         profiles.append(
@@ -238,6 +271,8 @@ def _mig(
                 multiprocessors=values["sms"], memory_mib=values["mib"], copy_engines=values["ce"],
                 decoders=values["dec"], encoders=values["enc"], jpeg_engines=values["jpeg"],
                 ofa_engines=values["ofa"], placements=placements,
+                source=source_text(f"{pwhere}.source", spec.get("source"), sources, gpu["source"]),
+                unconfirmed=_unconfirmed(pwhere, spec),
             )
         )
     # Largest first, like nvidia-smi and the KEP diagram; ties by name for a stable order.
@@ -245,52 +280,117 @@ def _mig(
     return total, tuple(profiles)
 
 
-def _vgpu(where: str, vgpu: Any, memory_mib: int) -> tuple[VgpuProfile, ...]:
+def _vgpu(where: str, vgpu: Any, gpu: Mapping[str, Any], sources: Mapping[str, str]) -> tuple[VgpuProfile, ...]:
+    """Time-sliced (`profiles`) then MIG-backed (`mig_backed`) vGPU types of one board.
+
+    Instance counts are the table's `max_instances`; the only size check is against the nominal
+    framebuffer the vGPU manager divides (`board_mib`, or `board_gb`, else the GPU's memory), because
+    the guide's framebuffers are nominal and may exceed what nvidia-smi reports (H200X-141C).
+    """
     where = f"{where}.vgpu"
     vgpu = _mapping(where, vgpu)
     _check_keys(where, vgpu, _VGPU_KEYS)
-    items = vgpu.get("profiles") or []
-    if not isinstance(items, list):
-        raise ConfigError(f"{where}.profiles: must be a list")
+    board_gb = _int(f"{where}.board_gb", vgpu["board_gb"], minimum=1) if "board_gb" in vgpu else None
+    board = (
+        _int(f"{where}.board_mib", vgpu["board_mib"], minimum=1) if "board_mib" in vgpu
+        else board_gb * 1024 if board_gb else gpu["memory_mib"]
+    )
+    board_what = "board's vGPU framebuffer" if ("board_mib" in vgpu or board_gb) else "GPU's memory_mib"
+    prefix = _str(f"{where}.prefix", vgpu["prefix"]) if "prefix" in vgpu else None
+    default_source = source_text(f"{where}.source", vgpu.get("source"), sources, gpu["source"])
+    ctx = _VgpuContext(where, prefix, board_gb, default_source, sources)
     out = []
-    for i, item in enumerate(items):
-        iwhere = f"{where}.profiles[{i}]"
-        if isinstance(item, str):
-            match = _VGPU_SUFFIX.match(item)
-            if not match:
-                raise ConfigError(f"{iwhere}: {item!r} is not a C-series suffix like '4C'")
-            prefix = _str(f"{where}.prefix", _required(where, vgpu, "prefix"))
-            board_gb = _int(f"{where}.board_gb", _required(where, vgpu, "board_gb"), minimum=1)
-            gb = int(match.group(1))
-            if gb == 0 or gb > board_gb:
-                raise ConfigError(f"{iwhere}: {item} framebuffer exceeds board_gb {board_gb}")
-            profile = VgpuProfile(name=f"{prefix}-{item}", framebuffer_mib=gb * 1024, max_instances=board_gb // gb)
-        elif isinstance(item, Mapping):
-            _check_keys(iwhere, item, {"name", "framebuffer_mib", "max_instances"})
-            profile = VgpuProfile(
-                name=_str(f"{iwhere}.name", _required(iwhere, item, "name")),
-                framebuffer_mib=_int(
-                    f"{iwhere}.framebuffer_mib", _required(iwhere, item, "framebuffer_mib"), minimum=1
-                ),
-                max_instances=_int(f"{iwhere}.max_instances", _required(iwhere, item, "max_instances"), minimum=1),
-            )
-        else:
-            raise ConfigError(f"{iwhere}: must be a suffix string like '4C' or a mapping")
-        if profile.framebuffer_mib * profile.max_instances > memory_mib:
-            raise ConfigError(
-                f"{iwhere}: {profile.max_instances} x {profile.framebuffer_mib} MiB exceeds the GPU's "
-                f"memory_mib ({memory_mib})"
-            )
-        out.append(profile)
-    names = [p.name for p in out]
+    for key, mig_backed in (("profiles", False), ("mig_backed", True)):
+        items = vgpu.get(key) or []
+        if not isinstance(items, list):
+            raise ConfigError(f"{where}.{key}: must be a list")
+        for i, item in enumerate(items):
+            iwhere = f"{where}.{key}[{i}]"
+            profile = _vgpu_row(iwhere, item, ctx, gpu if mig_backed else None)
+            limit_total = profile.framebuffer_mib * (1 if mig_backed else profile.max_instances)
+            if limit_total > board:
+                shown = f"{profile.framebuffer_mib} MiB" if mig_backed else (
+                    f"{profile.max_instances} x {profile.framebuffer_mib} MiB")
+                raise ConfigError(f"{iwhere}: {shown} exceeds the {board_what} ({board} MiB)")
+            out.append(profile)
+    names = [p.name.upper() for p in out]
     if len(set(names)) != len(names):
-        raise ConfigError(f"{where}.profiles: duplicate vGPU profile names {names}")
+        raise ConfigError(f"{where}: duplicate vGPU profile names {[p.name for p in out]}")
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class _VgpuContext:
+    where: str
+    prefix: str | None
+    board_gb: int | None
+    source: str
+    sources: Mapping[str, str]
+
+
+def _vgpu_row(iwhere: str, item: Any, ctx: _VgpuContext, mig_gpu: Mapping[str, Any] | None) -> VgpuProfile:
+    """One vGPU table row; `mig_gpu` is the GPU's fields when the row is MIG-backed."""
+    if isinstance(item, str) and mig_gpu is None:
+        # Compact driver-config form for simulated boards: "<n>C" -> n GiB, board_gb // n instances.
+        match = _VGPU_SUFFIX.match(item)
+        if not match:
+            raise ConfigError(f"{iwhere}: {item!r} is not a C-series suffix like '4C'")
+        if ctx.prefix is None:
+            raise ConfigError(f"{ctx.where}.prefix: required field missing (for suffix {item!r})")
+        if ctx.board_gb is None:
+            raise ConfigError(f"{ctx.where}.board_gb: required field missing (for suffix {item!r})")
+        gb = int(match.group(1))
+        if gb == 0 or gb > ctx.board_gb:
+            raise ConfigError(f"{iwhere}: {item} framebuffer exceeds board_gb {ctx.board_gb}")
+        return VgpuProfile(name=f"{ctx.prefix}-{item}", framebuffer_mib=gb * 1024,
+                           max_instances=ctx.board_gb // gb, source=ctx.source)
+    if not isinstance(item, Mapping):
+        form = "a mapping" if mig_gpu is not None else "a suffix string like '4C' or a mapping"
+        raise ConfigError(f"{iwhere}: must be {form}")
+    allowed = _VGPU_ROW_KEYS | ({"mig"} if mig_gpu is not None else set())
+    _check_keys(iwhere, item, allowed)
+    if ("type" in item) == ("name" in item):
+        raise ConfigError(f"{iwhere}: set exactly one of type (suffix after '<prefix>-') and name")
+    if "type" in item:
+        if ctx.prefix is None:
+            raise ConfigError(f"{ctx.where}.prefix: required field missing (rows use type:)")
+        name = f"{ctx.prefix}-{_str(f'{iwhere}.type', item['type'])}"
+    else:
+        name = _str(f"{iwhere}.name", item["name"])
+    mig_profile = None
+    if mig_gpu is not None:
+        # The devices of a MIG-backed type are its GPU instance's placements (counters bound them);
+        # max_instances is the guide's figure, kept for reports.
+        mig_profile = _str(f"{iwhere}.mig", _required(iwhere, item, "mig"))
+        known = sorted(p.name for p in mig_gpu.get("mig_profiles", ()))
+        if mig_profile not in known:
+            raise ConfigError(f"{iwhere}.mig: {mig_profile!r} is not a MIG profile of this GPU; known: {known or 'none'}")
+    max_instances = _int(f"{iwhere}.max_instances", _required(iwhere, item, "max_instances"), minimum=1)
+    return VgpuProfile(
+        name=name,
+        framebuffer_mib=_int(f"{iwhere}.framebuffer_mib", _required(iwhere, item, "framebuffer_mib"), minimum=1),
+        max_instances=max_instances,
+        mig_profile=mig_profile,
+        source=source_text(f"{iwhere}.source", item.get("source"), ctx.sources, ctx.source),
+        unconfirmed=_unconfirmed(iwhere, item),
+    )
+
+
+def unconfirmed_rows(catalog: HardwareCatalog) -> list[str]:
+    """One line per model and table row whose numbers are marked as not confirmed against NVIDIA's
+    documentation or a real capture: `<model>[ MIG <profile> | vGPU <type>]: <why>`."""
+    out = []
+    for model in catalog.gpus.values():
+        if model.unconfirmed:
+            out.append(f"{model.name}: {model.unconfirmed}")
+        out.extend(f"{model.name} MIG {p.name}: {p.unconfirmed}" for p in model.mig_profiles if p.unconfirmed)
+        out.extend(f"{model.name} vGPU {v.name}: {v.unconfirmed}" for v in model.vgpu_profiles if v.unconfirmed)
+    return out
 
 
 # --- NICs -----------------------------------------------------------------------------------------
 
-def _nic(key: str, entry: Any) -> NicModel:
+def _nic(key: str, entry: Any, sources: Mapping[str, str]) -> NicModel:
     where = f"hardware.nics.{key}"
     match = _NIC_KEY.match(key)
     if not match:
@@ -302,5 +402,5 @@ def _nic(key: str, entry: Any) -> NicModel:
         device_id=int(match.group(2), 16),
         name=_str(f"{where}.name", _required(where, entry, "name")),
         product_name=_str(f"{where}.product_name", _required(where, entry, "product_name")),
-        source=str(entry.get("source", "driver/hardware/data/nics.yaml")),
+        source=source_text(f"{where}.source", entry.get("source"), sources, "driver config"),
     )

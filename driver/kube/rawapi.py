@@ -77,13 +77,20 @@ class RawApi:
         query: Sequence[tuple[str, str]] | None = None,
         body: Mapping[str, Any] | None = None,
         accept: str = "application/json",
+        content_type: str = "application/json",
     ) -> str:
+        """`content_type` selects the patch flavour for PATCH (e.g. application/apply-patch+yaml)."""
         headers = {"Accept": accept}
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type
+        payload: Any = None
+        if body is not None:
+            # Non-JSON media types (apply patches are YAML, of which JSON is a subset) go pre-encoded:
+            # older clients only serialise dict bodies for JSON content types.
+            payload = dict(body) if content_type == "application/json" else json.dumps(body)
         req = self.api_client.param_serialize(
             method=method, resource_path=path, query_params=list(query or []), header_params=headers,
-            body=dict(body) if body is not None else None, auth_settings=["BearerToken"],
+            body=payload, auth_settings=["BearerToken"],
         )
         self.requests += 1
         what = f"{method} {path}"
@@ -111,8 +118,9 @@ class RawApi:
         path: str,
         query: Sequence[tuple[str, str]] | None = None,
         body: Mapping[str, Any] | None = None,
+        content_type: str = "application/json",
     ) -> dict[str, Any]:
-        text = self.request_text(method, path, query, body)
+        text = self.request_text(method, path, query, body, content_type=content_type)
         if not text:
             return {}
         try:

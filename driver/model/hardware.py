@@ -28,15 +28,29 @@ class MigProfile:
     jpeg_engines: int
     ofa_engines: int
     placements: tuple[int, ...]
+    source: str = ""  # where the numbers come from (citation text)
+    unconfirmed: str = ""  # non-empty: not confirmed against NVIDIA docs or a real capture, and why
 
 
 @dataclass(frozen=True)
 class VgpuProfile:
-    """One NVIDIA vGPU type, e.g. `A100-4C` (4 GB framebuffer, time-sliced)."""
+    """One NVIDIA vGPU type of one board, e.g. `A100X-4C` (time-sliced, 4 GB framebuffer) or the
+    MIG-backed `A100X-1-5C` (runs on a MIG 1g.5gb GPU instance).
 
-    name: str  # e.g. "A100-4C" (profile attribute); the mdev name is "GRID A100-4C" or "NVIDIA A100-4C"
+    `framebuffer_mib` is what the VM gets (NVIDIA's vGPU guide) and may exceed the GPU's reported
+    memory; `max_instances` is the guide's maximum per GPU and the only source of instance counts.
+    """
+
+    name: str  # e.g. "A100X-4C" (profile attribute); the host writes "GRID A100X-4C" or "NVIDIA A100X-4C"
     framebuffer_mib: int
     max_instances: int
+    mig_profile: str | None = None  # MIG-backed types: the GPU instance profile, e.g. "1g.5gb"
+    source: str = ""
+    unconfirmed: str = ""
+
+    @property
+    def mig_backed(self) -> bool:
+        return self.mig_profile is not None
 
 
 @dataclass(frozen=True)
@@ -47,7 +61,7 @@ class GpuModel:
     name: str  # short model key, e.g. "a100-40gb"
     product_name: str  # NVIDIA product name as nvidia-smi shows it, e.g. "NVIDIA A100-SXM4-40GB"
     architecture: str  # e.g. "Ampere"
-    memory_mib: int
+    memory_mib: int  # total as nvidia-smi reports it on bare metal (H100 SXM5: 81559, not 81920)
     multiprocessors: int
     copy_engines: int = 0
     decoders: int = 0
@@ -56,12 +70,16 @@ class GpuModel:
     ofa_engines: int = 0
     mig_memory_slices: int = 0  # 0: no MIG support
     mig_profiles: tuple[MigProfile, ...] = ()
-    vgpu_profiles: tuple[VgpuProfile, ...] = ()
+    vgpu_profiles: tuple[VgpuProfile, ...] = ()  # time-sliced and MIG-backed types, table order
     source: str = ""  # public source the numbers come from
+    unconfirmed: str = ""  # non-empty: model-level numbers not confirmed, and why
 
     @property
     def mig_capable(self) -> bool:
         return self.mig_memory_slices > 0 and bool(self.mig_profiles)
+
+    def mig_profile(self, name: str) -> MigProfile | None:
+        return next((p for p in self.mig_profiles if p.name == name), None)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ class MdevType:
     """One entry of <BDF>/mdev_supported_types (NVIDIA vGPU type)."""
 
     type_id: str  # directory name, e.g. "nvidia-471"
-    name: str  # contents of `name`, e.g. "GRID A100-4C"
+    name: str  # contents of `name`, e.g. "GRID A100X-4C" (R510) or "NVIDIA A100X-4C"
     available_instances: int
     device_api: str  # e.g. "vfio-pci"
     description: str = ""
@@ -44,7 +44,7 @@ class MdevType:
 
     @property
     def profile(self) -> str:
-        """vGPU profile name without the driver's prefix: "GRID A100-4C" / "NVIDIA A100-4C" -> "A100-4C".
+        """vGPU profile name without the driver's prefix: "GRID A100X-4C" / "NVIDIA A100X-4C" -> "A100X-4C".
 
         The prefix is matched in any case and surrounding blanks are dropped: the one rule that both
         slice rendering and the discover/show reports use to match a type against the hardware table.
@@ -77,13 +77,17 @@ class VirtualFunction:
     index: int  # N of the PF's virtfnN link
     pci: PciDevice
     interface: str | None = None
+    hardware_address: str | None = None  # MAC from net/<interface>/address
 
 
 @dataclass(frozen=True)
 class NicPF:
-    """A NIC physical function with SR-IOV."""
+    """A network physical function: SR-IOV capable (VFs enabled or not) or a plain port.
 
-    index: int  # stable node-local index (sorted by PCI address)
+    Without VFs it is the host's own port; it is only published when the driver config opts it in.
+    """
+
+    index: int  # stable node-local index: SR-IOV PFs by PCI address, then the other ports by address
     pci: PciDevice
     interface: str | None  # netdev name, e.g. "ens1f0"
     speed_mbps: int | None  # link speed from class/net/<if>/speed; None if down/unknown
@@ -91,6 +95,8 @@ class NicPF:
     num_vfs: int
     vfs: tuple[VirtualFunction, ...] = ()
     product_name: str = ""
+    sriov: bool = True  # False: no sriov_totalvfs (a plain port, total_vfs = num_vfs = 0)
+    hardware_address: str | None = None  # MAC from net/<interface>/address
 
 
 @dataclass(frozen=True)

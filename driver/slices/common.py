@@ -19,8 +19,11 @@ PCIE_ROOT_ATTRIBUTE = "resource.kubernetes.io/pcieRoot"
 # ever "group-less" next to a grouped sibling (which the scheduler would refuse to co-allocate).
 GROUP_FULL = "full"
 GROUP_MIG = "mig"
-GROUP_SHARED = "shared"
-GROUP_VGPU = "vgpu"  # used for every vGPU when vgpuHomogeneous is false
+GROUP_MIG_VGPU = "mig-vgpu"  # MIG-backed vGPUs: with each other only
+GROUP_VGPU = "vgpu"  # used for every time-sliced vGPU when vgpuHomogeneous is false
+# Time-slicing and MPS (EXCLUSIVE_PROCESS compute mode) never share a GPU: one group each.
+GROUP_TIMESLICING = "timeslicing"
+GROUP_MPS = "mps"
 
 
 @dataclass(frozen=True)

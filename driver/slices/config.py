@@ -7,14 +7,22 @@ decision (MIG for batch clusters, vGPU for VDI hosts, ...), per GPU index or per
 YAML shape (all keys optional)::
 
     slices:
-      singleMode: auto            # auto | full | mig | timeshare | vgpu:<profile>
+      singleMode: auto            # auto | full | mig | time-slicing | mps | vgpu:<profile>
       perModel: {a100-40gb: mig}  # model key (hardware table name) -> mode
-      perGpu: {"3": "vgpu:A100-4C", "0000:0f:00.0": mig}  # GPU index or PCI address -> mode
+      perGpu: {"3": "vgpu:A100X-4C", "0000:0f:00.0": mig}  # GPU index or PCI address -> mode
                                   # (wins over perModel; quote addresses: YAML reads 0000:07:00.0 as a number)
       timeshareModes: [time-slicing, mps]
       timeshareMemoryStep: 1Gi    # requestPolicy step of the shared devices' memory capacity
       bandwidthStep: 100M         # requestPolicy step of a PF's bandwidth counter (valueFrom on)
-      vgpuHomogeneous: true       # all vGPUs on one GPU must be the same profile
+      vgpuHomogeneous: true       # all time-sliced vGPUs on one GPU must be the same profile
+      publishPFs: ["0000:e1:00.0", ens1f1]  # host ports to publish as whole NICs (see below)
+
+`timeshare` is the older name of the `time-slicing` mode. MPS runs the GPU in EXCLUSIVE_PROCESS mode,
+so time-slicing and MPS are separate modes that never share a GPU.
+
+A NIC physical function without VFs enabled (or without SR-IOV) is the host's own port (storage,
+management): it is published as a `nic` device only when `publishPFs` names it by PCI address (any
+case, 4- or nvidia-smi's 8-hex-digit domain) or by interface name.
 """
 
 from __future__ import annotations
@@ -31,9 +39,11 @@ from driver.slices.names import parse_size
 MODE_AUTO = "auto"
 MODE_FULL = "full"
 MODE_MIG = "mig"
-MODE_TIMESHARE = "timeshare"
+MODE_TIMESLICING = "time-slicing"
+MODE_MPS = "mps"
+MODE_TIMESHARE_OLD = "timeshare"  # accepted, means time-slicing
 VGPU_PREFIX = "vgpu:"
-TIMESHARE_KINDS = ("time-slicing", "mps")
+TIMESHARE_KINDS = (MODE_TIMESLICING, MODE_MPS)
 
 _KEYS = (
     "singleMode",
@@ -43,18 +53,48 @@ _KEYS = (
     "timeshareMemoryStep",
     "bandwidthStep",
     "vgpuHomogeneous",
+    "publishPFs",
 )
+# Linux dev_valid_name: 1-15 bytes, no '/', ':' or whitespace, not "." or "..".
+_IFNAME = re.compile(r"^[^/:\s]{1,15}$")
 
 
 def check_mode(mode: Any, where: str) -> str:
-    """Validate one mode string; ConfigError names the config path."""
+    """Validate one mode string (normalised: `timeshare` -> `time-slicing`); ConfigError names the path."""
     if not isinstance(mode, str):
         raise ConfigError(f"{where}: expected a string mode, got {mode!r}")
-    if mode in (MODE_AUTO, MODE_FULL, MODE_MIG, MODE_TIMESHARE):
+    if mode == MODE_TIMESHARE_OLD:
+        return MODE_TIMESLICING
+    if mode in (MODE_AUTO, MODE_FULL, MODE_MIG, MODE_TIMESLICING, MODE_MPS):
         return mode
     if mode.startswith(VGPU_PREFIX) and len(mode) > len(VGPU_PREFIX):
         return mode
-    raise ConfigError(f"{where}: unknown mode {mode!r} (expected auto, full, mig, timeshare or vgpu:<profile>)")
+    raise ConfigError(
+        f"{where}: unknown mode {mode!r} (expected auto, full, mig, time-slicing, mps or vgpu:<profile>)"
+    )
+
+
+def _publish_pfs(raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ConfigError(f"slices.publishPFs: expected a list of PCI addresses or interface names, got {raw!r}")
+    out = []
+    for i, entry in enumerate(raw):
+        where = f"slices.publishPFs[{i}]"
+        if not isinstance(entry, str) or not entry.strip():
+            raise ConfigError(f"{where}: expected a PCI address or an interface name, got {entry!r}")
+        if ":" in entry:  # interface names never contain ':' (Linux dev_valid_name)
+            try:
+                out.append(normalize_pci_address(entry, where))
+            except InputError as exc:
+                raise ConfigError(str(exc)) from None
+        elif _IFNAME.match(entry.strip()):
+            out.append(entry.strip())
+        else:
+            raise ConfigError(f"{where}: {entry!r} is neither a PCI address (DDDD:BB:DD.F) nor an interface name "
+                              "(1-15 characters without '/', ':' or blanks)")
+    return tuple(dict.fromkeys(out))
 
 
 @dataclass(frozen=True)
@@ -68,6 +108,11 @@ class SliceConfig:
     timeshare_memory_step_mib: int = 1024
     bandwidth_step_mbps: int = 100
     vgpu_homogeneous: bool = True
+    publish_pfs: tuple[str, ...] = ()  # normalised PCI addresses and interface names
+
+    def publishes_pf(self, address: str, interface: str | None) -> bool:
+        """Does `publishPFs` opt this physical function in (by address or interface name)?"""
+        return address in self.publish_pfs or (interface is not None and interface in self.publish_pfs)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> SliceConfig:
@@ -106,6 +151,7 @@ class SliceConfig:
             timeshare_memory_step_mib=mem_step // (1024 * 1024),
             bandwidth_step_mbps=bw_step // 1_000_000,
             vgpu_homogeneous=homogeneous,
+            publish_pfs=_publish_pfs(data.get("publishPFs")),
         )
 
     def mode_for(self, gpu_index: int, model_name: str, pci_address: str | None = None) -> tuple[str, str]:

@@ -1,39 +1,29 @@
 """One physical GPU -> its counter set and every device that can be carved from it.
 
-The counter set is the GPU's "bag of resources" (KEP-4815): memory, multiprocessors, the engine
-counts and one counter per MIG memory slice, so counters alone forbid two MIG placements that
-share a memory slice. Devices:
+Devices (all on the counter set `gpu-N-counters`, see driver.slices.gpucounters):
 
-- `gpu-N`                      the full GPU; consumes every counter fully; group `full`.
-- `gpu-N-mig-<profile>-<start>` one per valid MIG placement; consumes its memory slices and
-                               engines; group `mig` (MIG only co-exists with MIG).
-- `gpu-N-vgpu-<profile>-<k>`   vGPU instances for each mdev type of the GPU that names a known
-                               profile of its model; consumes framebuffer memory and a pro-rata
-                               share of SMs; group `vgpu-<profile>`.
-- `gpu-N-timeslicing`, `gpu-N-mps` shared devices (allowMultipleAllocations + consumable memory
-                               capacity); they split the SMs so both fit together; group `shared`.
+- `gpu-N`                        the full GPU; consumes every counter fully; group `full`.
+- `gpu-N-mig-<profile>-<start>`  one per valid MIG placement; consumes its memory slices and engines;
+                                 group `mig` (MIG only co-exists with MIG).
+- `gpu-N-vgpu-<type>-<k|start>`  vGPU instances of the types the host offers (driver.slices.vgpu):
+                                 time-sliced (group `vgpu-<type>`) and MIG-backed (group `mig-vgpu`).
+- `gpu-N-timeslicing`, `gpu-N-mps` shared devices (driver.slices.shared); groups `timeslicing`, `mps`.
 
-vGPU homogeneity rule (modelled, configurable): NVIDIA's time-sliced vGPU requires every vGPU on
-one physical GPU to be the same type on most GPUs (mixed-size mode is opt-in on newer ones), and
-the sysfs `available_instances` of the other types drops to 0 once one type is in use. So each
-profile gets its own group and two different profiles can never share a GPU. With
-`vgpuHomogeneous: false` all profiles share the group `vgpu` and counters alone bound the mix.
-
-With compatibility groups off, the scheduler cannot keep modes apart, so only the full GPU and
-one configured mode are published (the full GPU excludes every other device through counters).
-With partitionable devices off only the full GPU is published, without counters.
+With compatibility groups off, the scheduler cannot keep modes apart, so only the full GPU and one
+configured mode are published (the full GPU excludes every other device through counters). With
+partitionable devices off only the full GPU is published, without counters.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from driver.errors import ConfigError
-from driver.model.hardware import GpuModel, MigProfile, VgpuProfile
-from driver.model.inventory import Gpu, MdevType
+from driver.model.hardware import MigProfile
+from driver.model.inventory import Gpu
 from driver.slices.common import (
     GROUP_FULL,
     GROUP_MIG,
-    GROUP_SHARED,
-    GROUP_VGPU,
     Rendered,
     RenderContext,
     b,
@@ -44,67 +34,25 @@ from driver.slices.common import (
     s,
     static_counters,
 )
-from driver.slices.config import MODE_AUTO, MODE_FULL, MODE_MIG, MODE_TIMESHARE, VGPU_PREFIX
+from driver.slices.config import MODE_AUTO, MODE_FULL, MODE_MIG, MODE_MPS, MODE_TIMESLICING, VGPU_PREFIX
+from driver.slices.gpucounters import counter_set_name, fits_layout, gpu_counters, placement_counters
 from driver.slices.names import mib_quantity, profile_label, stable_uuid
+from driver.slices.shared import memory_policy, shared_devices, value_from
+from driver.slices.vgpu import OfferedType, VgpuParent, offered_types, vgpu_devices, vgpu_group
 
-# Engine dimensions: (counter name, GpuModel/MigProfile attribute).
-ENGINES = (
-    ("copy-engines", "copy_engines"),
-    ("decoders", "decoders"),
-    ("encoders", "encoders"),
-    ("jpeg-engines", "jpeg_engines"),
-    ("ofa-engines", "ofa_engines"),
-)
-TIMESHARE_DEVICE = {"time-slicing": "timeslicing", "mps": "mps"}
+__all__ = ["counter_set_name", "gpu_counters", "render_gpu"]
 
 
-def counter_set_name(gpu_index: int) -> str:
-    return f"gpu-{gpu_index}-counters"
+@dataclass(frozen=True)
+class _Plan:
+    """Which kinds of devices one GPU publishes besides the full GPU."""
+
+    mig: bool
+    vgpus: tuple[OfferedType, ...]
+    shared: tuple[str, ...]  # time-slicing and/or mps
 
 
-def memory_slice_counter(k: int) -> str:
-    return f"memory-slice-{k}"
-
-
-def matched_vgpu_profiles(gpu: Gpu) -> tuple[list[tuple[VgpuProfile, MdevType]], list[str]]:
-    """mdev types of the GPU that name a known vGPU profile of its model (table order)."""
-    by_name = {p.name.upper(): p for p in gpu.model.vgpu_profiles}
-    found: dict[str, tuple[VgpuProfile, MdevType]] = {}
-    warnings = []
-    for mdev in gpu.mdev_types:
-        profile = by_name.get(mdev.profile.upper())
-        if profile is None:
-            warnings.append(
-                f"gpu-{gpu.index} ({gpu.pci.address}): mdev type {mdev.type_id} {mdev.name!r} "
-                f"is not a known vGPU profile of {gpu.model.name}; not published"
-            )
-            continue
-        found.setdefault(profile.name, (profile, mdev))
-    order = [p.name for p in gpu.model.vgpu_profiles]
-    return [found[n] for n in order if n in found], warnings
-
-
-def _engine_counters(model: GpuModel) -> list[str]:
-    """Engine counters worth publishing: the GPU has some, or some MIG profile needs some."""
-    names = []
-    for counter, attr in ENGINES:
-        if getattr(model, attr) > 0 or any(getattr(p, attr) > 0 for p in model.mig_profiles):
-            names.append(counter)
-    return names
-
-
-def gpu_counters(model: GpuModel) -> dict[str, str]:
-    counters = {"memory": mib_quantity(model.memory_mib), "multiprocessors": str(model.multiprocessors)}
-    attr_of = dict(ENGINES)
-    for counter in _engine_counters(model):
-        counters[counter] = str(getattr(model, attr_of[counter]))
-    if model.mig_capable:
-        for k in range(model.mig_memory_slices):
-            counters[memory_slice_counter(k)] = "1"
-    return counters
-
-
-def _resolve_single_mode(gpu: Gpu, ctx: RenderContext, vgpus: list[tuple[VgpuProfile, MdevType]]) -> str:
+def _resolve_single_mode(gpu: Gpu, ctx: RenderContext, offered: list[OfferedType]) -> str:
     """The one mode published beside the full GPU when groups are off; ConfigError if impossible."""
     mode, where = ctx.config.mode_for(gpu.index, gpu.model.name, gpu.pci.address)
     if mode == MODE_AUTO:
@@ -113,13 +61,32 @@ def _resolve_single_mode(gpu: Gpu, ctx: RenderContext, vgpus: list[tuple[VgpuPro
         raise ConfigError(f"{where}: mode 'mig' for gpu-{gpu.index} ({gpu.model.name}), which does not support MIG")
     if mode.startswith(VGPU_PREFIX):
         wanted = mode[len(VGPU_PREFIX):].upper()
-        if not any(p.name.upper() == wanted for p, _ in vgpus):
-            have = ", ".join(p.name for p, _ in vgpus) or "none"
+        if not any(o.profile.name.upper() == wanted for o in offered):
+            have = ", ".join(o.profile.name for o in offered) or "none"
             raise ConfigError(
-                f"{where}: mode {mode!r} for gpu-{gpu.index} ({gpu.model.name}): profile not offered by "
-                f"this GPU's mdev types (available: {have})"
+                f"{where}: mode {mode!r} for gpu-{gpu.index} ({gpu.model.name}): vGPU type not offered by "
+                f"this GPU (available: {have})"
             )
     return mode
+
+
+def _plan(gpu: Gpu, ctx: RenderContext, offered: list[OfferedType], out: Rendered) -> _Plan:
+    if ctx.features.compatibility_groups:
+        plan = _Plan(gpu.model.mig_capable, tuple(offered), ctx.config.timeshare_modes)
+    else:
+        mode = _resolve_single_mode(gpu, ctx, offered)
+        wanted = mode[len(VGPU_PREFIX):].upper() if mode.startswith(VGPU_PREFIX) else None
+        plan = _Plan(
+            mode == MODE_MIG,
+            tuple(o for o in offered if o.profile.name.upper() == wanted),
+            (mode,) if mode in (MODE_TIMESLICING, MODE_MPS) else (),
+        )
+    if plan.shared and not ctx.features.consumable_capacity:
+        if not ctx.features.compatibility_groups:
+            out.warnings.append(f"gpu-{gpu.index}: mode {plan.shared[0]!r} needs DRAConsumableCapacity; "
+                                "publishing the full GPU only")
+        plan = _Plan(plan.mig, plan.vgpus, ())
+    return plan
 
 
 def render_gpu(gpu: Gpu, ctx: RenderContext) -> Rendered:
@@ -138,45 +105,37 @@ def render_gpu(gpu: Gpu, ctx: RenderContext) -> Rendered:
     }
     full_capacity = {"memory": {"value": mib_quantity(model.memory_mib)},
                      "multiprocessors": {"value": str(model.multiprocessors)}}
-    features = ctx.features
-    if not features.partitionable_devices:
+    if not ctx.features.partitionable_devices:
         out.devices.append(device(prefix, full_attrs, full_capacity))
         return out
 
-    vgpus, warns = matched_vgpu_profiles(gpu)
+    offered, warns = offered_types(gpu)
     out.warnings.extend(warns)
-    groups_on = features.compatibility_groups
-    if groups_on:
-        want_mig, want_vgpu, want_ts = model.mig_capable, [p for p, _ in vgpus], True
-    else:
-        mode = _resolve_single_mode(gpu, ctx, vgpus)
-        want_mig = mode == MODE_MIG
-        want_vgpu = [p for p, _ in vgpus if mode.startswith(VGPU_PREFIX) and p.name.upper() == mode[len(VGPU_PREFIX):].upper()]
-        want_ts = mode == MODE_TIMESHARE
-    if want_ts and not features.consumable_capacity:
-        if not groups_on:
-            out.warnings.append(f"{prefix}: mode 'timeshare' needs DRAConsumableCapacity; publishing the full GPU only")
-        want_ts = False
+    plan = _plan(gpu, ctx, offered, out)
+    groups_on = ctx.features.compatibility_groups
 
     cs = counter_set_name(gpu.index)
     counters = gpu_counters(model)
-    out.counter_sets.append({"name": cs, "counters": static_counters(counters)})
+    counter_set = static_counters(counters)
+    policy = memory_policy(gpu, ctx)
+    if plan.shared and value_from(ctx) and policy is not None:
+        # Shares draw their memory from this counter (valueFrom); the policy rounds what they ask for.
+        counter_set["memory"]["requestPolicy"] = policy
+    out.counter_sets.append({"name": cs, "counters": counter_set})
 
     def groups(name: str) -> list[str] | None:
         return [name] if groups_on else None
 
     out.devices.append(device(prefix, full_attrs, full_capacity,
                               [consumption(cs, static_counters(counters), groups(GROUP_FULL))]))
-    if want_mig:
+    if plan.mig:
         for profile in model.mig_profiles:
             out.devices.extend(_mig_devices(gpu, profile, ctx, common, gpu_uuid, cs, groups(GROUP_MIG), out))
-    mdev_of = {p.name: m for p, m in vgpus}
-    for profile in want_vgpu:
-        group = GROUP_VGPU if not ctx.config.vgpu_homogeneous else f"vgpu-{profile_label(profile.name)}"
-        out.devices.extend(_vgpu_devices(gpu, profile, mdev_of[profile.name], ctx, common, gpu_uuid, cs,
-                                         groups(group), out))
-    if want_ts:
-        out.devices.extend(_timeshare_devices(gpu, ctx, common, gpu_uuid, cs, groups(GROUP_SHARED)))
+    parent = VgpuParent(common, gpu_uuid, cs)
+    for offer in plan.vgpus:
+        group = groups(vgpu_group(offer.profile, ctx.config.vgpu_homogeneous))
+        out.devices.extend(vgpu_devices(gpu, offer, ctx, parent, group, out.warnings))
+    out.devices.extend(shared_devices(gpu, plan.shared, ctx, common, gpu_uuid, cs, groups_on))
     return out
 
 
@@ -185,17 +144,11 @@ def _mig_devices(gpu: Gpu, profile: MigProfile, ctx: RenderContext, common: dict
     model, devices = gpu.model, []
     label = profile_label(profile.name)
     for start in profile.placements:
-        if start < 0 or start + profile.memory_slices > model.mig_memory_slices:
+        if not fits_layout(model, profile, start):
             out.warnings.append(f"gpu-{gpu.index}: MIG profile {profile.name} placement {start} does not fit "
                                 f"{model.mig_memory_slices} memory slices of {model.name}; skipped")
             continue
         name = f"gpu-{gpu.index}-mig-{label}-{start}"
-        used = {"memory": mib_quantity(profile.memory_mib), "multiprocessors": str(profile.multiprocessors)}
-        for counter, attr in ENGINES:
-            if getattr(profile, attr) > 0:
-                used[counter] = str(getattr(profile, attr))
-        for k in range(start, start + profile.memory_slices):
-            used[memory_slice_counter(k)] = "1"
         attrs = {
             **common,
             "type": s("mig"),
@@ -207,66 +160,6 @@ def _mig_devices(gpu: Gpu, profile: MigProfile, ctx: RenderContext, common: dict
         }
         capacity = {"memory": {"value": mib_quantity(profile.memory_mib)},
                     "multiprocessors": {"value": str(profile.multiprocessors)}}
-        devices.append(device(name, attrs, capacity, [consumption(cs, static_counters(used), groups)]))
-    return devices
-
-
-def _vgpu_devices(gpu: Gpu, profile: VgpuProfile, mdev: MdevType, ctx: RenderContext, common: dict,
-                  parent: str, cs: str, groups: list[str] | None, out: Rendered) -> list[dict]:
-    model = gpu.model
-    if profile.framebuffer_mib <= 0:
-        out.warnings.append(f"gpu-{gpu.index}: vGPU profile {profile.name} has no framebuffer size; skipped")
-        return []
-    count = min(profile.max_instances, model.memory_mib // profile.framebuffer_mib)
-    # Time-sliced vGPUs share all SMs; charging a pro-rata share keeps them out of MIG's budget
-    # and lets counters alone stop a full GPU from being handed out next to them.
-    sm_share = max(1, model.multiprocessors * profile.framebuffer_mib // model.memory_mib)
-    used = static_counters({"memory": mib_quantity(profile.framebuffer_mib), "multiprocessors": str(sm_share)})
-    label, devices = profile_label(profile.name), []
-    for k in range(count):
-        name = f"gpu-{gpu.index}-vgpu-{label}-{k}"
-        attrs = {
-            **common,
-            "type": s("vgpu"),
-            "uuid": s(stable_uuid(ctx.node_name, gpu.pci.address, name)),
-            "parentUUID": s(parent),
-            "profile": s(profile.name),
-            "mdevType": s(mdev.type_id),
-        }
-        devices.append(device(name, attrs, {"memory": {"value": mib_quantity(profile.framebuffer_mib)}},
-                              [consumption(cs, used, groups)]))
-    return devices
-
-
-def _timeshare_devices(gpu: Gpu, ctx: RenderContext, common: dict, parent: str, cs: str,
-                       groups: list[str] | None) -> list[dict]:
-    model, kinds = gpu.model, ctx.config.timeshare_modes
-    if not kinds:
-        return []
-    step = ctx.config.timeshare_memory_step_mib
-    if model.memory_mib < 2 * step:
-        # The apiserver requires min + step <= capacity; such a GPU is too small to share this way.
-        return []
-    top = (model.memory_mib // step) * step  # validRange.max must be min + k*step and <= the capacity
-    policy = {
-        "default": mib_quantity(step),
-        "validRange": {"min": mib_quantity(step), "max": mib_quantity(top), "step": mib_quantity(step)},
-    }
-    # The shared devices split the SMs so they fit together and a full GPU never fits beside them.
-    sms = model.multiprocessors
-    shares = [sms // len(kinds)] * len(kinds)
-    shares[0] += sms - sum(shares)
-    devices = []
-    for kind, share in zip(kinds, shares):
-        name = f"gpu-{gpu.index}-{TIMESHARE_DEVICE[kind]}"
-        attrs = {
-            **common,
-            "type": s("timeshare"),
-            "sharing": s(kind),
-            "uuid": s(stable_uuid(ctx.node_name, gpu.pci.address, name)),
-            "parentUUID": s(parent),
-        }
-        capacity = {"memory": {"value": mib_quantity(model.memory_mib), "requestPolicy": policy}}
-        used = static_counters({"multiprocessors": str(max(share, 1))})
-        devices.append(device(name, attrs, capacity, [consumption(cs, used, groups)], allow_multiple=True))
+        devices.append(device(name, attrs, capacity,
+                              [consumption(cs, static_counters(placement_counters(profile, start)), groups)]))
     return devices

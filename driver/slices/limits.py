@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from driver.celexpr.values import CelValueError, parse_semver
 from driver.model.quantity import parse_quantity
 from driver.slices.names import is_c_identifier, is_dns_label, is_dns_subdomain
 from driver.slices.pool import (
@@ -98,6 +99,45 @@ def policy_problems(value: str, policy: dict, where: str) -> list[str]:
     return problems
 
 
+# List-typed attributes (DRAListTypeAttributes, KEP-5491): each list is non-empty, its elements
+# obey the scalar's rules, and a device carries at most 48 values in all (scalars plus list
+# elements). Source: kubernetes.io "Dynamic Resource Allocation", section "List type attributes";
+# the 1.37 OpenAPI schema describes each list as non-empty.
+MAX_ATTRIBUTE_VALUES = 48
+_SCALAR_TYPES = {"bool": bool, "int": int, "string": str, "version": str}
+_LIST_FIELDS = {"bools": "bool", "ints": "int", "strings": "string", "versions": "version"}
+
+
+def _scalar_problem(kind: str, item: object) -> str | None:
+    if not isinstance(item, _SCALAR_TYPES[kind]) or (kind == "int" and isinstance(item, bool)):
+        return f"{kind} value {item!r} has the wrong type"
+    if kind in ("string", "version") and len(str(item)) > MAX_STRING_LEN:
+        return f"longer than {MAX_STRING_LEN} characters"
+    if kind == "version":
+        try:
+            parse_semver(str(item))
+        except CelValueError:
+            return f"{item!r} is not a semantic version (semver.org 2.0.0)"
+    return None
+
+
+def _attribute_problems(name: str, value: dict, where: str) -> list[str]:
+    (field, item), = value.items()
+    if field in _SCALAR_TYPES:
+        problem = _scalar_problem(field, item)
+        return [f"{where} {problem}"] if problem else []
+    if field in _LIST_FIELDS:
+        if not isinstance(item, list) or not item:
+            return [f"{where}: {field} must be a non-empty list"]
+        out = []
+        for i, element in enumerate(item):
+            problem = _scalar_problem(_LIST_FIELDS[field], element)
+            if problem:
+                out.append(f"{where}: {field}[{i}] {problem}")
+        return out
+    return [f"{where}: unknown value field {field!r} (bool, int, string, version or bools, ints, strings, versions)"]
+
+
 def check_device(dev: dict, where: str) -> list[str]:
     problems = []
     if not is_dns_label(dev["name"]):
@@ -105,14 +145,18 @@ def check_device(dev: dict, where: str) -> list[str]:
     attrs, caps = dev.get("attributes") or {}, dev.get("capacity") or {}
     if len(attrs) + len(caps) > MAX_ATTRIBUTES_AND_CAPACITIES:
         problems.append(f"{where}: {len(attrs) + len(caps)} attributes+capacities > {MAX_ATTRIBUTES_AND_CAPACITIES}")
+    values = 0
     for name, value in attrs.items():
         if not _qualified_name_ok(name):
             problems.append(f"{where}: attribute name {name!r} is not a qualified name")
-        if len(value) != 1:
+        if not isinstance(value, dict) or len(value) != 1:
             problems.append(f"{where}: attribute {name} must have exactly one value field")
-        for kind in ("string", "version"):
-            if kind in value and len(value[kind]) > MAX_STRING_LEN:
-                problems.append(f"{where}: attribute {name} longer than {MAX_STRING_LEN} characters")
+            continue
+        problems.extend(_attribute_problems(name, value, f"{where}: attribute {name}"))
+        (field, item), = value.items()
+        values += len(item) if field in _LIST_FIELDS and isinstance(item, list) else 1
+    if values > MAX_ATTRIBUTE_VALUES:
+        problems.append(f"{where}: {values} attribute values (scalars plus list elements) > {MAX_ATTRIBUTE_VALUES}")
     for name, cap in caps.items():
         if not _qualified_name_ok(name):
             problems.append(f"{where}: capacity name {name!r} is not a qualified name")

@@ -12,8 +12,10 @@ The PF's link speed is the budget (`nic-N-counters`, counter `bandwidth`, bit/s)
 - off: a static equal share, link speed / number of VFs published (numvfs, not totalvfs: every
   enabled VF can be handed out at once and the whole link stays usable).
 
-A PF with no VFs enabled is published as a whole NIC (`nic-N`, type `nic`). A PF whose link speed
-is unknown (link down) still publishes its VFs, without bandwidth accounting, and a warning.
+A PF without VFs enabled, or without SR-IOV, is the host's own port (storage, management network): it
+is not published unless the driver config names it in `slices.publishPFs` (PCI address or interface),
+and then as a whole NIC (`nic-N`, type `nic`, DeviceClass `nic`). A PF whose link speed is unknown
+(link down) still publishes its VFs, without bandwidth accounting, and a warning.
 VFs declare no compatibility groups: they are all alike and only bandwidth limits them.
 """
 
@@ -43,14 +45,19 @@ def render_nic(nic: NicPF, ctx: RenderContext) -> Rendered:
     features = ctx.features
     speed = nic.speed_mbps if nic.speed_mbps and nic.speed_mbps > 0 else None
 
+    opted_in = ctx.config.publishes_pf(nic.pci.address, nic.interface)
     if not nic.vfs:
-        attrs = {**common, **location_attributes(nic.pci), "type": s("nic"), "uuid": s(pf_uuid),
-                 "totalVFs": i(nic.total_vfs)}
-        if nic.interface:
-            attrs["interface"] = s(nic.interface)
-        capacity = {"bandwidth": {"value": mbps_quantity(speed)}} if speed else None
-        out.devices.append(device(prefix, attrs, capacity))
+        if opted_in:
+            attrs = {**common, **location_attributes(nic.pci), "type": s("nic"), "uuid": s(pf_uuid),
+                     "totalVFs": i(nic.total_vfs)}
+            if nic.interface:
+                attrs["interface"] = s(nic.interface)
+            capacity = {"bandwidth": {"value": mbps_quantity(speed)}} if speed else None
+            out.devices.append(device(prefix, attrs, capacity))
         return out
+    if opted_in:
+        out.warnings.append(f"{prefix} ({nic.pci.address}): named in slices.publishPFs but has {len(nic.vfs)} VFs "
+                            "enabled; its VFs are published, not the PF")
 
     if speed is None:
         out.warnings.append(f"{prefix} ({nic.pci.address}): link speed unknown (link down?); "

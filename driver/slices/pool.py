@@ -105,6 +105,9 @@ def render_pool(
         total.extend(render_gpu(gpu, ctx))
     for nic in sorted(inventory.nics, key=lambda n: n.index):
         total.extend(render_nic(nic, ctx))
+    for entry in config.publish_pfs:
+        if not any(entry in (n.pci.address, n.interface) for n in inventory.nics):
+            total.warnings.append(f"slices.publishPFs: {entry!r} matches no network function on this node")
     _drop_unnamable(total)
     _check_unique(total)
     _clip_strings(total)

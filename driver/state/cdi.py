@@ -13,6 +13,8 @@ Layout (documented in README "Kubelet plugin"):
 - per device, env vars `FAKE_DRA_<DEVICE>_<FIELD>` (TYPE, PROFILE, UUID, PARENT_UUID, PCI_BUS_ID,
   BANDWIDTH, MEMORY, CLAIM, REQUEST, CONFIG_KIND, CONFIG) where <DEVICE> is the device name
   upper-cased with '-' -> '_';
+- per device, read-only bind mounts of its request's device metadata file (driver.state.metadata;
+  `containerEdits.mounts`, options `ro`, `bind`) when --device-metadata is on;
 - spec annotation `<driver>/prepared`: JSON with the claim and its devices, which lets the
   plugin rebuild its state from these files if the checkpoint is ever corrupt.
 """
@@ -22,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +67,9 @@ class CdiWriter:
     def spec_path(self, claim_uid: str) -> Path:
         return self.root / f"{self._prefix}{check_uid(claim_uid)}.json"
 
-    def render(self, claim: ClaimRef, devices: Sequence[PreparedDevice]) -> dict[str, Any]:
+    def render(self, claim: ClaimRef, devices: Sequence[PreparedDevice],
+               mounts: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> dict[str, Any]:
+        """`mounts`: device name -> CDI mount entries added to that device's containerEdits."""
         prepared = {
             "namespace": claim.namespace,
             "name": claim.name,
@@ -79,18 +83,19 @@ class CdiWriter:
             "devices": [
                 {
                     "name": self.device_name(claim.uid, d.device),
-                    "containerEdits": {"env": [f"{k}={v}" for k, v in sorted(d.env.items())]},
+                    "containerEdits": _edits(d, (mounts or {}).get(d.device)),
                 }
                 for d in devices
             ],
         }
 
-    def write(self, claim: ClaimRef, devices: Sequence[PreparedDevice]) -> Path:
+    def write(self, claim: ClaimRef, devices: Sequence[PreparedDevice],
+              mounts: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> Path:
         """Write the claim's spec atomically, without fsync: the CDI root is normally a tmpfs
         (/var/run/cdi), and after a power loss the boot ID changes, so every claim is prepared —
         and its spec rewritten — again anyway."""
         path = self.spec_path(claim.uid)
-        body = json.dumps(self.render(claim, devices), indent=2, sort_keys=True).encode() + b"\n"
+        body = json.dumps(self.render(claim, devices, mounts), indent=2, sort_keys=True).encode() + b"\n"
         atomic_write(path, body, SPEC_MODE, fsync=False)
         return path
 
@@ -119,3 +124,10 @@ class CdiWriter:
             except (OSError, ValueError, KeyError, TypeError, FakeDraError) as exc:
                 log.warning("skipping unreadable CDI spec while rebuilding state", extra={"path": str(path), "error": str(exc)})
         return out
+
+
+def _edits(device: PreparedDevice, mounts: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
+    edits: dict[str, Any] = {"env": [f"{k}={v}" for k, v in sorted(device.env.items())]}
+    if mounts:
+        edits["mounts"] = [dict(m) for m in mounts]
+    return edits

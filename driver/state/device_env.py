@@ -21,6 +21,13 @@ _ATTRS = {"TYPE": "type", "PROFILE": "profile", "UUID": "uuid", "PARENT_UUID": "
           "PCI_BUS_ID": "pciBusID", "PRODUCT_NAME": "productName", "NUMA_NODE": "numaNode"}
 
 
+def _env_value(value: Any) -> str:
+    """A scalar as text (bools lower-case); a list-typed attribute (DRAListTypeAttributes) comma-joined."""
+    if isinstance(value, list):
+        return ",".join(_env_value(v) for v in value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def device_env(
     claim: ClaimRef, result: Mapping[str, Any], device: Mapping[str, Any], config: DeviceConfig | None, driver_name: str
 ) -> dict[str, str]:
@@ -29,7 +36,7 @@ def device_env(
     for key, name in _ATTRS.items():
         value = attr(dict(device), name, driver_name)
         if value is not None:
-            env[prefix + key] = str(value).lower() if isinstance(value, bool) else str(value)
+            env[prefix + key] = _env_value(value)
     mem = capacity(dict(device), "memory")
     if mem is not None:
         env[prefix + "MEMORY"] = mem

@@ -34,8 +34,10 @@ from driver.features import Features
 from driver.model.claimshape import check_claim_shape
 from driver.state.cdi import CdiWriter
 from driver.state.checkpoint import COMPLETED, STARTED, Checkpoint, CheckpointStore, ClaimEntry
+from driver.state.claimstatus import ClaimStatusReporter
 from driver.state.config import configs_for_results
 from driver.state.device_env import device_env
+from driver.state.metadata import DeviceMetadataWriter
 from driver.state.names import check_label, check_subdomain, check_uid
 from driver.state.names import shorten as _short
 from driver.state.ownership import CallGate, StateDirLock, startup_io
@@ -64,17 +66,24 @@ class DeviceState:
         cdi: CdiWriter,
         checkpoint: CheckpointStore,
         crash_hook: CrashHook = _no_crash,
+        metadata: DeviceMetadataWriter | None = None,
+        claim_status: ClaimStatusReporter | None = None,
         max_call_s: float = KUBELET_CALL_TIMEOUT_S,
         when_owned: Callable[[], None] | None = None,
     ) -> None:
-        """`when_owned` runs once this process owns the state directory, before anything in it
-        or in the CDI root is touched (run.py probes the kubelet sockets there)."""
+        """`metadata` writes KEP-5304 device metadata files (default: off, only cleans up);
+        `claim_status` reports VFs in ResourceClaim status.devices (default: not at all);
+        `max_call_s` bounds every call (the kubelet's 45 s); `when_owned` runs once this process
+        owns the state directory, before anything in it or in the CDI root is touched (run.py
+        probes the kubelet sockets there)."""
         self.driver_name = driver_name
         self._claims = claims
         self._pool = pool
         self._cdi = cdi
         self._store = checkpoint
         self._crash = crash_hook
+        self._metadata = metadata or DeviceMetadataWriter(checkpoint.dir, driver_name, enabled=False)
+        self._status = claim_status
         self._lock = threading.Lock()
         self._io_lock = threading.Lock()  # serialises checkpoint writes and fsyncs
         self._stripes = [threading.Lock() for _ in range(64)]
@@ -100,6 +109,7 @@ class DeviceState:
             with startup_io("loading the checkpoint in state directory", checkpoint.dir):
                 checkpoint.remove_stale_temps()
                 self._cp = self._load()
+                self._metadata.prune(set(self._cp.claims))
         except BaseException:
             self._dir_lock.release()
             raise
@@ -238,7 +248,7 @@ class DeviceState:
                 pending, batch, before, recorded = self._prepare_locked(fetched, results)
             need = None  # already prepared claims whose flush failed earlier: everything
             if batch:
-                ok, done = self._act(batch, before, results, recorded, deadline)
+                ok, done = self._act(batch, before, results, recorded, dict((r.uid, c) for r, c in fetched), deadline)
                 need = done if not pending else None
                 pending.extend(ok)
             if pending:
@@ -318,13 +328,19 @@ class DeviceState:
         for ref, claim in fetched:
             entry = self._cp.claims.get(ref.uid)
             if entry is not None and entry.state == COMPLETED and entry.boot_id == boot:
-                if not self._cdi.exists(ref.uid):
-                    log.warning("CDI spec missing for a prepared claim; recreating it", extra={"claim": ref.uid})
-                    try:
-                        self._cdi.write(entry.ref, entry.devices)
-                    except OSError as exc:
-                        results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: writing CDI spec: {exc}")
-                        continue
+                step = "writing device metadata"
+                try:
+                    files = self._metadata.ensure(ref, claim, entry.devices, devices)
+                    step = "writing CDI spec"
+                    if not self._cdi.exists(ref.uid):
+                        log.warning("CDI spec missing for a prepared claim; recreating it", extra={"claim": ref.uid})
+                        self._cdi.write(entry.ref, entry.devices, self._metadata.mounts(files, entry.devices))
+                except OSError as exc:
+                    results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {step}: {exc}")
+                    continue
+                except FakeDraError as exc:
+                    results[ref.uid] = PrepareResult(error=str(exc))
+                    continue
                 if self._synced < self._version:  # recorded by a call whose flush failed
                     pending.append((ref, entry.devices))
                 else:
@@ -405,11 +421,13 @@ class DeviceState:
                 consumed_counters=tuple(r["consumedCounters"]) if r.get("consumedCounters") else None,
                 share_id=r.get("shareID"),
                 env=device_env(ref, r, devices[name], cfg, self.driver_name),
+                admin_access=r.get("adminAccess") is True,
             ))
         return mine, prepared, positions
 
     def _act(self, batch: list[Batch], before: dict[str, ClaimEntry | None],
-             results: dict[str, PrepareResult], recorded: int, deadline: Deadline) -> tuple[list[Batch], int]:
+             results: dict[str, PrepareResult], recorded: int,
+             claims: Mapping[str, dict[str, Any]], deadline: Deadline) -> tuple[list[Batch], int]:
         """Outside the global lock (the claims' own locks are held): persist PrepareStarted, write
         the CDI specs, mark PrepareCompleted. Returns the claims that succeeded and the version
         recording them."""
@@ -426,19 +444,29 @@ class DeviceState:
         self._crash("prepare-started")
         ok: list[Batch] = []
         failed: list[ClaimRef] = []
+        pool_devices = self._pool.get(refresh_if_stale=False)[1]
         for ref, devs in batch:
+            step = "writing device metadata"
             try:
-                self._cdi.write(ref, devs)
+                files = self._metadata.write(ref, claims[ref.uid], devs, pool_devices)
+                step = "writing CDI spec"
+                self._cdi.write(ref, devs, self._metadata.mounts(files, devs))
                 ok.append((ref, devs))
             except Exception as exc:  # noqa: BLE001 - whatever it is, this claim only
-                if not isinstance(exc, OSError):
+                if not isinstance(exc, (OSError, FakeDraError)):
                     log.exception("writing a CDI spec failed unexpectedly", extra={"claim": ref.uid})
                 failed.append(ref)
-                results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: writing CDI spec: {exc}")
+                what = (str(exc) if isinstance(exc, FakeDraError)  # e.g. a metadata path it cannot name
+                        else f"claim {ref.namespace}/{ref.name}: {step}: {exc}")
+                results[ref.uid] = PrepareResult(error=what)
+        if self._status is not None:  # informational: never fails the claims
+            self._status.prepared([(ref, claims[ref.uid], devs) for ref, devs in ok], pool_devices)
         self._crash("prepare-cdi-written")
         try:
             deadline.check("prepare")  # the commit point: past it the call's answer stands
         except CallAborted as exc:
+            if self._status is not None and ok:  # take back what was just reported
+                self._status.unprepared(ok, pool_devices)
             return self._roll_back(batch, before, results, str(exc)), 0
         # Roll back in an order that cannot fail halfway: first the records (memory only), so a
         # failed claim reserves nothing whatever the disk does; then, best effort, any spec an
@@ -453,8 +481,9 @@ class DeviceState:
         for ref in failed:
             try:
                 self._cdi.remove(ref.uid)
+                self._metadata.remove(ref.uid)
             except OSError as exc:
-                log.warning("cannot remove the CDI spec of a claim whose preparation failed",
+                log.warning("cannot remove the CDI spec or device metadata of a claim whose preparation failed",
                             extra={"claim": ref.uid, "error": str(exc)})
         return ok, version
 
@@ -470,6 +499,7 @@ class DeviceState:
             results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {reason}")
             try:
                 self._cdi.remove(ref.uid)
+                self._metadata.remove(ref.uid)  # only after its spec (which bind-mounts it) is gone
             except OSError as exc:
                 if self._cdi.exists(ref.uid):
                     kept.add(ref.uid)
@@ -505,11 +535,18 @@ class DeviceState:
                 results[ref.uid] = str(exc)
         with self._claims_locked(r.uid for r in valid), self._calls.mutating(deadline, "unprepare"):
             for ref in valid:
+                step = "removing CDI spec"
                 try:
                     self._cdi.remove(ref.uid)
+                    step = "removing device metadata"
+                    self._metadata.remove(ref.uid)
                     results[ref.uid] = ""
                 except OSError as exc:
-                    results[ref.uid] = f"claim {_short(ref.namespace)}/{_short(ref.name)}: removing CDI spec: {exc}"
+                    results[ref.uid] = f"claim {_short(ref.namespace)}/{_short(ref.name)}: {step}: {exc}"
+            if self._status is not None:
+                recorded_devs = [(r, e.devices) for r in valid if not results[r.uid]
+                                 and (e := self._cp.claims.get(r.uid)) is not None]
+                self._status.unprepared(recorded_devs, self._pool.get(refresh_if_stale=False)[1])
             self._crash("unprepare-cdi-removed")
             with self._lock:
                 gone = [r for r in valid if not results[r.uid] and r.uid in self._cp.claims]

@@ -26,6 +26,9 @@ from driver.state.types import ClaimRef, PreparedDevice
 class PlacedIndex:
     """Devices already prepared on the node, indexed so revalidation looks only at what matters.
 
+    Devices prepared for adminAccess results are not indexed: kube-scheduler does not count them
+    as allocated, so they hold no device, counters or compatibility groups against other claims.
+
     Only devices that share a counter set with the new claim's devices (or are the same device)
     can change the verdict, so only those are handed to validate_combination. Extra placements of
     a shared (allowMultipleAllocations) device without a `consumedCounters` snapshot change nothing
@@ -84,6 +87,8 @@ class PlacedIndex:
         self.remove(ref.uid)
         self._claims[ref.uid] = list(devices)
         for d in devices:
+            if d.admin_access:
+                continue  # never conflicts with anything (upstream: not counted as allocated)
             index = self.counted if d.consumed_counters else self.plain
             index.setdefault(d.device, {}).setdefault(ref.uid, []).append(self._placed(ref.uid, d))
 

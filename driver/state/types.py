@@ -52,6 +52,9 @@ class PreparedDevice:
     consumed_counters: tuple[dict[str, Any], ...] | None = None
     share_id: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    # Allocated with adminAccess: kube-scheduler does not count such a result as allocated (no
+    # exclusivity, counters or compatibility groups), so revalidation must not either.
+    admin_access: bool = False
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -66,6 +69,8 @@ class PreparedDevice:
             out["shareID"] = self.share_id
         if self.env:
             out["env"] = dict(self.env)
+        if self.admin_access:
+            out["adminAccess"] = True
         return out
 
     @classmethod
@@ -79,6 +84,7 @@ class PreparedDevice:
             consumed_counters=tuple(dict(c) for c in consumed) if consumed is not None else None,
             share_id=d.get("shareID"),
             env={str(k): str(v) for k, v in (d.get("env") or {}).items()},
+            admin_access=d.get("adminAccess") is True,
         )
 
 

@@ -39,7 +39,10 @@ def test_claims_allocated_together_are_all_or_nothing():
 
 def test_two_claims_that_only_fail_together():
     alloc = new_allocator()
-    with pytest.raises(AllocationError, match="claims default/a, default/b: cannot all be allocated together"):
+    # Each fits alone; the reason names the later claim, what the earlier one holds and the blocker.
+    with pytest.raises(AllocationError, match=r"claim default/b: cannot be allocated together with default/a: with "
+                       r"gpu-0-mig-1g5gb-0, gpu-0-mig-1g5gb-1 for claim default/a; gpu-1 for this claim already placed, "
+                       r"request g: .* groups incompatible on counter set gpu-0"):
         alloc.allocate([mig_claim("a", 2), expand_claim({"name": "b", "requests": [
             {"name": "g", "class": "gpu.fake-dra.example.com", "count": 2,
              "selectors": ["device.attributes['fake-dra.example.com'].type == 'gpu'"]}]}, [])])
@@ -80,13 +83,28 @@ def test_packed_allocations_pass_the_shared_rules():
         alloc.allocate([mig_claim("one-too-many")])
 
 
-def test_stop_on_failure_false_continues():
+def test_sequential_stop_on_failure_false_continues():
     claims = [mig_claim("a", 32), mig_claim("b", 1)]
-    outcome = allocate_claims(objects() + claims, node="node-1", stop_on_failure=False)
+    outcome = allocate_claims(objects() + claims, node="node-1", stop_on_failure=False, sequential=True)
     assert [r.allocation is not None for r in outcome.results] == [False, True]
     assert not outcome.ok and [r.label for r in outcome.failed] == ["default/a"]
-    stopped = allocate_claims(objects() + claims, node="node-1")
+    stopped = allocate_claims(objects() + claims, node="node-1", sequential=True)
     assert len(stopped.results) == 1
+
+
+def test_pending_claims_are_one_pod_by_default():
+    # Alone, b fits; as one pod with a (which cannot fit) nothing is allocated and both say why.
+    claims = [mig_claim("a", 32), mig_claim("b", 1)]
+    outcome = allocate_claims(objects() + claims, node="node-1", stop_on_failure=False)
+    assert [r.allocation for r in outcome.results] == [None, None]
+    assert outcome.results[0].reason == outcome.results[1].reason
+    assert "request m: needs 32 device(s)" in outcome.results[0].reason
+    # Two claims that fit only with the later one backtracking into the earlier one's choice.
+    big = expand_claim({"name": "big", "requests": [{"name": "m", "class": "mig.fake-dra.example.com", "count": 7}]}, [])
+    together = allocate_claims(objects() + [mig_claim("one"), big], node="node-1")
+    assert together.ok
+    one, seven = ([r["device"] for r in c.allocation["devices"]["results"]] for c in together.results)
+    assert not set(one) & set(seven)
 
 
 def test_class_objects_or_parsed_classes():

@@ -1,8 +1,12 @@
 """Run every allocator scenario in tests/allocator/cases/ (one YAML file each, with a `reason`).
 
+The pending claims of a case are one pod (one search, all or nothing) unless the case says
+`mode: sequential` (one scheduling cycle per claim, each seeing the earlier ones allocated).
+
 Expectations per claim: a list of device names (results in order), or a mapping with `error`
-(substring of the reason), `results` (subset match of each result), `nodeSelector` / `config`
-(exact match). `inputError` expects the whole case to be rejected as invalid input.
+(substring of the reason), `fails: true` (not allocated, any reason), `results` (subset match of
+each result; `exact: true` for equality), `nodeSelector` / `config` (exact match). `inputError`
+expects the whole case to be rejected as invalid input.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import pytest
 from driver.allocator import allocate_claims
 from driver.errors import InputError
 from driver.features import parse_features
-from .casefile import all_cases, load_case
+from .casefile import all_cases, case_features, load_case
 
 CASE_FILES = all_cases()
 
@@ -31,14 +35,16 @@ def test_there_are_enough_cases_and_each_has_a_reason():
         case, _ = load_case(path)
         assert isinstance(case.get("reason"), str) and case["reason"].strip(), path.name
         assert "\n" not in case["reason"].strip(), f"{path.name}: reason must be one line"
-        assert case.get("expect") or case.get("inputError"), path.name
+        assert "expect" in case or case.get("inputError"), path.name
 
 
 @pytest.mark.parametrize("path", CASE_FILES, ids=[p.stem for p in CASE_FILES])
 def test_case(path):
     case, objects = load_case(path)
-    features = parse_features(case.get("features"))
-    kwargs = {"node": case.get("node", "node-1"), "features": features, "stop_on_failure": False}
+    features = parse_features(case_features(case))
+    assert case.get("mode", "pod") in ("pod", "sequential"), path.name
+    kwargs = {"node": case.get("node", "node-1"), "features": features, "stop_on_failure": False,
+              "sequential": case.get("mode") == "sequential"}
     if case.get("budget"):
         kwargs["budget"] = case["budget"]
     if case.get("inputError"):
@@ -47,12 +53,15 @@ def test_case(path):
         assert case["inputError"] in str(err.value)
         return
     outcome = allocate_claims(objects, **kwargs)
-    by_name = {r.label.split("/", 1)[1]: r for r in outcome.results}
+    by_name = {r.claim["metadata"]["name"]: r for r in outcome.results}
     for claim, want in case["expect"].items():
         got = by_name[claim]
         if isinstance(want, list):
             assert got.allocation is not None, f"{claim}: expected {want}, got error: {got.reason}"
             assert [r["device"] for r in got.allocation["devices"]["results"]] == want
+            continue
+        if want.get("fails"):
+            assert got.allocation is None, f"{claim}: expected failure, got {got.allocation}"
             continue
         if "error" in want:
             assert got.allocation is None, f"{claim}: expected failure, got {got.allocation}"

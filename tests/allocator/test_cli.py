@@ -46,13 +46,34 @@ def test_all_allocated_exit_0_and_output_is_schema_valid(tmp_path, capsys):
         kubernetes_validate.validate(doc, "1.37", strict=True)
 
 
-def test_unallocatable_exit_1_prints_earlier_claims_and_reason(tmp_path, capsys):
+def test_sequential_unallocatable_exit_1_prints_earlier_claims_and_reason(tmp_path, capsys):
     fixtures = str(FIXTURES / "kep5963-mig-vgpu.yaml")
     claims = write(tmp_path, "claims.yaml", [claim("a", "mig-1g"), claim("b", "vgpu"), claim("c", "mig-1g")])
-    code, out, err = run(["allocate", "--node", "node-1", fixtures, claims], capsys)
+    code, out, err = run(["allocate", "--node", "node-1", "--sequential", fixtures, claims], capsys)
     assert code == 1
     assert [d["metadata"]["name"] for d in yaml.safe_load_all(out)] == ["a"]
     assert "claim default/b" in err and "groups incompatible on counter set gpu-0-counters" in err
+
+
+def test_one_pod_by_default_is_all_or_nothing(tmp_path, capsys):
+    fixtures = str(FIXTURES / "kep5963-mig-vgpu.yaml")
+    claims = write(tmp_path, "claims.yaml", [claim("a", "mig-1g"), claim("b", "vgpu")])
+    code, out, err = run(["allocate", "--node", "node-1", fixtures, claims], capsys)
+    assert code == 1 and out == ""
+    assert "groups incompatible on counter set gpu-0-counters" in err
+
+
+def test_one_pod_backtracks_into_earlier_claims(tmp_path, capsys):
+    # Alone, `any` would take the first device (a MIG one) and a vGPU claim after it could not fit;
+    # as one pod the search revises `any` to a vGPU device so both fit.
+    fixtures = str(FIXTURES / "kep5963-mig-vgpu.yaml")
+    claims = write(tmp_path, "claims.yaml", [claim("any"), claim("v", "vgpu")])
+    code, out, err = run(["allocate", "--node", "node-1", fixtures, claims], capsys)
+    assert code == 0, err
+    devices = [d["status"]["allocation"]["devices"]["results"][0]["device"] for d in yaml.safe_load_all(out)]
+    assert devices == ["gpu-0-vgpu-0", "gpu-0-vgpu-1"]
+    code, out, err = run(["allocate", "--node", "node-1", "--sequential", fixtures, claims], capsys)
+    assert code == 1 and [d["metadata"]["name"] for d in yaml.safe_load_all(out)] == ["any"]
 
 
 def test_gate_flag_changes_the_outcome(tmp_path, capsys):

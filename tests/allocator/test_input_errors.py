@@ -74,7 +74,7 @@ CLAIM_ERRORS = [
     ({"requests": [{"name": "r", "firstAvailable": [{"deviceClassName": "c"}]}]}, "spec.devices.requests[0].firstAvailable[0].name: required"),
     ({"requests": [{"name": "r", "exactly": "c"}]}, "spec.devices.requests[0].exactly: must be an object"),
     ({"requests": [{"name": "r", "exactly": {"deviceClassName": "c", "selectors": [{"other": {}}]}}]},
-     "spec.devices.requests[0].exactly.selectors[0].cel.expression: required (only CEL selectors are supported)"),
+     "spec.devices.requests[0].exactly.selectors[0].cel.expression: required (only CEL selectors are supported"),
     ({"requests": [{"name": "r", "exactly": {"deviceClassName": "c", "capacity": {"requests": ["x"]}}}]},
      "spec.devices.requests[0].exactly.capacity.requests: must be a map"),
     ({"requests": [{"name": "r", "exactly": {"deviceClassName": "c", "tolerations": [{"operator": "Maybe"}]}}]},
@@ -142,7 +142,7 @@ def test_all_mode_with_a_constraint_that_cannot_hold_is_an_error():
     claim = claim_with({"requests": [{"name": "r", "exactly": {"deviceClassName": "c", "allocationMode": "All"}}],
                         "constraints": [{"matchAttribute": "d.example.com/m"}]})
     outcome = allocate_claims([CLASS, devs, claim], node="n")
-    assert "cannot add device y because a claim constraint would not be satisfied" in outcome.failed[0].reason
+    assert "cannot add device d.example.com/p/y because a claim constraint would not be satisfied" in outcome.failed[0].reason
 
 
 def test_negative_capacity_aborts_the_claim():

@@ -1,15 +1,18 @@
 """Property tests: on small random pools the allocator agrees with an exhaustive brute-force oracle.
 
 The oracle below is written independently of driver.allocator: it enumerates every way to pick
-devices for the claim's requests and checks selectors, devices in use, counters per counter set,
-compatibility groups (all-no-groups, or a common group among all devices on a counter set) and
-matchAttribute / distinctAttribute constraints. For every generated instance:
+devices for a pod's claims (one or two claims searched together, as kube-scheduler does) and
+checks selectors, devices in use, counters per counter set, compatibility groups (all-no-groups,
+or a common group among all devices on a counter set) and matchAttribute / distinctAttribute
+constraints over list-typed attributes (DRAListTypeAttributes: a scalar is a one-element set;
+matchAttribute needs an element common to all devices, distinctAttribute pairwise disjoint sets).
+For every generated pod:
 
-* allocator succeeds  <=> some assignment is valid (feasibility agrees),
-* for a firstAvailable first request, the chosen subrequest is the first one that is part of any
-  valid assignment (the search order), and
+* allocator succeeds  <=> some joint assignment is valid (feasibility agrees),
+* for a firstAvailable first request of the first claim, the chosen subrequest is the first one
+  that is part of any valid assignment (the search order), and
 * any allocation the allocator returns is itself valid (no counter exceeded, no incompatible
-  groups co-allocated, constraints hold, no device used twice).
+  groups co-allocated, constraints hold, no device used twice, also not across the pod's claims).
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ def instances(draw):
                 "v": draw(st.integers(0, 2)),
                 "groups": sorted(draw(st.sets(st.sampled_from(GROUPS), max_size=2))),
             }
-        attr = draw(st.one_of(st.none(), st.integers(0, 1)))
+        # The constrained attribute: absent, a scalar, or a list (list-typed attributes).
+        attr = draw(st.one_of(st.none(), st.integers(0, 2), st.lists(st.integers(0, 2), min_size=1, max_size=2, unique=True)))
         devices.append({"name": f"d{d}", "consumes": consumes, "a": attr, "kind": draw(st.sampled_from(["x", "y"]))})
     claims = []
     for c in range(draw(st.integers(1, 3))):
@@ -53,7 +57,13 @@ def instances(draw):
             requests.append({"name": f"r{r}", "alternatives": alternatives})
         constraint = draw(st.sampled_from([None, "matchAttribute", "distinctAttribute"]))
         claims.append({"name": f"c{c}", "requests": requests, "constraint": constraint})
-    return totals, devices, claims
+    # Consecutive claims form pods of one or two claims, each pod allocated in one search.
+    pods, i = [], 0
+    while i < len(claims):
+        size = draw(st.integers(1, 2))
+        pods.append(claims[i:i + size])
+        i += size
+    return totals, devices, pods
 
 
 def to_objects(totals, devices):
@@ -65,7 +75,9 @@ def to_objects(totals, devices):
     devs = []
     for d in devices:
         attrs = {"kind": {"string": d["kind"]}}
-        if d["a"] is not None:
+        if isinstance(d["a"], list):
+            attrs["a"] = {"ints": d["a"]}
+        elif d["a"] is not None:
             attrs["a"] = {"int": d["a"]}
         entry = {"name": d["name"], "attributes": attrs}
         if d["consumes"]:
@@ -99,16 +111,35 @@ def claim_object(claim):
 
 
 # ---- the independent oracle ------------------------------------------------------------------
-def valid(chosen_by_request, alts, claim, devices, totals, in_use):
-    """Is this choice (one alternative and a device set per request) a valid allocation?"""
-    by_name = {d["name"]: d for d in devices}
+def as_set(value):
+    return None if value is None else frozenset(value if isinstance(value, list) else [value])
+
+
+def claim_valid(chosen_by_request, alts, claim, by_name):
+    """The claim's own rules: counts, selectors, one device once, its constraint."""
     flat = [n for names in chosen_by_request for n in names]
-    if len(set(flat)) != len(flat) or set(flat) & set(in_use):
+    if len(set(flat)) != len(flat):
         return False
     for alt, names in zip(alts, chosen_by_request):
         if len(names) != alt["count"] or (alt["kind"] and any(by_name[n]["kind"] != alt["kind"] for n in names)):
             return False
-    everything = [by_name[n] for n in list(in_use) + flat]
+    if claim["constraint"]:
+        sets = [as_set(by_name[n]["a"]) for n in flat]
+        if any(s is None for s in sets):
+            return False
+        if claim["constraint"] == "matchAttribute" and sets and not frozenset.intersection(*sets):
+            return False
+        if claim["constraint"] == "distinctAttribute" and any(not a.isdisjoint(b) for a, b in combinations(sets, 2)):
+            return False
+    return True
+
+
+def resources_valid(names, devices, totals):
+    """Counters and compatibility groups for everything placed on the node (no device twice)."""
+    if len(set(names)) != len(names):
+        return False
+    by_name = {d["name"]: d for d in devices}
+    everything = [by_name[n] for n in names]
     for cs, limits in totals.items():
         users = [d for d in everything if cs in d["consumes"]]
         for counter, limit in limits.items():
@@ -117,55 +148,98 @@ def valid(chosen_by_request, alts, claim, devices, totals, in_use):
         group_sets = [set(d["consumes"][cs]["groups"]) for d in users]
         if group_sets and not (all(not g for g in group_sets) or (all(group_sets) and set.intersection(*group_sets))):
             return False
-    if claim["constraint"]:
-        values = [by_name[n]["a"] for n in flat]
-        if any(v is None for v in values):
-            return False
-        if claim["constraint"] == "matchAttribute" and len(set(values)) > 1:
-            return False
-        if claim["constraint"] == "distinctAttribute" and len(set(values)) != len(values):
-            return False
     return True
 
 
-def oracle_first_alternative(claim, devices, totals, in_use):
-    """Index of request 0's first alternative that is part of some valid allocation, or None."""
+def claim_choices(claim, devices, first_alternative=None):
+    """Every (alternatives, devices per request) of one claim, the first request optionally pinned."""
     names = [d["name"] for d in devices]
-    for first in range(len(claim["requests"][0]["alternatives"])):
-        choices = [[r["alternatives"][first]] if i == 0 else r["alternatives"] for i, r in enumerate(claim["requests"])]
-        for alts in product(*choices):
-            options = [list(combinations(names, alt["count"])) for alt in alts]
-            if any(valid(choice, alts, claim, devices, totals, in_use) for choice in product(*options)):
-                return first
+    by_name = {d["name"]: d for d in devices}
+    choices = [[r["alternatives"][first_alternative]] if i == 0 and first_alternative is not None else r["alternatives"]
+               for i, r in enumerate(claim["requests"])]
+    for alts in product(*choices):
+        for chosen in product(*[list(combinations(names, alt["count"])) for alt in alts]):
+            if claim_valid(chosen, alts, claim, by_name):
+                yield alts, chosen
+
+
+def pod_feasible(pod, devices, totals, in_use, first_alternative=None) -> bool:
+    def solve(ci, placed):
+        if ci == len(pod):
+            return True
+        pin = first_alternative if ci == 0 else None
+        for _, chosen in claim_choices(pod[ci], devices, pin):
+            flat = [n for names in chosen for n in names]
+            if resources_valid(placed + flat, devices, totals) and solve(ci + 1, placed + flat):
+                return True
+        return False
+
+    return solve(0, list(in_use))
+
+
+def oracle_first_alternative(pod, devices, totals, in_use):
+    """Index of the first claim's first request's first alternative in some valid pod assignment, or None."""
+    for first in range(len(pod[0]["requests"][0]["alternatives"])):
+        if pod_feasible(pod, devices, totals, in_use, first):
+            return first
     return None
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
 def test_allocator_agrees_with_brute_force_oracle(instance):
-    totals, devices, claims = instance
+    totals, devices, pods = instance
     slices, classes = to_objects(totals, devices)
     alloc = Allocator(slices=slices, classes=classes, node="n")
+    by_name = {d["name"]: d for d in devices}
     in_use: list[str] = []
-    for claim in claims:
-        first = oracle_first_alternative(claim, devices, totals, in_use)
+    for pod in pods:
+        first = oracle_first_alternative(pod, devices, totals, in_use)
         try:
-            (allocation,) = alloc.allocate([claim_object(claim)])
+            allocations = alloc.allocate([claim_object(claim) for claim in pod])
         except AllocationError as exc:
             assert first is None, f"allocator failed but a valid assignment exists: {exc}"
             continue
-        assert first is not None, f"allocator found {allocation} but the oracle says infeasible"
-        results = allocation["devices"]["results"]
-        alts, chosen = [], []
-        for r in claim["requests"]:
-            mine = [x for x in results if x["request"].split("/")[0] == r["name"]]
-            sub = mine[0]["request"].partition("/")[2] if mine else None
-            alts.append(next(a for a in r["alternatives"] if a["sub"] == (sub or None)))
-            chosen.append([x["device"] for x in mine])
-        # firstAvailable: the search takes the first subrequest that is part of any solution.
-        assert claim["requests"][0]["alternatives"].index(alts[0]) == first
-        assert valid(chosen, alts, claim, devices, totals, in_use), f"invalid allocation {chosen}"
-        in_use.extend(n for names in chosen for n in names)
+        assert first is not None, f"allocator found {allocations} but the oracle says infeasible"
+        placed = []
+        for ci, (claim, allocation) in enumerate(zip(pod, allocations)):
+            results = allocation["devices"]["results"]
+            alts, chosen = [], []
+            for r in claim["requests"]:
+                mine = [x for x in results if x["request"].split("/")[0] == r["name"]]
+                sub = mine[0]["request"].partition("/")[2] if mine else None
+                alts.append(next(a for a in r["alternatives"] if a["sub"] == (sub or None)))
+                chosen.append([x["device"] for x in mine])
+            if ci == 0:
+                # firstAvailable: the search takes the first subrequest that is part of any solution.
+                assert claim["requests"][0]["alternatives"].index(alts[0]) == first
+            assert claim_valid(chosen, alts, claim, by_name), f"invalid allocation {chosen} for {claim['name']}"
+            placed.extend(n for names in chosen for n in names)
+        assert resources_valid(in_use + placed, devices, totals), f"pod over-commits: {placed} next to {in_use}"
+        in_use.extend(placed)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_scalar_attributes_mean_the_same_with_the_list_gate_off(instance):
+    # DRAListTypeAttributes changes nothing for scalar attributes: same allocations, same failures.
+    totals, devices, pods = instance
+    for d in devices:
+        if isinstance(d["a"], list):
+            d["a"] = d["a"][0]
+    slices, classes = to_objects(totals, devices)
+    outcomes = []
+    for features in (Features(list_type_attributes=True), Features(list_type_attributes=False)):
+        alloc = Allocator(slices=slices, classes=classes, node="n", features=features)
+        seen = []
+        for pod in pods:
+            try:
+                allocations = alloc.allocate([claim_object(claim) for claim in pod])
+                seen.append([[(r["request"], r["device"]) for r in a["devices"]["results"]] for a in allocations])
+            except AllocationError:
+                seen.append(None)
+        outcomes.append(seen)
+    assert outcomes[0] == outcomes[1]
 
 
 def _vf_objects(n_vfs, total, step):

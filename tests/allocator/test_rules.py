@@ -154,3 +154,66 @@ def test_allocate_without_explanation_is_short():
     claim = {"metadata": {"name": "x"}, "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c", "count": 9}}]}}}
     with pytest.raises(AllocationError, match="^claim default/x: cannot be allocated on node n1$"):
         alloc.allocate([claim], explain=False)
+
+
+def test_list_typed_attributes_are_accepted_at_revalidation():
+    # Preparation-time revalidation reads the same slices; list-typed attributes (DRAListTypeAttributes)
+    # neither break parsing nor change the counter/group/exclusivity verdicts.
+    listed = slices()
+    for dev in listed[1]["spec"]["devices"]:
+        dev["attributes"] = {"pcieRoots": {"strings": ["pci0000:00", "pci0000:40"]}, "numa": {"ints": [0, 1]}}
+    ok = [PlacedDevice("a", "r", DRIVER, "n1", "mig-0"), PlacedDevice("b", "r", DRIVER, "n1", "mig-1")]
+    assert validate_combination(listed, ok, Features.all_on()) == []
+    clash = [PlacedDevice("a", "r", DRIVER, "n1", "mig-0"), PlacedDevice("b", "r", DRIVER, "n1", "vgpu-0")]
+    assert [v.kind for v in validate_combination(listed, clash, Features.all_on())] == ["groups"]
+
+
+def _pool(devices, sets=("gpu-0",)):
+    """A counter slice with the given sets (100 units each) and a device slice: (name, {set: groups})."""
+    counters = {"metadata": {"name": "c"}, "spec": {
+        "driver": DRIVER, "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 2},
+        "sharedCounters": [{"name": s, "counters": {"u": {"value": "100"}}} for s in sets]}}
+    devs = []
+    for name, per_set, *multi in devices:
+        entries = []
+        for cs, groups in per_set.items():
+            entry = {"counterSet": cs, "counters": {"u": {"value": "1"}}}
+            if groups != "unset":
+                entry["compatibilityGroups"] = groups
+            entries.append(entry)
+        devs.append({"name": name, "consumesCounters": entries, **({"allowMultipleAllocations": True} if multi else {})})
+    return [counters, {"metadata": {"name": "d"}, "spec": {
+        "driver": DRIVER, "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 2}, "nodeName": "n1", "devices": devs}}]
+
+
+def test_revalidation_applies_the_rolling_intersection_in_any_order():
+    # Pairwise every two share a group, all three share none (KEP-5963 rolling intersection):
+    # the verdict must not depend on which device was prepared first.
+    pool = _pool([("a", {"gpu-0": ["g1", "g2"]}), ("b", {"gpu-0": ["g2", "g3"]}), ("c", {"gpu-0": ["g1", "g3"]})])
+    for order in (("a", "b", "c"), ("c", "b", "a"), ("b", "c", "a")):
+        v = validate_combination(pool, [place(n, claim=n) for n in order], Features())
+        assert [x.kind for x in v] == ["groups"], order
+    assert validate_combination(pool, [place("a"), place("c", claim="x")], Features()) == []
+
+
+def test_revalidation_treats_unset_null_and_empty_alike():
+    pool = _pool([("unset", {"gpu-0": "unset"}), ("null", {"gpu-0": None}), ("empty", {"gpu-0": []}),
+                  ("mig", {"gpu-0": ["mig"]})])
+    assert validate_combination(pool, [place("unset"), place("null", claim="x"), place("empty", claim="y")], Features()) == []
+    v = validate_combination(pool, [place("empty"), place("mig", claim="x")], Features())
+    assert [x.kind for x in v] == ["groups"] and "empty: (no groups)" in v[0].message
+
+
+def test_revalidation_compares_groups_per_counter_set_only():
+    pool = _pool([("x", {"a": ["mig"]}), ("y", {"b": ["vgpu"]}), ("z", {"a": ["mig"], "b": ["mps"]})], sets=("a", "b"))
+    assert validate_combination(pool, [place("x"), place("y", claim="o")], Features()) == []
+    v = validate_combination(pool, [place("y"), place("z", claim="o")], Features())
+    assert [(x.kind, x.counter_set) for x in v] == [("groups", "b")]
+
+
+def test_revalidation_counts_a_shared_device_once_for_groups():
+    pool = _pool([("ts", {"gpu-0": ["timeslice"]}, "multi"), ("mig", {"gpu-0": ["mig"]})])
+    shares = [place("ts", claim=f"c{i}", share=f"s{i}") for i in range(3)]
+    assert validate_combination(pool, shares, Features()) == []
+    v = validate_combination(pool, [*shares, place("mig", claim="m")], Features())
+    assert [x.kind for x in v] == ["groups"] and v[0].devices == ("mig", "ts")

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from driver.e2e import kind
-from driver.features import KNOWN_GATES, parse_features, parse_gates
+from driver.features import GATE_FIELDS, KNOWN_GATES, NOT_IN_1_37, parse_features, parse_gates
 
 from .kustomize import (
     BASE,
@@ -152,6 +152,17 @@ def test_kind_overlay_matches_the_kind_cluster() -> None:
         assert cluster.get(gate, KNOWN_GATES[gate].default) is on, f"{gate}: plugin {on}, kind cluster differs"
     # The kind e2e backend predicts outcomes with the same gates the plugin is given.
     assert parse_features(value) == kind.CLUSTER_FEATURES
+
+
+def test_kind_backend_predicts_with_the_kind_clusters_gates() -> None:
+    # Every gate that changes what the reference allocator does must have the value the cluster runs
+    # with, or the kind backend reports the prediction gap as a scheduler difference.
+    cluster = yaml.safe_load((ROOT / "hack" / "kind-config.yaml").read_text())["featureGates"]
+    for gate in GATE_FIELDS:
+        if gate in NOT_IN_1_37:
+            assert gate not in cluster, f"{gate} is not a 1.37 gate: naming it stops the components"
+            continue
+        assert cluster.get(gate, KNOWN_GATES[gate].default) is kind.CLUSTER_FEATURES.enabled(gate), gate
 
 
 @pytest.mark.parametrize("overlay", ["kind", "metrics"])

@@ -15,6 +15,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from driver import DEFAULT_DRIVER_NAME
 from driver.e2e import manifests
 from driver.e2e.scenario import load_scenarios
 
@@ -67,16 +68,24 @@ def test_rbac_is_least_privilege() -> None:
     assert rules[(("resource.k8s.io",), ("resourceclaims",))] == {"get", "list"}
     assert rules[(("",), ("nodes",))] == {"get"}
     assert "create" in rules[(("resource.k8s.io",), ("resourceslices",))]
-    assert len(rules) == 3, "no other resources (no secrets, no pods, no metrics)"
+    # VF status.devices by server-side apply: patch only, and (1.36+ granular status authorization)
+    # the node-aware verb on the synthetic subresource, for this driver's name only.
+    assert rules[(("resource.k8s.io",), ("resourceclaims/status",))] == {"patch"}
+    assert rules[(("resource.k8s.io",), ("resourceclaims/driver",))] == {"associated-node:patch"}
+    (driver_rule,) = [r for r in role["rules"] if r["resources"] == ["resourceclaims/driver"]]
+    assert driver_rule["resourceNames"] == [DEFAULT_DRIVER_NAME]
+    assert not any(v.startswith("arbitrary-node:") for verbs in rules.values() for v in verbs)
+    assert len(rules) == 5, "no other resources (no secrets, no pods, no metrics)"
     assert not any("*" in verbs for verbs in rules.values())
 
 
 def test_admission_policy_binds_writes_to_own_node() -> None:
     kinds = _by_kind()
-    policy = kinds["ValidatingAdmissionPolicy"][0]
-    binding = kinds["ValidatingAdmissionPolicyBinding"][0]
+    policy = next(p for p in kinds["ValidatingAdmissionPolicy"]
+                  if p["metadata"]["name"] == "fake-dra-resourceslices-own-node")
+    binding = next(b for b in kinds["ValidatingAdmissionPolicyBinding"]
+                   if b["spec"]["policyName"] == policy["metadata"]["name"])
     sa = kinds["ServiceAccount"][0]
-    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
     assert binding["spec"]["validationActions"] == ["Deny"]
     match = policy["spec"]["matchConditions"][0]["expression"]
     assert f"system:serviceaccount:{sa['metadata']['namespace']}:{sa['metadata']['name']}" in match
@@ -86,6 +95,24 @@ def test_admission_policy_binds_writes_to_own_node() -> None:
     rules = policy["spec"]["matchConstraints"]["resourceRules"][0]
     assert set(rules["operations"]) == {"CREATE", "UPDATE", "DELETE"}
     assert any("userNodeName == variables.objectNodeName" in v["expression"] for v in policy["spec"]["validations"])
+
+
+def test_admission_policy_binds_claim_status_writes_to_own_node_and_driver() -> None:
+    kinds = _by_kind()
+    policy = next(p for p in kinds["ValidatingAdmissionPolicy"] if p["metadata"]["name"] == "fake-dra-claim-status-own-node")
+    binding = next(b for b in kinds["ValidatingAdmissionPolicyBinding"]
+                   if b["spec"]["policyName"] == policy["metadata"]["name"])
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    sa = kinds["ServiceAccount"][0]
+    match = policy["spec"]["matchConditions"][0]["expression"]
+    assert f"system:serviceaccount:{sa['metadata']['namespace']}:{sa['metadata']['name']}" in match
+    rules = policy["spec"]["matchConstraints"]["resourceRules"][0]
+    assert (rules["resources"], rules["operations"]) == (["resourceclaims/status"], ["UPDATE"])  # PATCH is UPDATE
+    text = yaml.safe_dump(policy)
+    assert f"'{DEFAULT_DRIVER_NAME}'" in text, "scoped to this driver's entries"
+    checks = " ".join(v["expression"] for v in policy["spec"]["validations"])
+    assert "f.key == 'metadata.name'" in checks and "variables.userNodeName" in checks
+    assert "status.allocation" in checks and "reservedFor" in checks
 
 
 def test_daemonset_wiring() -> None:
@@ -115,7 +142,7 @@ def test_generated_files_match_generator() -> None:
             f"deploy/{rel} is stale: run `fake-dra e2e --render-manifests deploy`"
         )
     names = {d["metadata"]["name"] for d in _docs(BASE / "03-deviceclasses.yaml")}
-    assert names == {f"{c}.fake-dra.example.com" for c in ("gpu", "mig", "vgpu", "timeshare", "vf")}
+    assert names == {f"{c}.fake-dra.example.com" for c in ("gpu", "mig", "vgpu", "timeshare", "vf", "nic")}
 
 
 def test_podgroup_example_shares_one_claim() -> None:

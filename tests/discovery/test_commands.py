@@ -29,7 +29,7 @@ def test_make_sysfs_then_discover_table(tmp_path, capsys) -> None:
     assert lines[2].split() == ["0", "0000:07:00.0", "a100-40gb", "NVIDIA", "A100-SXM4-40GB", "40960", "MiB",
                                 "108", "7", "profiles", "-", "0", "pci0000:00"]
     assert lines[3].split()[7:] == ["108", "7", "profiles", "6", "0", "pci0000:00"]
-    assert "SR-IOV NICs (1 PFs, 8 VFs)" in out
+    assert "NICs (1 SR-IOV PFs, 8 VFs, 0 ports without SR-IOV)" in out
     assert "ens3f0     MT2892 Family [ConnectX-6 Dx]  100 Gb/s  8/16" in out
     assert out.rstrip().endswith("Warnings (0)")
 
@@ -46,6 +46,7 @@ def test_discover_json(pristine, capsys) -> None:
     assert data["nics"][0]["vfs"][0] == {
         "index": 0, "address": "0000:18:02.0", "vendor": "0x8086", "device": "0x1889", "class": "0x020000",
         "numaNode": 0, "pcieRoot": "pci0000:17", "driver": "iavf", "iommuGroup": 4, "interface": "ens1f0v0",
+        "hardwareAddress": "0e:42:01:80:00:00",
     }
     assert (data["nics"][0]["driver"], data["nics"][0]["iommuGroup"]) == ("ice", 3)
     assert data["warnings"] == []
@@ -61,6 +62,12 @@ def test_discover_root_from_environment(pristine, capsys, monkeypatch) -> None:
     monkeypatch.setenv("FAKE_DRA_SYSFS_ROOT", str(pristine("no-gpu")))
     code, out, _ = run(capsys, "discover", "-o", "json")
     assert code == 0 and json.loads(out)["gpus"] == []
+    assert [(n["address"], n["sriov"]) for n in json.loads(out)["nics"]] == [("0000:31:00.0", True),
+                                                                            ("0000:02:00.0", False)]
+    code, out, _ = run(capsys, "discover")
+    assert "NICs (1 SR-IOV PFs, 8 VFs, 1 ports without SR-IOV)" in out
+    port = next(line for line in out.splitlines() if "0000:02:00.0" in line)
+    assert port.split()[:3] == ["1", "0000:02:00.0", "eno1"] and "no SR-IOV" in port
 
 
 def test_discover_lists_warnings(tree, capsys) -> None:
@@ -97,7 +104,7 @@ def test_bad_driver_config_exits_2(pristine, tmp_path, capsys) -> None:
 
 def test_make_sysfs_bad_profile_exits_2(tmp_path, capsys) -> None:
     code, _, err = run(capsys, "make-sysfs", "--profile", "nope", "--out", str(tmp_path / "x"))
-    assert code == 2 and "known profiles: demo, dgx-a100, h100, no-gpu, vgpu-host" in err
+    assert code == 2 and "known profiles: demo, dgx-a100, dgx-a100-vgpu, h100, h200-vgpu, no-gpu, vgpu-host" in err
     assert not (tmp_path / "x").exists()
 
 
@@ -105,7 +112,8 @@ def test_make_sysfs_requires_out_and_lists(capsys) -> None:
     code, _, err = run(capsys, "make-sysfs", "--profile", "demo")
     assert code == 2 and "--out DIR is required" in err
     code, out, _ = run(capsys, "make-sysfs", "--list")
-    assert code == 0 and [line.split()[0] for line in out.splitlines()] == ["demo", "dgx-a100", "h100", "vgpu-host", "no-gpu"]
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == ["demo", "dgx-a100", "dgx-a100-vgpu", "h100", "h200-vgpu", "vgpu-host",
+                                                                             "no-gpu"]
 
 
 KEP_A100_DIAGRAM = """\
@@ -147,7 +155,7 @@ def test_show_demo(pristine, capsys) -> None:
     assert KEP_A100_DIAGRAM in out
     assert "1g.10gb    0,2,4,6        2           1/7      14   9856 MiB" in out
     assert "vGPU types on GPU 1 (0000:0f:00.0):" in out
-    assert "nvidia-475  NVIDIA A100-4C   4096 MiB     10         16            yes" in out
+    assert "nvidia-457  NVIDIA A100X-4C   4096 MiB     10         16            yes" in out
     assert "NIC 0: 0000:0c:00.0 ens3f0  MT2892 Family [ConnectX-6 Dx]  100 Gb/s  NUMA 0  pci0000:00" in out
     assert "VFs: 8 enabled of 16, equal share 12.5 Gb/s each" in out
     assert "virtfn7   0000:0c:01.1  ens3f0v7" in out
@@ -156,6 +164,8 @@ def test_show_demo(pristine, capsys) -> None:
 def test_show_no_gpu_and_down_link(pristine, capsys) -> None:
     _, out, _ = run(capsys, "show", "--sysfs-root", str(pristine("no-gpu")))
     assert out.startswith("No NVIDIA GPUs found.")
+    assert "NIC 1: 0000:02:00.0 eno1  PCI 10ec:8168  1 Gb/s" in out
+    assert "no SR-IOV: the host's own port (published only if slices.publishPFs names it)" in out
     _, out, _ = run(capsys, "show", "--sysfs-root", str(pristine("vgpu-host")))
     assert "MIG: not supported by this model" in out
     assert "ens1f1  Ethernet Controller E810-XXV for SFP  unknown" in out and "VFs: 0 enabled of 64\n" in out

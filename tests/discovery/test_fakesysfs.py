@@ -45,7 +45,7 @@ def test_kernel_layout(pristine) -> None:
     vf = (dev / "virtfn0").resolve()
     assert vf.name == "0000:0f:00.4" and vf.parent == dev.parent
     assert (vf / "physfn").resolve() == dev
-    assert (vf / "mdev_supported_types/nvidia-475/name").read_text() == "NVIDIA A100-4C\n"
+    assert (vf / "mdev_supported_types/nvidia-457/name").read_text() == "NVIDIA A100X-4C\n"
     net = root / "class/net/ens3f0"
     assert net.is_symlink() and (net / "speed").read_text() == "100000\n"
     assert (net / "device").resolve() == (root / "bus/pci/devices/0000:0c:00.0").resolve()

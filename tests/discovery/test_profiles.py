@@ -32,6 +32,33 @@ EXPECTED = {
         "nic_roots": ["pci0000:00", "pci0000:00", "pci0000:40", "pci0000:40",
                       "pci0000:80", "pci0000:80", "pci0000:c0", "pci0000:c0", "pci0000:e0", "pci0000:e0"],
     },
+    "dgx-a100-vgpu": {
+        "gpus": ["a100-40gb"] * 8,
+        "gpu_numa": [0, 0, 0, 0, 1, 1, 1, 1],
+        "gpu_roots": ["pci0000:00", "pci0000:00", "pci0000:40", "pci0000:40",
+                      "pci0000:80", "pci0000:80", "pci0000:c0", "pci0000:c0"],
+        "mdev_types": [12] * 8,
+        "nics": [(a, f"enp{int(a[5:7], 16)}s0np0", 200000, 16, 4) for a in
+                 ["0000:0c:00.0", "0000:12:00.0", "0000:54:00.0", "0000:5a:00.0",
+                  "0000:8d:00.0", "0000:94:00.0", "0000:ba:00.0", "0000:cc:00.0"]]
+        + [("0000:e1:00.0", "enp225s0f0", 100000, 8, 0), ("0000:e1:00.1", "enp225s0f1", 100000, 8, 0)],
+        "nic_numa": [0, 0, 0, 0, 1, 1, 1, 1, 1, 1],
+        "nic_roots": ["pci0000:00", "pci0000:00", "pci0000:40", "pci0000:40",
+                      "pci0000:80", "pci0000:80", "pci0000:c0", "pci0000:c0", "pci0000:e0", "pci0000:e0"],
+    },
+    "h200-vgpu": {
+        "gpus": ["h200-141gb"] * 8,
+        "gpu_numa": [0, 0, 0, 0, 1, 1, 1, 1],
+        "gpu_roots": ["pci0000:15", "pci0000:37", "pci0000:48", "pci0000:59",
+                      "pci0000:97", "pci0000:b7", "pci0000:c7", "pci0000:d7"],
+        "mdev_types": [9] * 8,
+        "nics": [("0000:02:00.0", "eno1", 1000, 7, 0),
+                 ("0000:1d:00.0", "ens1np0", 400000, 16, 8), ("0000:45:00.0", "ens2np0", 400000, 16, 8),
+                 ("0000:9f:00.0", "ens3np0", 400000, 16, 8), ("0000:c5:00.0", "ens4np0", 400000, 16, 8),
+                 ("0000:e1:00.0", "ens9np0", 200000, 16, 0)],
+        "nic_numa": [0, 0, 0, 1, 1, 1],
+        "nic_roots": ["pci0000:00", "pci0000:15", "pci0000:37", "pci0000:97", "pci0000:b7", "pci0000:e0"],
+    },
     "h100": {
         "gpus": ["h100-80gb-sxm5"] * 8,
         "gpu_numa": [0, 0, 0, 0, 1, 1, 1, 1],
@@ -57,9 +84,10 @@ EXPECTED = {
         "gpu_numa": [],
         "gpu_roots": [],
         "mdev_types": [],
-        "nics": [("0000:31:00.0", "ens2f0", 100000, 128, 8)],
-        "nic_numa": [0],
-        "nic_roots": ["pci0000:30"],
+        # The on-board Realtek has no SR-IOV: a plain port, numbered after the SR-IOV PFs.
+        "nics": [("0000:31:00.0", "ens2f0", 100000, 128, 8), ("0000:02:00.0", "eno1", 1000, 0, 0)],
+        "nic_numa": [0, 0],
+        "nic_roots": ["pci0000:30", "pci0000:00"],
     },
 }
 
@@ -82,9 +110,11 @@ def test_profile_discovers_exactly(profile, pristine, catalog) -> None:
     assert [n.num_vfs for n in inv.nics] == [len(n.vfs) for n in inv.nics]
     assert [n.pci.numa_node for n in inv.nics] == want["nic_numa"]
     assert [n.pci.pcie_root for n in inv.nics] == want["nic_roots"]
-    # Stable order by PCI address.
+    # Stable order by PCI address (SR-IOV PFs first, then plain ports).
     assert [g.pci.address for g in inv.gpus] == sorted(g.pci.address for g in inv.gpus)
-    assert [n.pci.address for n in inv.nics] == sorted(n.pci.address for n in inv.nics)
+    assert [n.pci.address for n in inv.nics] == sorted(n.pci.address for n in inv.nics if n.sriov) + sorted(
+        n.pci.address for n in inv.nics if not n.sriov)
+    assert [n.index for n in inv.nics] == list(range(len(inv.nics)))
     for nic in inv.nics:
         assert [vf.index for vf in nic.vfs] == list(range(len(nic.vfs)))
         assert all(vf.pci.pcie_root == nic.pci.pcie_root for vf in nic.vfs)
@@ -103,7 +133,9 @@ def test_non_gpus_are_not_gpus(pristine, catalog) -> None:
 def test_sriov_vgpu_types_are_collected_from_the_vfs(pristine, catalog) -> None:
     inv = discover(pristine("demo"), catalog)
     gpu = inv.gpus[1]
-    assert [t.profile for t in gpu.mdev_types] == ["A100-40C", "A100-20C", "A100-10C", "A100-8C", "A100-5C", "A100-4C"]
+    # The SXM4 board's own type names (not the PCIe board's A100-*), ordered by mdev type id.
+    assert [t.profile for t in gpu.mdev_types] == ["A100X-4C", "A100X-5C", "A100X-8C", "A100X-10C", "A100X-20C",
+                                                   "A100X-40C"]
     for t in gpu.mdev_types:
         assert t.name == f"NVIDIA {t.profile}" and t.device_api == "vfio-pci"
         assert len(t.parents) == 16 and t.available_instances == 16
@@ -117,6 +149,33 @@ def test_pre_ampere_vgpu_types_sit_on_the_pf(pristine, catalog) -> None:
     assert [(t.profile, t.available_instances, t.parents) for t in t4.mdev_types] == [
         ("T4-16C", 1, ("0000:5e:00.0",)), ("T4-8C", 2, ("0000:5e:00.0",)), ("T4-4C", 4, ("0000:5e:00.0",)),
     ]
+
+
+def test_dgx_a100_vgpu_host_writes_the_boards_types_on_every_vf(pristine, catalog) -> None:
+    """HGX A100 40GB with the R510 vGPU manager: 12 "GRID A100X-*" mdev types on each of 16 VFs;
+    MIG is off, so only the time-sliced types have a free instance."""
+    inv = discover(pristine("dgx-a100-vgpu"), catalog)
+    for gpu in inv.gpus:
+        types = {t.profile: t for t in gpu.mdev_types}
+        assert set(types) == {f"A100X-{n}" for n in ("4C", "5C", "8C", "10C", "20C", "40C", "1-5C", "2-10C",
+                                                     "3-20C", "4-20C", "7-40C", "1-5CME")}
+        assert all(t.name == f"GRID {t.profile}" and len(t.parents) == 16 for t in types.values())
+        assert gpu.pci.address not in types["A100X-4C"].parents
+        assert types["A100X-4C"].type_id == "nvidia-457" and types["A100X-4C"].available_instances == 16
+        assert types["A100X-1-5C"].available_instances == 0  # MIG off
+
+
+def test_h200_vgpu_host_uses_vendor_specific_vfio(pristine, catalog) -> None:
+    root = pristine("h200-vgpu")
+    vf = (root / "bus/pci/devices/0000:1b:00.0/virtfn0").resolve()
+    assert vf.name == "0000:1b:00.4" and not (vf / "mdev_supported_types").exists()
+    assert (vf / "nvidia/creatable_vgpu_types").read_text().splitlines()[:2] == ["ID    : vGPU Name", "1428  : NVIDIA H200X-141C"]
+    inv = discover(root, catalog)
+    for gpu in inv.gpus:
+        assert [t.profile for t in gpu.mdev_types] == [
+            "H200X-70C", "H200X-35C", "H200X-28C", "H200X-17C", "H200X-14C", "H200X-8C", "H200X-7C", "H200X-4C",
+            "H200X-141C"]
+        assert all(t.framework == "vendor-vfio" and len(t.parents) == 32 for t in gpu.mdev_types)
 
 
 def test_gpu_vfs_are_not_separate_gpus(pristine, catalog) -> None:
@@ -134,8 +193,10 @@ def test_bound_drivers_and_iommu_groups(profile, pristine, catalog) -> None:
     groups = [p.iommu_group for p in functions]
     assert None not in groups and len(set(groups)) == len(groups)  # one group per function
     for nic in inv.nics:
-        want = {0x15B3: ("mlx5_core", "mlx5_core"), 0x8086: ("ice", "iavf")}[nic.pci.vendor_id]
-        assert nic.pci.driver == want[0] and all(vf.pci.driver == want[1] for vf in nic.vfs)
+        want = {(0x15B3, None): ("mlx5_core", "mlx5_core"), (0x8086, None): ("ice", "iavf"),
+                (0x8086, 0x1521): ("igb", "igbvf"), (0x10EC, None): ("r8169", None)}
+        pf_driver, vf_driver = want.get((nic.pci.vendor_id, nic.pci.device_id)) or want[(nic.pci.vendor_id, None)]
+        assert nic.pci.driver == pf_driver and all(vf.pci.driver == vf_driver for vf in nic.vfs)
 
 
 def test_unbound_device_has_no_driver_and_no_warning(tree, catalog) -> None:

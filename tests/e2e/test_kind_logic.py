@@ -43,6 +43,13 @@ class FakeApi:
         self.events: list[dict[str, Any]] = []
         self.logs = "FAKE_DRA_X_TYPE=gpu\n"  # the container printed its env
         self.status_writes: list[dict[str, Any]] = []
+        self.container_files: dict[str, str] = {}  # what `cat` finds inside the pod's container
+        self.kubectl_calls: list[list[str]] = []
+
+    def kubectl(self, args: list[str], check: bool = True) -> str | None:
+        self.kubectl_calls.append(args)
+        assert args[:6] == ["exec", "-n", NAMESPACE, args[3], "-c", "ctr"] and args[6:8] == ["--", "cat"], args
+        return self.container_files.get(args[8])
 
     def put(self, k: str, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj["metadata"]
@@ -85,6 +92,8 @@ def backend(tmp_path, monkeypatch) -> tuple[kind.KindBackend, FakeApi]:
         monkeypatch.setattr(kind.k, fn, getattr(fake, fn))
     monkeypatch.setattr(kind.k, "connect", lambda cfg, timeout_s=15.0: object())
     b = kind.KindBackend(kubeconfig=None)
+    b._kubectl = fake.kubectl  # type: ignore[method-assign]
+    monkeypatch.setattr(kind.shutil, "which", lambda name: f"/usr/bin/{name}")
     b.node = NODE
     b.timeout_s = 3
     return b, fake
@@ -108,6 +117,27 @@ def test_running_pod_with_env(backend) -> None:
     assert fake.status_writes == [], "the default scheduler writes allocations itself"
 
 
+def test_device_metadata_is_read_inside_the_container(backend) -> None:
+    from driver.state.metadata import encode
+
+    b, fake = backend
+    _claim(fake, "mig", "mig", f'{D}.profile == "1g.5gb"')
+    path = ("/var/run/kubernetes.io/dra-device-attributes/resourceclaims/mig/gpu/"
+            f"{DEFAULT_DRIVER_NAME}-metadata.json")
+    fake.container_files[path] = encode({"metadata": {"name": "mig"}, "requests": []}, 1).decode()
+    obs = b.run_pod("p", ["mig"], None, skewed=False)
+    assert obs.metadata == {path: fake.container_files[path]}
+    assert fake.kubectl_calls[-1][3] == "p", "read in the scenario's pod"
+
+
+def test_device_metadata_missing_in_the_container_or_without_kubectl(backend, monkeypatch) -> None:
+    b, fake = backend
+    _claim(fake, "mig", "mig", f'{D}.profile == "1g.5gb"')
+    assert b.run_pod("p", ["mig"], None, skewed=False).metadata == {}, "no file: nothing seen"
+    monkeypatch.setattr(kind.shutil, "which", lambda name: None)
+    assert b.run_pod("p2", ["mig"], None, skewed=False).metadata is None, "not observed"
+
+
 def test_unschedulable_pod_and_prediction(backend) -> None:
     b, fake = backend
     _claim(fake, "vgpu", "vgpu", f'{D}.profile == "A100-99C"')  # no such profile
@@ -124,13 +154,13 @@ def test_unschedulable_pod_and_prediction(backend) -> None:
 
 def test_skewed_scheduler_writes_the_allocation_and_prepare_failure_is_seen(backend) -> None:
     b, fake = backend
-    _claim(fake, "vgpu", "vgpu", f'{D}.profile == "A100-4C"')
+    _claim(fake, "vgpu", "vgpu", f'{D}.profile == "A100X-4C"')
     fake.pod_status = {"phase": "Pending"}
     fake.events = [{"reason": "FailedPrepareDynamicResources",
                     "message": "NodePrepareResources: groups incompatible on counter set gpu-1-counters"}]
     obs = b.run_pod("p", ["vgpu"], None, skewed=True)
     (written,) = fake.status_writes
-    assert written["status"]["allocation"]["devices"]["results"][0]["device"].startswith("gpu-1-vgpu-a100-4c")
+    assert written["status"]["allocation"]["devices"]["results"][0]["device"].startswith("gpu-1-vgpu-a100x-4c")
     assert obs.scheduled is True and obs.prepared is False
     assert "groups incompatible" in obs.prepare_error
 
@@ -173,3 +203,19 @@ def test_skewed_view_strips_groups_from_a_copy_and_turns_the_gate_off() -> None:
     assert "compatibilityGroups" not in seen[0]["spec"]["devices"][0]["consumesCounters"][0]
     assert cc["compatibilityGroups"] == ["g"], "the backend's own slices must stay intact"
     assert features.compatibility_groups is False
+
+
+def test_kubectl_helper_passes_the_kubeconfig_and_maps_failures(tmp_path, monkeypatch) -> None:
+    script = tmp_path / "kubectl"
+    script.write_text('#!/bin/sh\nif [ "$4" = "fail" ]; then echo "boom" >&2; exit 1; fi\necho "$@"\n')
+    script.chmod(0o755)
+    monkeypatch.setattr(kind.shutil, "which", lambda name: str(script))
+    b = kind.KindBackend.__new__(kind.KindBackend)
+    b.kubeconfig = "/k/config"
+    assert b._kubectl(["exec", "pod"]) == "--kubeconfig /k/config exec pod\n"
+    assert b._kubectl(["exec", "fail"], check=False) is None
+    with pytest.raises(kind.InputError, match="kubectl exec fail failed: boom"):
+        b._kubectl(["exec", "fail"])
+    monkeypatch.setattr(kind.shutil, "which", lambda name: None)
+    with pytest.raises(kind.InputError, match="kubectl is required on PATH"):
+        b._kubectl(["exec", "pod"])

@@ -44,7 +44,7 @@ WRONG = {
     "reason": "Claims MIG next to a vGPU schedules; the harness must report that it does not.",
     "steps": [
         {"action": "claim", "name": "vgpu", "requests": [
-            {"name": "gpu", "class": "vgpu", "selector": 'device.attributes["fake-dra.example.com"].profile == "A100-4C"'}]},
+            {"name": "gpu", "class": "vgpu", "selector": 'device.attributes["fake-dra.example.com"].profile == "A100X-4C"'}]},
         {"action": "pod", "name": "p1", "claims": ["vgpu"], "expect": {"scheduled": True, "prepared": True}},
         {"action": "claim", "name": "mig", "requests": [
             {"name": "gpu", "class": "mig",

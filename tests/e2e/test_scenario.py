@@ -66,6 +66,8 @@ def test_valid_minimal_scenario() -> None:
         (_base(steps=[{"action": "observe", "expect": {"schedueld": True}}]), "unknown expectation schedueld"),
         (_base(steps=[{"action": "restart-plugin", "signal": "HUP"}]), "signal must be one of"),
         (_base(steps=[{"action": "observe", "expect": {"devices": {"colour": "red"}}}]), "expect.devices takes only"),
+        (_base(steps=[{"action": "observe", "expect": {"metadata": {"file": 1}}}]), "expect.metadata takes only"),
+        (_base(steps=[{"action": "observe", "expect": {"metadata": 1}}]), "expect.metadata takes only"),
     ],
 )
 def test_bad_scenarios_are_rejected_with_the_field_named(doc: dict, message: str) -> None:

@@ -88,10 +88,37 @@ BAD = [
      "hardware.mig_layouts.8-slice.shapes.2g.placements: start 7 + 2 memory slice(s) exceeds the 8 memory slices"),
     ({"mig_layouts": {"8-slice": {"shapes": {"2g": {"placements": []}}}}}, "placements: must be a non-empty list"),
     ({"gpus": {"t4": {"vgpu": {"profiles": ["16Q"]}}}}, "hardware.gpus.t4.vgpu.profiles[0]: '16Q' is not a C-series suffix"),
-    ({"gpus": {"t4": {"vgpu": {"profiles": ["32C"]}}}}, "hardware.gpus.t4.vgpu.profiles[0]: 32C framebuffer exceeds board_gb 16"),
-    ({"gpus": {"t4": {"vgpu": {"profiles": ["4C", "4C"]}}}}, "duplicate vGPU profile names"),
+    ({"gpus": {"t4": {"vgpu": {"profiles": ["32C"], "board_gb": 16}}}},
+     "hardware.gpus.t4.vgpu.profiles[0]: 32C framebuffer exceeds board_gb 16"),
+    ({"gpus": {"t4": {"vgpu": {"profiles": ["32C"]}}}}, "hardware.gpus.t4.vgpu.board_gb: required field missing"),
+    ({"gpus": {"t4": {"vgpu": {"prefix": None, "profiles": ["4C"], "board_gb": 16}}}},
+     "hardware.gpus.t4.vgpu.prefix: required field missing"),
+    ({"gpus": {"t4": {"vgpu": {"profiles": ["4C", "4C"], "board_gb": 16}}}}, "duplicate vGPU profile names"),
     ({"gpus": {"t4": {"vgpu": {"profiles": [{"name": "T4-X", "framebuffer_mib": 16384, "max_instances": 2}]}}}},
-     "hardware.gpus.t4.vgpu.profiles[0]: 2 x 16384 MiB exceeds the GPU's memory_mib (16384)"),
+     "hardware.gpus.t4.vgpu.profiles[0]: 2 x 16384 MiB exceeds the board's vGPU framebuffer (16384 MiB)"),
+    ({"gpus": {"x": {"device_id": 0x9998, "product_name": "X", "architecture": "A", "memory_mib": 1024,
+                     "multiprocessors": 1, "vgpu": {"profiles": [{"name": "X-2C", "framebuffer_mib": 2048,
+                                                                 "max_instances": 1}]}}}},
+     "hardware.gpus.x.vgpu.profiles[0]: 1 x 2048 MiB exceeds the GPU's memory_mib (1024 MiB)"),
+    ({"gpus": {"t4": {"vgpu": {"profiles": [{"type": "4C", "name": "T4-4C", "framebuffer_mib": 1, "max_instances": 1}]}}}},
+     "hardware.gpus.t4.vgpu.profiles[0]: set exactly one of type"),
+    ({"gpus": {"t4": {"vgpu": {"profiles": [{"type": "4C", "framebuffer_mib": 1, "max_instances": 1, "mig": "1g"}]}}}},
+     "hardware.gpus.t4.vgpu.profiles[0]: unknown field(s) ['mig']"),
+    ({"gpus": {"t4": {"vgpu": {"mig_backed": [{"type": "1-4C", "mig": "1g.4gb", "framebuffer_mib": 4096, "max_instances": 1}]}}}},
+     "hardware.gpus.t4.vgpu.mig_backed[0].mig: '1g.4gb' is not a MIG profile of this GPU; known: none"),
+    ({"gpus": {"a100-40gb": {"vgpu": {"mig_backed": [{"type": "1-5C", "mig": "1g.5gb", "framebuffer_mib": 5120, "max_instances": 0}]}}}},
+     "hardware.gpus.a100-40gb.vgpu.mig_backed[0].max_instances: must be >= 1, got 0"),
+    ({"gpus": {"a100-40gb": {"vgpu": {"mig_backed": [{"type": "1-5C", "framebuffer_mib": 5120, "max_instances": 1}]}}}},
+     "hardware.gpus.a100-40gb.vgpu.mig_backed[0].mig: required field missing"),
+    ({"gpus": {"a100-40gb": {"vgpu": {"mig_backed": ["1-5C"]}}}}, "hardware.gpus.a100-40gb.vgpu.mig_backed[0]: must be a mapping"),
+    ({"gpus": {"a100-40gb": {"vgpu": {"mig_backed": [{"type": "7-80C", "mig": "7g.40gb", "framebuffer_mib": 81920, "max_instances": 1}]}}}},
+     "hardware.gpus.a100-40gb.vgpu.mig_backed[0]: 81920 MiB exceeds the board's vGPU framebuffer (40960 MiB)"),
+    ({"gpus": {"t4": {"vgpu": {"mig_backed": "x"}}}}, "hardware.gpus.t4.vgpu.mig_backed: must be a list"),
+    ({"gpus": {"t4": {"source": []}}}, "hardware.gpus.t4.source: must name at least one source"),
+    ({"gpus": {"t4": {"source": [3]}}}, "hardware.gpus.t4.source: must be a non-empty string"),
+    ({"gpus": {"t4": {"unconfirmed": 1}}}, "hardware.gpus.t4.unconfirmed: must be a non-empty string"),
+    ({"sources": {"lab": ""}}, "hardware.sources.lab: must be a non-empty string"),
+    ({"sources": ["lab"]}, "hardware.sources: must be a mapping, got list"),
     ({"nics": {"mellanox": {"name": "x", "product_name": "y"}}}, "hardware.nics.mellanox: key must be '<vendor>:<device>'"),
     ({"nics": {"15b3:abcd": {"name": "x"}}}, "hardware.nics.15b3:abcd.product_name: required field missing"),
     ({"gpu": {}}, "hardware: unknown section(s) ['gpu']"),
@@ -106,6 +133,28 @@ def test_bad_overrides_name_model_and_field(overrides, message) -> None:
     with pytest.raises(ConfigError) as info:
         load_catalog(overrides)
     assert message in str(info.value)
+
+
+def test_overrides_cite_sources_by_key_or_in_prose() -> None:
+    catalog = load_catalog({
+        "sources": {"lab": "our lab's nvidia-smi capture, 2026-05"},
+        "gpus": {"t4": {"source": ["lab", "vendor sheet"], "unconfirmed": "engine counts guessed",
+                        "vgpu": {"profiles": [{"type": "2C", "framebuffer_mib": 2048, "max_instances": 8,
+                                               "source": "lab"}]}}},
+    })
+    t4 = catalog.gpu(0x1EB8)
+    assert t4.source == "our lab's nvidia-smi capture, 2026-05; vendor sheet"
+    assert [(v.name, v.source) for v in t4.vgpu_profiles] == [("T4-2C", "our lab's nvidia-smi capture, 2026-05")]
+    from driver.hardware.catalog import unconfirmed_rows
+
+    assert "t4: engine counts guessed" in unconfirmed_rows(catalog)
+
+
+def test_mig_backed_rows_in_a_config() -> None:
+    catalog = load_catalog({"gpus": {"a30": {"vgpu": {"profiles": [], "mig_backed": [
+        {"name": "Lab-1-6C", "mig": "1g.6gb", "framebuffer_mib": 6144, "max_instances": 4, "unconfirmed": "lab"}]}}}})
+    (row,) = catalog.gpu(0x20B7).vgpu_profiles
+    assert (row.name, row.mig_profile, row.mig_backed, row.unconfirmed) == ("Lab-1-6C", "1g.6gb", True, "lab")
 
 
 def test_overrides_must_be_a_mapping() -> None:

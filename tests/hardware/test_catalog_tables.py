@@ -11,6 +11,7 @@ CATALOG = load_catalog()
 # device ID -> (model key, product name), the minimum set issue 2 asks for.
 REQUIRED = {
     0x20B0: ("a100-40gb", "NVIDIA A100-SXM4-40GB"),
+    0x20F1: ("a100-40gb-pcie", "NVIDIA A100-PCIE-40GB"),
     0x20B2: ("a100-80gb-sxm4", "NVIDIA A100-SXM4-80GB"),
     0x20B5: ("a100-80gb-pcie", "NVIDIA A100 80GB PCIe"),
     0x20B7: ("a30", "NVIDIA A30"),
@@ -64,9 +65,12 @@ def test_a100_80gb_reuses_the_a100_shapes_with_its_own_names() -> None:
     assert {p.name for p in big.mig_profiles} == {
         "1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"
     }
-    # PCIe 80GB inherits everything from SXM4 80GB except identity.
+    # PCIe 80GB inherits everything from SXM4 80GB except identity and the vGPU board prefix.
     pcie = CATALOG.gpu(0x20B5)
-    assert pcie.mig_profiles == big.mig_profiles and pcie.vgpu_profiles == big.vgpu_profiles
+    assert pcie.mig_profiles == big.mig_profiles
+    assert [(v.name.replace("A100D-", "A100DX-"), v.framebuffer_mib, v.max_instances, v.mig_profile)
+            for v in pcie.vgpu_profiles] == [
+        (v.name, v.framebuffer_mib, v.max_instances, v.mig_profile) for v in big.vgpu_profiles]
     assert pcie.product_name != big.product_name
 
 
@@ -84,15 +88,66 @@ def test_non_mig_models() -> None:
         assert not model.mig_capable and model.mig_profiles == () and model.mig_memory_slices == 0
 
 
-def test_vgpu_c_series() -> None:
-    a100 = {p.name: (p.framebuffer_mib, p.max_instances) for p in CATALOG.gpu(0x20B0).vgpu_profiles}
-    assert a100 == {
-        "A100-40C": (40960, 1), "A100-20C": (20480, 2), "A100-10C": (10240, 4),
-        "A100-8C": (8192, 5), "A100-5C": (5120, 8), "A100-4C": (4096, 10),
+def _types(device_id: int, mig_backed: bool = False) -> dict[str, tuple[int, int]]:
+    return {v.name: (v.framebuffer_mib, v.max_instances) for v in CATALOG.gpu(device_id).vgpu_profiles
+            if v.mig_backed == mig_backed}
+
+
+def test_vgpu_names_are_per_board_not_per_chip() -> None:
+    """NVIDIA vGPU guide: HGX A100 40GB = A100X, HGX A100 80GB = A100DX, PCIe boards A100 / A100D."""
+    assert _types(0x20B0) == {
+        "A100X-40C": (40960, 1), "A100X-20C": (20480, 2), "A100X-10C": (10240, 4),
+        "A100X-8C": (8192, 5), "A100X-5C": (5120, 8), "A100X-4C": (4096, 10),
     }
-    assert [p.name for p in CATALOG.gpu(0x1EB8).vgpu_profiles] == ["T4-16C", "T4-8C", "T4-4C"]
-    assert CATALOG.gpu(0x20B2).vgpu_profiles[-1].name == "A100D-4C"
-    assert CATALOG.gpu(0x20B2).vgpu_profiles[-1].max_instances == 20
+    assert set(_types(0x20F1)) == {n.replace("A100X-", "A100-") for n in _types(0x20B0)}
+    assert _types(0x20B2)["A100DX-4C"] == (4096, 20) and _types(0x20B2)["A100DX-16C"] == (16384, 5)
+    assert set(_types(0x20B5)) == {n.replace("A100DX-", "A100D-") for n in _types(0x20B2)}
+    assert list(_types(0x1EB8)) == ["T4-16C", "T4-8C", "T4-4C"]
+    assert all(n.startswith("H100XM-") for n in _types(0x2330))
+
+
+def test_h200_has_nine_time_sliced_types_with_the_guides_framebuffers() -> None:
+    assert _types(0x2335) == {
+        "H200X-141C": (144384, 1), "H200X-70C": (71680, 2), "H200X-35C": (35840, 4), "H200X-28C": (28672, 5),
+        "H200X-17C": (17408, 8), "H200X-14C": (14336, 10), "H200X-8C": (8192, 16), "H200X-7C": (7168, 20),
+        "H200X-4C": (4096, 32),
+    }
+    # The full-board type's framebuffer is above what nvidia-smi reports: counts must come from the
+    # table, never from memory // framebuffer (which would be 0 here).
+    h200 = CATALOG.gpu(0x2335)
+    assert h200.memory_mib == 143771 and h200.memory_mib // 144384 == 0
+
+
+def test_mig_backed_types_name_their_gpu_instance_profile() -> None:
+    a100x = {v.name: (v.mig_profile, v.framebuffer_mib, v.max_instances) for v in CATALOG.gpu(0x20B0).vgpu_profiles
+             if v.mig_backed}
+    assert a100x == {
+        "A100X-7-40C": ("7g.40gb", 40960, 1), "A100X-4-20C": ("4g.20gb", 20480, 1), "A100X-3-20C": ("3g.20gb", 20480, 2),
+        "A100X-2-10C": ("2g.10gb", 10240, 3), "A100X-1-10C": ("1g.10gb", 10240, 4), "A100X-1-5C": ("1g.5gb", 5120, 7),
+        "A100X-1-5CME": ("1g.5gb+me", 5120, 1),
+    }
+    assert {v.name: v.mig_profile for v in CATALOG.gpu(0x20B2).vgpu_profiles if v.mig_backed}["A100DX-1-10C"] == "1g.10gb"
+    assert {v.name: v.mig_profile for v in CATALOG.gpu(0x20B7).vgpu_profiles if v.mig_backed}["A30-1-6C"] == "1g.6gb"
+    for model in CATALOG.gpus.values():
+        for v in model.vgpu_profiles:
+            if v.mig_backed:
+                mig = model.mig_profile(v.mig_profile)
+                assert mig is not None and v.max_instances <= len(mig.placements), (model.name, v.name)
+
+
+def test_sizes_are_what_nvidia_smi_reports() -> None:
+    assert CATALOG.gpu(0x2330).memory_mib == 81559  # H100 80GB HBM3, not 81920
+    assert {p.name: p.memory_mib for p in CATALOG.gpu(0x2335).mig_profiles} == {
+        "1g.18gb": 16384, "1g.18gb+me": 16384, "1g.35gb": 33024, "2g.35gb": 33024,
+        "3g.71gb": 71168, "4g.71gb": 71168, "7g.141gb": 143104,
+    }
+    assert [CATALOG.gpu(d).memory_mib for d in (0x1EB8, 0x27B8, 0x26B9)] == [15360, 23034, 46068]
+
+
+def test_a30_1g6gb_has_the_decoder_real_captures_report() -> None:
+    a30 = {p.name: p for p in CATALOG.gpu(0x20B7).mig_profiles}
+    assert (a30["1g.6gb"].decoders, a30["1g.6gb"].jpeg_engines, a30["1g.6gb"].ofa_engines) == (1, 0, 0)
+    assert "captures" in CATALOG.gpu(0x20B7).mig_profiles[0].source or "capture" in a30["1g.6gb"].source
 
 
 @pytest.mark.parametrize("model", list(CATALOG.gpus.values()), ids=lambda m: m.name)
@@ -102,11 +157,17 @@ def test_invariants_every_model(model) -> None:
         assert p.placements and all(s + p.memory_slices <= model.mig_memory_slices for s in p.placements)
         assert p.memory_mib <= model.memory_mib and p.multiprocessors <= model.multiprocessors
         assert p.copy_engines <= model.copy_engines and p.decoders <= model.decoders
+        assert p.source
     if model.mig_capable:
         full = [p for p in model.mig_profiles if p.memory_slices == model.mig_memory_slices]
         assert len(full) == 1 and full[0].placements == (0,)
     for v in model.vgpu_profiles:
-        assert v.framebuffer_mib * v.max_instances <= model.memory_mib
+        assert v.source and v.max_instances >= 1 and v.framebuffer_mib > 0
+    sliced = [v for v in model.vgpu_profiles if not v.mig_backed]
+    if sliced:
+        # The full-board type is the nominal framebuffer every other type divides.
+        board = max(v.framebuffer_mib for v in sliced)
+        assert all(v.framebuffer_mib * v.max_instances <= board for v in sliced), model.name
 
 
 def test_nic_table() -> None:
@@ -122,6 +183,31 @@ def test_sources_are_cited_in_the_data_files() -> None:
     for needle in ("mig-user-guide/supported-mig-profiles", "Virtual GPU Types", "pci-ids.ucw.cz"):
         assert needle in text
     assert "pci-ids.ucw.cz" in resources.files("driver.hardware.data").joinpath("nics.yaml").read_text()
+
+
+def test_every_builtin_row_names_a_known_source() -> None:
+    from driver.hardware.catalog import builtin_tables
+    from driver.hardware.merge import resolve_inherits
+
+    raw = builtin_tables()
+    keys = set(raw["sources"])
+    rows = []
+    for name, entry in resolve_inherits(raw["gpus"], "gpus").items():
+        rows.append((name, entry.get("source")))
+        for profile, spec in ((entry.get("mig") or {}).get("profiles") or {}).items():
+            rows.append((f"{name} MIG {profile}", spec.get("source")))
+        vgpu = entry.get("vgpu") or {}
+        rows.append((f"{name} vgpu", vgpu.get("source")))
+    rows += [(f"nic {k}", v.get("source")) for k, v in raw["nics"].items()]
+    for where, value in rows:
+        if value is None:
+            assert where.endswith(" vgpu"), f"{where}: no source"
+            continue
+        for key in value if isinstance(value, list) else [value]:
+            assert key in keys, f"{where}: unknown source key {key!r}"
+    # Every model that has vGPU rows gets a source for them (its own or the table's).
+    for model in CATALOG.gpus.values():
+        assert all(v.source for v in model.vgpu_profiles)
 
 
 def test_every_builtin_model_names_its_source() -> None:

@@ -168,6 +168,16 @@ class Plugin:
     def checkpoint(self) -> dict[str, Any]:
         return json.loads((self.state / "checkpoint.json").read_text())
 
+    def metadata_uids(self) -> set[str]:
+        """Claims with a device metadata directory under the state dir (driver.state.metadata)."""
+        root = self.state / "dra-device-metadata"
+        return {p.name for p in root.iterdir()} if root.is_dir() else set()
+
+    def metadata_stream(self, uid: str, request: str) -> list[dict[str, Any]]:
+        from driver.state.metadata import decode
+
+        return decode((self.state / "dra-device-metadata" / uid / request / f"{DRIVER}-metadata.json").read_bytes())
+
     def cdi_uids(self) -> set[str]:
         prefix = f"k8s.{DRIVER}_device_"
         return {p.name[len(prefix):-len(".json")] for p in self.cdi.glob(f"{prefix}*.json")} if self.cdi.exists() else set()

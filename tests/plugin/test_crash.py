@@ -2,8 +2,9 @@
 
 FAKE_DRA_CRASH_AT=<step> (honoured only with FAKE_DRA_TEST_MODE=1) makes the plugin kill itself
 with SIGKILL right after that step. After each crash the on-disk state must be consistent (the
-checkpoint parses, every CDI spec belongs to a recorded claim, the devices stay reserved), and
-the kubelet's retry must succeed and converge to exactly the expected final state.
+checkpoint parses, every CDI spec and device metadata file belongs to a recorded claim, the
+devices stay reserved), and the kubelet's retry must succeed and converge to exactly the expected
+final state, metadata files and VF claim status included.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def _assert_consistent(plugin: Plugin) -> None:
     cp = plugin.checkpoint()  # parses: atomic writes never leave a torn file
     assert cp["kind"] == "FakeDraCheckpoint"
     assert plugin.cdi_uids() <= set(cp["claims"]), "a CDI spec without a checkpoint record is an orphan"
+    assert plugin.metadata_uids() <= set(cp["claims"]), "so is a device metadata file"
     assert not list(plugin.state.glob("checkpoint.json.corrupt-*"))
     assert not [p for p in plugin.cdi.glob(".*")], "temporary files left behind"
 
@@ -63,8 +65,12 @@ def test_crash_during_prepare(make_plugin, step):
     assert out.error == "" and out.devices[0].device_name == device
     assert plugin.checkpoint()["claims"][ref[2]]["state"] == "PrepareCompleted"
     assert plugin.cdi_uids() == {ref[2]}
+    meta = plugin.metadata_stream(ref[2], "gpu")
+    assert {o["metadata"]["generation"] for o in meta} == {1}, "a retry with the same content does not rewrite it"
+    assert meta[0]["requests"][0]["devices"][0]["name"] == device
     assert client.unprepare([ref]) == {ref[2]: ""}
     assert plugin.cdi_uids() == set() and plugin.checkpoint()["claims"] == {}
+    assert plugin.metadata_uids() == set()
     assert plugin.stop() == 0
 
 
@@ -75,16 +81,39 @@ def test_crash_during_unprepare(make_plugin, step):
     client = plugin.start()
     ref = plugin.allocate("vf", [request("net", "vf", capacity={"requests": {"bandwidth": "10G"}})])
     assert client.prepare([ref])[ref[2]].error == ""
+    assert plugin.metadata_uids() == {ref[2]}
+    (entry,) = plugin.store.get("resourceclaims", "default", "vf")["status"]["devices"]
+    assert entry["conditions"][0]["type"] == "Ready" and entry["networkData"]["hardwareAddress"]
     plugin.stop()
     plugin.store.delete("resourceclaims", "default", "vf")  # unprepare must not need the claim
 
     _crash_call(plugin, step, lambda c: c.unprepare([ref]))
-    assert plugin.cdi_uids() == set()
+    assert plugin.cdi_uids() == set() and plugin.metadata_uids() == set()
     assert (ref[2] in plugin.checkpoint()["claims"]) == (step == "unprepare-cdi-removed")
 
     client = plugin.start()
     assert client.unprepare([ref]) == {ref[2]: ""}
     assert plugin.cdi_uids() == set() and plugin.checkpoint()["claims"] == {}
+    assert plugin.stop() == 0
+
+
+@pytest.mark.slow
+def test_crash_after_a_vf_status_write_converges(make_plugin):
+    plugin = make_plugin()
+    plugin.start()
+    ref = plugin.allocate("vf", [request("net", "vf")])
+    plugin.stop()
+    _crash_call(plugin, "prepare-cdi-written", lambda c: c.prepare([ref]))
+    # Written before the crash point, so it is there even though the claim is only PrepareStarted.
+    (entry,) = plugin.store.get("resourceclaims", "default", "vf")["status"]["devices"]
+    assert entry["conditions"][0]["status"] == "True"
+
+    client = plugin.start()
+    assert client.prepare([ref])[ref[2]].error == ""
+    assert plugin.store.get("resourceclaims", "default", "vf")["status"]["devices"] == [entry], \
+        "the retry finds the same entry and leaves it (same lastTransitionTime)"
+    assert client.unprepare([ref]) == {ref[2]: ""}
+    assert "devices" not in plugin.store.get("resourceclaims", "default", "vf")["status"]
     assert plugin.stop() == 0
 
 

@@ -258,7 +258,7 @@ def test_skewed_scheduler_co_allocates_mig_and_vgpu_and_the_plugin_refuses(make_
         return {"selectors": [{"cel": {"expression": f'device.attributes["{DRIVER}"].index == 1 && '
                                                      f'device.attributes["{DRIVER}"].profile == "{profile}"'}}]}
 
-    vgpu = plugin.allocate("vgpu", [request("v", "vgpu", **on_gpu1("A100-5C"))], scheduler_view=_without_groups)
+    vgpu = plugin.allocate("vgpu", [request("v", "vgpu", **on_gpu1("A100X-5C"))], scheduler_view=_without_groups)
     mig = plugin.allocate("mig", [request("m", "mig", **on_gpu1("1g.5gb"))], scheduler_view=_without_groups)
     assert client.prepare([vgpu])[vgpu[2]].error == ""
     error = client.prepare([mig])[mig[2]].error

@@ -7,8 +7,12 @@ behaviour that matters for reconcile and gate detection, so tests run without a 
   preconditions), `dryRun=All`; a store-wide resourceVersion and metadata.generation;
 - per-gate field stripping like kube-apiserver's dropDisabledFields (kept when the old object
   already used the feature), and the validation rules the tests rely on (422);
-- nodes (get), resourceclaims (list), /metrics with `kubernetes_feature_enabled` for the
-  configured *scheduler* gates (stands in for kube-scheduler's endpoint);
+- nodes (get), resourceclaims (list, get, and server-side apply of the status subresource for
+  status.devices: a list keyed by driver/pool/device/shareID, entries owned per field manager,
+  `metadata.uid` as precondition (409), entries must name allocated devices (422), `forbid_status`
+  answers 403 as RBAC would without the resourceclaims/driver permission), /metrics with
+  `kubernetes_feature_enabled` for the configured *scheduler* gates (stands in for kube-scheduler's
+  endpoint);
 - fault injection: `inject_conflicts(n)` makes the next n writes lose a race with "someone else".
 Watch is not implemented (the publisher does not watch). Written independently of driver.publish so
 a bug there cannot hide in a shared helper.
@@ -28,6 +32,12 @@ from urllib.parse import parse_qs, urlparse
 GATES = ("DRAPartitionableDevices", "DRADeviceCompatibilityGroups", "DRAConsumableCapacity", "DRASharedConsumableCapacity")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+_CLAIM_PATH = re.compile(r"/apis/resource\.k8s\.io/v1/namespaces/([^/]+)/resourceclaims/([^/]+)(?:/(status))?")
+
+
+def _status_key(entry: dict[str, Any]) -> tuple:
+    """status.devices is a list map keyed by driver, pool, device and shareID."""
+    return (entry.get("driver"), entry.get("pool"), entry.get("device"), entry.get("shareID") or None)
 
 
 def _uses(spec: dict[str, Any]) -> set[str]:
@@ -105,6 +115,10 @@ class StandInState:
         self.slices: dict[str, dict[str, Any]] = {}
         self.nodes: dict[str, dict[str, Any]] = {}
         self.claims: list[dict[str, Any]] = []
+        self.forbid_status = False  # 403 on resourceclaims/status writes
+        # (namespace, name) -> field manager -> keys of status.devices entries it owns
+        self.status_owners: dict[tuple[str, str], dict[str, set[tuple]]] = {}
+        self.content_types: list[str | None] = []  # Content-Type header of each request, in order
         self.apiserver_gates = {g: True for g in GATES}
         self.scheduler_gates: dict[str, bool] | None = {g: True for g in GATES}
         self.requests: list[tuple[str, str, str]] = []
@@ -159,6 +173,7 @@ class _Handler(BaseHTTPRequestHandler):
         st = self.state
         st.requests.append((method, url.path, url.query))
         st.authorization.append(self.headers.get("Authorization"))
+        st.content_types.append(self.headers.get("Content-Type"))
         with st.lock:
             if url.path == "/metrics" and method == "GET":
                 if st.scheduler_gates is None:
@@ -171,6 +186,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(200, node) if node else self._status(404, "NotFound", "node not found")
             if url.path == "/apis/resource.k8s.io/v1/resourceclaims" and method == "GET":
                 return self._send(200, {"kind": "ResourceClaimList", "items": st.claims, "metadata": {}})
+            claim_path = _CLAIM_PATH.fullmatch(url.path)
+            if claim_path:
+                return self._claim(method, claim_path.group(1), claim_path.group(2), claim_path.group(3), q)
             if url.path == SLICES:
                 if method == "GET":
                     return self._list(q)
@@ -186,6 +204,54 @@ class _Handler(BaseHTTPRequestHandler):
                 if method == "DELETE":
                     return self._delete(name, self._body())
             self._status(404, "NotFound", f"stand-in does not serve {method} {url.path}")
+
+    def _claim(self, method: str, ns: str, name: str, sub: str | None, q: dict[str, str]) -> None:
+        st = self.state
+        claim = next((c for c in st.claims if c["metadata"].get("namespace") == ns and c["metadata"]["name"] == name), None)
+        if method == "GET" and sub is None:
+            return self._send(200, claim) if claim else self._status(404, "NotFound", f"resourceclaims {name!r} not found")
+        if method != "PATCH" or sub != "status":
+            return self._status(405, "MethodNotAllowed", f"stand-in does not serve {method} on resourceclaims")
+        if self.headers.get("Content-Type") != "application/apply-patch+yaml":
+            return self._status(415, "UnsupportedMediaType", "stand-in only serves apply patches here")
+        manager = q.get("fieldManager")
+        if not manager:
+            return self._status(400, "BadRequest", "fieldManager: Required value: is required for apply patch")
+        if st.forbid_status:
+            return self._status(403, "Forbidden", f'resourceclaims.resource.k8s.io "{name}" is forbidden: '
+                                "changing status.devices requires extra permission")
+        if claim is None:
+            return self._status(404, "NotFound", f"resourceclaims {name!r} not found")
+        body = self._body()
+        uid = (body.get("metadata") or {}).get("uid")
+        if uid and uid != claim["metadata"].get("uid"):
+            return self._status(409, "Conflict", f"Precondition failed: UID in precondition: {uid}, "
+                                f"UID in object meta: {claim['metadata'].get('uid')}")
+        applied = (body.get("status") or {}).get("devices") or []
+        allocated = {_status_key(r) for r in ((claim.get("status") or {}).get("allocation") or {})
+                     .get("devices", {}).get("results") or []}
+        for i, entry in enumerate(applied):
+            if _status_key(entry) not in allocated:
+                return self._status(422, "Invalid", f"status.devices[{i}]: Invalid value: device not allocated")
+        owners = st.status_owners.setdefault((ns, name), {})
+        mine = {_status_key(e) for e in applied}
+        dropped = owners.get(manager, set()) - mine
+        others = set().union(*(keys for m, keys in owners.items() if m != manager))
+        if q.get("force") != "true" and mine & others:
+            return self._status(409, "Conflict", "Apply failed with conflicts: fields owned by another manager")
+        for m in owners:  # force: the applier takes over the fields it applies
+            owners[m] -= mine
+        owners[manager] = mine
+        status = claim.setdefault("status", {})
+        kept = [e for e in status.get("devices") or []
+                if _status_key(e) not in mine and not (_status_key(e) in dropped and _status_key(e) not in others)]
+        devices = kept + [copy.deepcopy(e) for e in applied]
+        if devices:
+            status["devices"] = devices
+        else:
+            status.pop("devices", None)
+        claim["metadata"]["resourceVersion"] = st.next_rv()
+        self._send(200, claim)
 
     def _list(self, q: dict[str, str]) -> None:
         items = sorted(self.state.slices.values(), key=lambda o: o["metadata"]["name"])
@@ -287,6 +353,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self._route("DELETE")
+
+    def do_PATCH(self) -> None:
+        self._route("PATCH")
 
 
 class StandInServer:

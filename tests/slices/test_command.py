@@ -47,12 +47,12 @@ def test_json_list_with_features_and_driver_name(capsys, demo_root):
 
 def test_driver_config_slices_section_applies(capsys, demo_root, tmp_path):
     cfg = tmp_path / "driver.yaml"
-    cfg.write_text("slices:\n  perGpu: {'1': 'vgpu:A100-4C'}\n")
+    cfg.write_text("slices:\n  perGpu: {'1': 'vgpu:A100X-4C'}\n")
     code, out, _ = run(capsys, "--sysfs-root", demo_root, "--node-name", "n", "-o", "json", "--driver-config",
                        str(cfg), "--features", "DRADeviceCompatibilityGroups=false")
     assert code == 0
     names = [d["name"] for item in json.loads(out)["items"] for d in item["spec"].get("devices", [])]
-    assert [n for n in names if n.startswith("gpu-1")] == ["gpu-1"] + [f"gpu-1-vgpu-a100-4c-{k}" for k in range(10)]
+    assert [n for n in names if n.startswith("gpu-1")] == ["gpu-1"] + [f"gpu-1-vgpu-a100x-4c-{k}" for k in range(10)]
 
 
 @pytest.mark.parametrize(

@@ -67,12 +67,16 @@ def test_groups_per_device_type(inventories, profile):
     for name, dev in pool.devices().items():
         kind = dev["attributes"]["type"]["string"]
         groups = groups_of(dev)
-        if kind == "vgpu":
+        if kind == "vgpu" and "migProfile" in dev["attributes"]:
+            assert groups == [["mig-vgpu"]], name
+        elif kind == "vgpu":
             assert groups == [["vgpu-" + dev["attributes"]["profile"]["string"].lower()]], name
+        elif kind == "timeshare":
+            assert groups == [[{"time-slicing": "timeslicing", "mps": "mps"}[dev["attributes"]["sharing"]["string"]]]]
         elif kind in ("vf", "nic"):
             assert all(g == [] for g in groups), name
         else:
-            assert groups == [{"gpu": ["full"], "mig": ["mig"], "timeshare": ["shared"]}[kind]], name
+            assert groups == [{"gpu": ["full"], "mig": ["mig"]}[kind]], name
 
 
 @pytest.mark.parametrize("profile", ["dgx-a100", "h100", "vgpu-host"])

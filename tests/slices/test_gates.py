@@ -123,11 +123,14 @@ def test_bandwidth_step_config_shapes_the_policy():
     assert policy == {"default": "8G", "validRange": {"min": "1G", "max": "25G", "step": "1G"}}
 
 
-def test_pf_without_vfs_is_a_whole_nic_and_unknown_speed_warns():
+def test_pf_without_vfs_is_the_hosts_port_unless_opted_in_and_unknown_speed_warns():
     inv = Inventory(nics=(nic(0, vfs=0), nic(1, vfs=2, speed=None)))
     pool = render(inventory=inv)
-    assert pool.devices()["nic-0"]["attributes"]["type"] == {"string": "nic"}
-    assert pool.devices()["nic-0"]["capacity"] == {"bandwidth": {"value": "100G"}}
+    assert "nic-0" not in pool.devices()  # a storage/management port: the host's
+    for entry in ("0000:40:00.0", "0000:40:00.0".upper(), "00000000:40:00.0", "ens0f0"):
+        opted = render(inventory=inv, config={"publishPFs": [entry]})
+        assert opted.devices()["nic-0"]["attributes"]["type"] == {"string": "nic"}, entry
+        assert opted.devices()["nic-0"]["capacity"] == {"bandwidth": {"value": "100G"}}
     assert "nic-1-counters" not in pool.counter_sets()
     assert "consumesCounters" not in pool.devices()["nic-1-vf-0"]
     assert any("nic-1" in w and "link speed unknown" in w for w in pool.warnings)
@@ -141,7 +144,8 @@ def test_vgpu_homogeneity_can_be_relaxed():
 def test_timeshare_modes_config():
     pool = render(config={"timeshareModes": ["mps"]})
     assert sorted(of_type(pool, "timeshare")) == ["gpu-0-mps", "gpu-1-mps"]
-    assert pool.devices()["gpu-0-mps"]["consumesCounters"][0]["counters"] == {"multiprocessors": {"value": "108"}}
+    assert pool.devices()["gpu-0-mps"]["consumesCounters"][0]["counters"] == {
+        "memory": {"valueFrom": {"capacityName": f"{DRIVER}/memory"}}, "multiprocessors": {"value": "108"}}
 
 
 @pytest.mark.parametrize("gates", list(itertools.product([True, False], repeat=4)))

@@ -42,6 +42,16 @@ def mutate_group_not_dns(s):
     first_device(s)["consumesCounters"][0]["compatibilityGroups"] = ["Mig"]
 
 
+# The 1.37 API (staging/src/k8s.io/api/resource/v1/types.go, DeviceCounterConsumption):
+# +k8s:maxItems=2, +k8s:unique=set, +k8s:eachVal=+k8s:format=k8s-short-name (a DNS label, <= 63).
+def mutate_duplicate_groups(s):
+    first_device(s)["consumesCounters"][0]["compatibilityGroups"] = ["mig", "mig"]
+
+
+def mutate_long_group(s):
+    first_device(s)["consumesCounters"][0]["compatibilityGroups"] = ["g" * 64]
+
+
 def mutate_three_consumptions(s):
     dev = first_device(s)
     dev["consumesCounters"] = [dict(dev["consumesCounters"][0], counterSet=f"x{k}") for k in range(3)]
@@ -100,6 +110,8 @@ def mutate_value_and_value_from(s):
         (mutate_33_counters, "counters (1..32)"),
         (mutate_three_groups, "at most 2"),
         (mutate_group_not_dns, "group 'Mig' is not a DNS label"),
+        (mutate_duplicate_groups, "(at most 2, unique)"),
+        (mutate_long_group, f"group '{'g' * 64}' is not a DNS label"),
         (mutate_three_consumptions, "3 consumesCounters entries > 2"),
         (mutate_device_name, "device name is not a DNS label"),
         (mutate_counter_name, "'memorySlice0' is not a DNS label"),
@@ -148,3 +160,48 @@ def test_request_policy_violations_are_reported(mutate, needle):
     assert check_pool(s) == []
     mutate(s)
     assert any(needle in p for p in check_pool(s)), check_pool(s)
+
+
+def _with_attribute(value):
+    s = specs()
+    first_device(s)["attributes"]["pcieRoots"] = value
+    return s
+
+
+@pytest.mark.parametrize("value", [
+    {"strings": ["pci0000:00", "pci0000:40"]}, {"ints": [0, 1]}, {"bools": [True]}, {"versions": ["1.2.3", "2.0.0-rc.1"]},
+])
+def test_list_typed_attributes_are_accepted(value):
+    assert check_pool(_with_attribute(value)) == []
+
+
+@pytest.mark.parametrize(("value", "needle"), [
+    ({"strings": []}, "strings must be a non-empty list"),
+    ({"ints": [1, "2"]}, "ints[1] int value '2' has the wrong type"),
+    ({"bools": [1]}, "bools[0] bool value 1 has the wrong type"),
+    ({"strings": ["x" * 65]}, "strings[0] longer than 64 characters"),
+    ({"versions": ["1.2"]}, "versions[0] '1.2' is not a semantic version"),
+    ({"version": "v1.2.3"}, "'v1.2.3' is not a semantic version"),
+    ({"floats": [1.5]}, "unknown value field 'floats'"),
+    ({}, "must have exactly one value field"),
+])
+def test_bad_attribute_values_are_reported(value, needle):
+    problems = check_pool(_with_attribute(value))
+    assert any(needle in p for p in problems), problems
+
+
+def test_at_most_48_attribute_values_per_device_counting_list_elements():
+    s = _with_attribute({"ints": list(range(48))})
+    problems = check_pool(s)
+    total = 48 + len(first_device(specs())["attributes"])
+    assert any(f"{total} attribute values (scalars plus list elements) > 48" in p for p in problems), problems
+
+
+def test_list_attributes_make_a_slice_a_64_device_slice():
+    s = specs()
+    plain = {"name": "x", "attributes": {"model": {"string": "a"}}}
+    s[2]["devices"] = [dict(plain, name=f"dev-{k}") for k in range(65)]
+    assert not any("devices >" in p for p in check_pool(s)), "65 plain devices fit the 128 limit"
+    s[2]["devices"][10]["attributes"] = {"models": {"strings": ["a", "b"]}}
+    problems = check_pool(s)
+    assert any("65 devices > 64" in p for p in problems), problems

@@ -44,11 +44,12 @@ def test_mig_sets_that_fit_never_overlap(names):
 @SETTINGS
 @given(st.lists(st.sampled_from(GPU1), min_size=2, max_size=6, unique=True))
 def test_accepted_combinations_use_one_mode_per_gpu(names):
-    """Whatever validate_combination accepts on one GPU is a single partitioning mode
-    (the two shared devices count as one mode), and never the full GPU with anything else."""
+    """Whatever validate_combination accepts on one GPU is a single partitioning mode (time-slicing
+    and MPS are two modes: MPS runs the GPU in EXCLUSIVE_PROCESS mode), never the full GPU with
+    anything else."""
     violations = validate_combination(list(POOL.slices), placed(POOL, names), Features())
     if not violations:
-        modes = {"timeshare" if mode(n) == "timeshare" else mode(n) for n in names}
+        modes = {POOL.devices()[n]["attributes"].get("sharing", {}).get("string") or mode(n) for n in names}
         assert len(modes) == 1, names
         assert "gpu" not in modes
 
@@ -70,5 +71,5 @@ def test_rules_reject_overlap_and_mode_mixing_with_messages():
     assert kinds(["gpu-0-mig-1g5gb-0", "gpu-0-mig-1g10gb-0"]) == {"counters"}
     assert "groups" in kinds(["gpu-1-mig-1g5gb-0", "gpu-1-vgpu-a100-4c-0"])
     assert "groups" in kinds(["gpu-1-vgpu-a100-4c-0", "gpu-1-vgpu-a100-8c-0"])  # homogeneity rule
-    assert kinds(["gpu-0-timeslicing", "gpu-0-mps"]) == set()
+    assert kinds(["gpu-0-timeslicing", "gpu-0-mps"]) == {"groups", "counters"}  # never one GPU
     assert kinds(["gpu-0-mig-1g5gb-0", "gpu-0-mig-1g5gb-1", "gpu-1-vgpu-a100-4c-0"]) == set()

@@ -44,10 +44,13 @@ def test_counter_sets_describe_each_gpu_and_pf():
 
 def test_groups_per_device_type():
     pool = render()
-    expected = {"gpu": [["full"]], "mig": [["mig"]], "timeshare": [["shared"]], "vf": [[]]}
+    expected = {"gpu": [["full"]], "mig": [["mig"]], "vf": [[]]}
     for kind, groups in expected.items():
         for name, dev in of_type(pool, kind).items():
             assert groups_of(dev) == groups, name
+    # MPS runs the GPU in EXCLUSIVE_PROCESS mode: never in the same group as time-slicing.
+    assert groups_of(pool.devices()["gpu-0-timeslicing"]) == [["timeslicing"]]
+    assert groups_of(pool.devices()["gpu-0-mps"]) == [["mps"]]
     for name, dev in of_type(pool, "vgpu").items():
         profile = dev["attributes"]["profile"]["string"].lower()
         assert groups_of(dev) == [[f"vgpu-{profile}"]], name
@@ -94,12 +97,12 @@ def test_valid_nvidia_layouts_fit():
         ["gpu-0-mig-3g20gb-0", "gpu-0-mig-3g20gb-4"],
         [f"gpu-0-mig-1g10gb-{k}" for k in (0, 2, 4, 6)],
         ["gpu-0-mig-1g5gbme-0", *(f"gpu-0-mig-1g5gb-{k}" for k in range(1, 7))],
-        ["gpu-0-timeslicing", "gpu-0-mps"],
         [f"gpu-1-vgpu-a100-4c-{k}" for k in range(10)],
     ]
     for layout in layouts:
         assert fits(pool, layout), layout
     assert not fits(pool, ["gpu-0-mig-1g5gbme-0", "gpu-0-mig-1g5gbme-1"])  # one JPEG/OFA engine
+    assert not fits(pool, ["gpu-0-timeslicing", "gpu-0-mps"])  # each owns the GPU's memory and SMs
 
 
 def test_attributes_follow_the_contract():
@@ -262,4 +265,8 @@ def test_vgpu_profile_without_framebuffer_is_skipped_with_a_warning():
     pool = render(Inventory(gpus=(gpu(0, model=odd, mdev=("A100-0C", "A100-4C")),)))
     assert sorted({d["attributes"]["profile"]["string"] for d in of_type(pool, "vgpu").values()}) == ["A100-4C"]
     assert any("gpu-0: vGPU profile A100-0C has no framebuffer size" in w for w in pool.warnings)
+    assert check_pool(pool) == []
+    none = replace(A100_40GB, vgpu_profiles=(VgpuProfile("A100-4C", 4096, 0),))
+    pool = render(Inventory(gpus=(gpu(0, model=none, mdev=("A100-4C",)),)))
+    assert of_type(pool, "vgpu") == {} and any("no instances" in w for w in pool.warnings)
     assert check_pool(pool) == []

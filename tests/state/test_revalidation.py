@@ -31,7 +31,7 @@ def test_mig_and_full_gpu_on_one_counter_set_are_refused(env):
 
 def test_mig_and_vgpu_groups_are_refused(env):
     st = env.state()
-    vgpu = env.claims.add("vgpu", [result("gpu-1-vgpu-a100-10c-0")])
+    vgpu = env.claims.add("vgpu", [result("gpu-1-vgpu-a100x-10c-0")])
     mig = env.claims.add("mig", [result("gpu-1-mig-1g5gb-0")])
     assert st.prepare([vgpu])[vgpu.uid].error == ""
     error = _refused(env, st, mig)
@@ -130,3 +130,52 @@ def test_a_claim_whose_commit_failed_does_not_stay_reserved(env, monkeypatch):
     monkeypatch.undo()
     b = env.claims.add("b", [result("gpu-0-mig-1g5gb-0")])
     assert st.prepare([b])[b.uid].error == "", "the failed claim must not keep gpu-0 reserved"
+
+
+def test_list_typed_attribute_values_reach_the_workload_comma_joined():
+    from driver.state.device_env import device_env
+    from driver.state.types import ClaimRef
+
+    ref = ClaimRef(namespace="default", name="c", uid="u-1")
+    device = {"name": "gpu-0", "attributes": {"type": {"string": "gpu"}, "numaNode": {"ints": [0, 1]}}}
+    env = device_env(ref, {"device": "gpu-0", "request": "r"}, device, None, "fake-dra.example.com")
+    assert env["FAKE_DRA_GPU_0_NUMA_NODE"] == "0,1" and env["FAKE_DRA_GPU_0_TYPE"] == "gpu"
+
+
+def test_a_device_held_only_through_admin_access_is_free_for_others(env):
+    # kube-scheduler does not count adminAccess results as allocated (dynamicresources
+    # foreachAllocatedDevice), so it may give the same device to a normal claim afterwards.
+    st = env.state()
+    admin = env.claims.add("admin", [result("gpu-1-mig-1g5gb-0", adminAccess=True)])
+    a = env.claims.add("a", [result("gpu-1-mig-1g5gb-0")])
+    assert st.prepare([admin])[admin.uid].error == ""
+    assert st.prepare([a])[a.uid].error == ""
+
+
+def test_admin_access_holds_no_compatibility_groups(env):
+    # Nor do its groups bind the counter set: a vGPU claim beside a MIG device held only for
+    # monitoring is what the scheduler allocates, so preparation accepts it.
+    st = env.state()
+    admin = env.claims.add("admin", [result("gpu-1-mig-1g5gb-0", adminAccess=True)])
+    vgpu = env.claims.add("vgpu", [result("gpu-1-vgpu-a100x-10c-0")])
+    assert st.prepare([admin])[admin.uid].error == ""
+    assert st.prepare([vgpu])[vgpu.uid].error == ""
+
+
+def test_admin_access_is_remembered_across_a_plugin_restart(env):
+    admin = env.claims.add("admin", [result("gpu-1-mig-1g5gb-0", adminAccess=True)])
+    assert env.state().prepare([admin])[admin.uid].error == ""
+    recorded = json.loads((env.state_dir / "checkpoint.json").read_text())["claims"][admin.uid]["devices"]
+    assert [d.get("adminAccess") for d in recorded] == [True]
+    vgpu = env.claims.add("vgpu", [result("gpu-1-vgpu-a100x-10c-0")])
+    assert env.state().prepare([vgpu])[vgpu.uid].error == ""  # restarted plugin, checkpoint reloaded
+
+
+def test_a_normal_claim_still_blocks_groups_after_an_admin_claim_of_it(env):
+    st = env.state()
+    mig = env.claims.add("mig", [result("gpu-1-mig-1g5gb-0")])
+    admin = env.claims.add("admin", [result("gpu-1-mig-1g5gb-0", adminAccess=True)])
+    vgpu = env.claims.add("vgpu", [result("gpu-1-vgpu-a100x-10c-0")])
+    assert st.prepare([mig])[mig.uid].error == ""
+    assert st.prepare([admin])[admin.uid].error == ""
+    assert "groups incompatible on counter set gpu-1-counters" in _refused(env, st, vgpu)

@@ -161,3 +161,20 @@ def test_a_call_never_outlasts_max_call_s(env):
     t0 = time.monotonic()
     out = st.prepare([ref], timeout_s=0.8)[ref.uid]  # a shorter gRPC deadline wins
     assert time.monotonic() - t0 < 0.8 and "deadline passed" in out.error
+
+
+def test_a_cancelled_prepare_also_takes_back_its_device_metadata(env):
+    from driver.state.metadata import DeviceMetadataWriter
+
+    ref = env.claims.add("c1", [result("gpu-0")])
+    holder: list = []
+
+    def hook(step: str) -> None:
+        if step == "prepare-cdi-written":
+            holder[0]._calls.cancel.set()
+
+    writer = DeviceMetadataWriter(env.state_dir, "fake-dra.example.com")
+    st = env.state(crash_hook=hook, metadata=writer)
+    holder.append(st)
+    assert "cancelled" in st.prepare([ref])[ref.uid].error
+    assert env.cdi_files() == [] and not (writer.root / ref.uid).exists()

@@ -1,0 +1,140 @@
+"""NVIDIA vGPU devices of one GPU: which offered types are published and what each instance consumes.
+
+A type is published when the host's vGPU manager offers it (an mdev type or a `creatable_vgpu_types`
+line whose name, without the `GRID `/`NVIDIA ` prefix, is a vGPU type of this board in the hardware
+table). Names are per board: a DGX A100 (10de:20b0) offers `A100X-*`, never the PCIe board's `A100-*`.
+
+- Time-sliced types (`A100X-4C`): `max_instances` devices, the table's figure (never memory //
+  framebuffer: the guide's framebuffers are nominal and may exceed what nvidia-smi reports), capped by
+  the SR-IOV VFs that offer the type on Ampere and later (one vGPU per VF). Each instance holds 1/max of
+  the GPU's memory and SMs, so a full set of one type exactly fills the counter set and a full GPU never
+  fits beside any of them. Group `vgpu-<type>` (homogeneous: one type per GPU, as NVIDIA's equal-size
+  mode requires) or `vgpu` for all of them with `vgpuHomogeneous: false`.
+- MIG-backed types (`A100X-1-5C` on a MIG 1g.5gb instance): one device per placement of the MIG
+  profile, consuming exactly that placement's memory slices, SMs and engines, so they pack like MIG.
+  Group `mig-vgpu`: they co-exist with each other, never with time-sliced vGPUs, the full GPU, plain
+  MIG or shared devices.
+
+The device `memory` capacity is the framebuffer the VM gets (the guide's figure).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from driver.model.hardware import VgpuProfile
+from driver.model.inventory import Gpu, MdevType
+from driver.slices.common import GROUP_MIG_VGPU, GROUP_VGPU, RenderContext, consumption, device, i, s, static_counters
+from driver.slices.gpucounters import fits_layout, placement_counters
+from driver.slices.names import mib_quantity, profile_label, stable_uuid
+
+
+@dataclass(frozen=True)
+class OfferedType:
+    """A vGPU type of this GPU's board that the host offers, and how many instances it can hold."""
+
+    profile: VgpuProfile
+    mdev: MdevType
+    slots: int | None  # SR-IOV VFs offering it (one vGPU each); None when offered on the PF (pre-Ampere)
+
+    @property
+    def count(self) -> int:
+        """Time-sliced instances to publish."""
+        return self.profile.max_instances if self.slots is None else min(self.profile.max_instances, self.slots)
+
+
+def offered_types(gpu: Gpu) -> tuple[list[OfferedType], list[str]]:
+    """Offered types of the GPU's board in table order, plus a warning per unknown offered type."""
+    by_name = {p.name.upper(): p for p in gpu.model.vgpu_profiles}
+    found: dict[str, OfferedType] = {}
+    warnings = []
+    for mdev in gpu.mdev_types:
+        profile = by_name.get(mdev.profile.upper())
+        if profile is None:
+            prefixes = sorted({p.name.split("-", 1)[0] for p in gpu.model.vgpu_profiles})
+            hint = f" (this board's types are {', '.join(p + '-*' for p in prefixes)})" if prefixes else ""
+            warnings.append(
+                f"gpu-{gpu.index} ({gpu.pci.address}): vGPU type {mdev.type_id} {mdev.name!r} is not a "
+                f"vGPU type of {gpu.model.name}{hint}; not published"
+            )
+            continue
+        on_pf = gpu.pci.address in mdev.parents or not mdev.parents
+        found.setdefault(profile.name, OfferedType(profile, mdev, None if on_pf else len(mdev.parents)))
+    order = [p.name for p in gpu.model.vgpu_profiles]
+    return [found[n] for n in order if n in found], warnings
+
+
+@dataclass(frozen=True)
+class VgpuParent:
+    """What every vGPU device of one GPU shares: attributes, parent UUID, counter set."""
+
+    common: dict
+    parent_uuid: str
+    counter_set: str
+
+
+def vgpu_group(profile: VgpuProfile, homogeneous: bool) -> str:
+    if profile.mig_backed:
+        return GROUP_MIG_VGPU
+    return f"vgpu-{profile_label(profile.name)}" if homogeneous else GROUP_VGPU
+
+
+def vgpu_devices(gpu: Gpu, offered: OfferedType, ctx: RenderContext, parent: VgpuParent,
+                 groups: list[str] | None, warnings: list[str]) -> list[dict]:
+    if offered.profile.framebuffer_mib <= 0 or offered.profile.max_instances <= 0:
+        # The catalog never builds such a row; a hand-made model might.
+        warnings.append(f"gpu-{gpu.index}: vGPU profile {offered.profile.name} has no framebuffer size or no "
+                        "instances; skipped")
+        return []
+    if offered.profile.mig_backed:
+        return _mig_backed(gpu, offered, ctx, parent, groups, warnings)
+    return _time_sliced(gpu, offered, ctx, parent, groups)
+
+
+def _attrs(gpu: Gpu, offered: OfferedType, ctx: RenderContext, parent: VgpuParent, name: str) -> dict:
+    return {
+        **parent.common,
+        "type": s("vgpu"),
+        "uuid": s(stable_uuid(ctx.node_name, gpu.pci.address, name)),
+        "parentUUID": s(parent.parent_uuid),
+        "profile": s(offered.profile.name),
+        "mdevType": s(offered.mdev.type_id),
+    }
+
+
+def _time_sliced(gpu: Gpu, offered: OfferedType, ctx: RenderContext, parent: VgpuParent,
+                 groups: list[str] | None) -> list[dict]:
+    model, profile = gpu.model, offered.profile
+    # 1/max of the GPU each: max instances of one type fill the counter set exactly, whatever the
+    # nominal framebuffer says (H200X-141C's 144384 MiB is more than the 143771 MiB nvidia-smi reports).
+    share = {"memory": mib_quantity(model.memory_mib // profile.max_instances),
+             "multiprocessors": str(max(1, model.multiprocessors // profile.max_instances))}
+    used = static_counters(share)
+    label, devices = profile_label(profile.name), []
+    for k in range(offered.count):
+        name = f"gpu-{gpu.index}-vgpu-{label}-{k}"
+        devices.append(device(name, _attrs(gpu, offered, ctx, parent, name),
+                              {"memory": {"value": mib_quantity(profile.framebuffer_mib)}},
+                              [consumption(parent.counter_set, used, groups)]))
+    return devices
+
+
+def _mig_backed(gpu: Gpu, offered: OfferedType, ctx: RenderContext, parent: VgpuParent,
+                groups: list[str] | None, warnings: list[str]) -> list[dict]:
+    model, profile = gpu.model, offered.profile
+    mig = model.mig_profile(profile.mig_profile or "")
+    if mig is None or not model.mig_capable:
+        warnings.append(f"gpu-{gpu.index}: MIG-backed vGPU type {profile.name} needs MIG profile "
+                        f"{profile.mig_profile}, which {model.name} does not have; not published")
+        return []
+    label, devices = profile_label(profile.name), []
+    for start in mig.placements:
+        if not fits_layout(model, mig, start):
+            continue  # reported once for the MIG profile itself
+        name = f"gpu-{gpu.index}-vgpu-{label}-{start}"
+        attrs = {**_attrs(gpu, offered, ctx, parent, name), "migProfile": s(mig.name),
+                 "memorySliceStart": i(start), "memorySlices": i(mig.memory_slices)}
+        devices.append(device(name, attrs, {"memory": {"value": mib_quantity(profile.framebuffer_mib)}},
+                              [consumption(parent.counter_set, static_counters(placement_counters(mig, start)),
+                                           groups)]))
+    return devices

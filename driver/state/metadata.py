@@ -1,0 +1,314 @@
+"""DRA device metadata files (KEP-5304): what a container can read about the devices it was given.
+
+The protocol (kubernetes.io "Observability of Dynamic Resources", section "DRA device metadata in
+containers"; Go types in k8s.io/dynamic-resource-allocation/api/metadata):
+- per prepared claim, request and driver, one file appears read-only in every container that uses
+  the request, at `/var/run/kubernetes.io/dra-device-attributes/resourceclaims/<claim>/<request>/
+  <driver>-metadata.json`, or `.../resourceclaimtemplates/<podClaimName>/<request>/...` when the
+  claim was generated from a template (the claim's `resource.kubernetes.io/pod-claim-name`
+  annotation, set by the resourceclaim controller, is the pod's `spec.resourceClaims[].name`);
+  a firstAvailable request uses the top-level request name in the path and `<request>/<sub>` in
+  the file;
+- the file is a JSON stream: the same `DeviceMetadata` object once per API version, newest first
+  (readers take the first version they know). Kubernetes 1.37 requires
+  `metadata.resource.k8s.io/v1beta1`; `v1alpha1` (1.36) follows for older readers. We write one
+  compact object per line, which any streaming JSON decoder reads and `head -n1` can split;
+- `metadata.generation` is 1 in a new file and grows by one on every rewrite with new content.
+
+Where the upstream helper (kubeletplugin, metadata.go) keys host files by claim namespace/name, we
+key them by claim UID under the plugin's state directory — `<state>/dra-device-metadata/<uid>/
+<request>/<driver>-metadata.json` — so a claim deleted and recreated under the same name can never
+see or remove the other one's file. Files are replaced atomically (tmp + rename) without fsync: a
+bind mount pins the inode, so a running container keeps reading the complete version it started
+with, and after a power loss the boot ID changes and every claim is prepared (and written) again.
+
+Content per device: driver, pool, name, the attributes the device is published with (same JSON
+shape as in its ResourceSlice), plus fake-dra's runtime-only attributes `granted<Capacity>` (the
+amount of each capacity this claim was granted, as a quantity string: the schema has no capacity
+field, "device capacity values are not included"), and for network functions `networkData` with
+the interface name and hardware address read from sysfs at prepare time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from driver.errors import InputError, PrepareError
+from driver.fsutil import atomic_write
+from driver.state.names import check_label, check_uid
+from driver.state.types import ClaimRef, PreparedDevice
+
+log = logging.getLogger("fake-dra.metadata")
+
+# Newest first: the order of the objects in each file.
+API_VERSIONS = ("metadata.resource.k8s.io/v1beta1", "metadata.resource.k8s.io/v1alpha1")
+KIND = "DeviceMetadata"
+CONTAINER_DIR = "/var/run/kubernetes.io/dra-device-attributes"
+CLAIMS_SUBDIR = "resourceclaims"
+TEMPLATES_SUBDIR = "resourceclaimtemplates"
+POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+HOST_SUBDIR = "dra-device-metadata"
+FILE_MODE = 0o644  # read inside containers running as any user
+DIR_MODE = 0o755
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")  # a ResourceSlice attribute name
+
+NetworkData = Callable[[Mapping[str, Any]], "dict[str, str] | None"]
+
+
+@dataclass(frozen=True)
+class MetadataFile:
+    """One request's file: where it lives on the host and in containers, and its object."""
+
+    request: str  # top-level request name (the path segment)
+    host_path: Path
+    container_path: str
+    body: dict[str, Any]  # the DeviceMetadata object without apiVersion/kind/generation
+
+
+def base_request(request: str) -> str:
+    """`gpu/high-memory` -> `gpu` (firstAvailable subrequests share their request's file)."""
+    return request.split("/", 1)[0]
+
+
+def pod_claim_name(claim: Mapping[str, Any]) -> str | None:
+    """The template claim's name in the pod spec (a DNS label, as the resourceclaim controller sets
+    it), or None for a claim the pod names directly. PrepareError for any other value: it becomes a
+    path inside the container, so "../x" must never reach the runtime."""
+    meta = claim.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    if not isinstance(annotations, Mapping):
+        raise PrepareError(f"claim {meta.get('namespace')}/{meta.get('name')}: metadata.annotations is not a map")
+    value = annotations.get(POD_CLAIM_NAME_ANNOTATION)
+    if value is None or value == "":
+        return None
+    try:
+        return check_label(value, f"annotation {POD_CLAIM_NAME_ANNOTATION}")
+    except InputError as exc:
+        raise PrepareError(f"claim {meta.get('namespace')}/{meta.get('name')}: {exc}") from None
+
+
+def container_path(driver_name: str, claim: Mapping[str, Any], request: str) -> str:
+    meta = claim.get("metadata") or {}
+    pod_claim = pod_claim_name(claim)
+    if pod_claim:
+        return f"{CONTAINER_DIR}/{TEMPLATES_SUBDIR}/{pod_claim}/{request}/{driver_name}-metadata.json"
+    return f"{CONTAINER_DIR}/{CLAIMS_SUBDIR}/{meta.get('name')}/{request}/{driver_name}-metadata.json"
+
+
+def granted_attributes(result: Mapping[str, Any] | None, device: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """`granted<Capacity>` string attributes: consumedCapacity of the allocation result when the
+    device is shared, else a KEP-5941 counter draw, else the device's whole capacity."""
+    out: dict[str, dict[str, str]] = {}
+    consumed = (result or {}).get("consumedCapacity") or {}
+    drawn: dict[str, Any] = {}
+    for entry in (result or {}).get("consumedCounters") or ():
+        if isinstance(entry, Mapping):
+            for name, counter in (entry.get("counters") or {}).items():
+                drawn[name] = counter.get("value") if isinstance(counter, Mapping) else counter
+    for name, cap in (device.get("capacity") or {}).items():
+        if "/" in name:
+            continue
+        key = "granted" + name[:1].upper() + name[1:]
+        if not _IDENTIFIER.fullmatch(key):
+            continue
+        value = consumed.get(name, drawn.get(name, cap.get("value") if isinstance(cap, Mapping) else None))
+        if value is not None:
+            out[key] = {"string": str(value)}
+    return out
+
+
+def build_files(
+    driver_name: str,
+    host_dir: Path,
+    ref: ClaimRef,
+    claim: Mapping[str, Any],
+    devices: Sequence[PreparedDevice],
+    pool_devices: Mapping[str, Mapping[str, Any]],
+    network_data: NetworkData | None = None,
+) -> list[MetadataFile]:
+    """The files of one claim (pure apart from `network_data`'s sysfs reads), one per request."""
+    pod_claim = pod_claim_name(claim)
+    results = {(r.get("request"), r.get("device")): r
+               for r in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+               if isinstance(r, Mapping) and r.get("driver") == driver_name}
+    by_request: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+    for dev in devices:
+        for full in dev.request_names:
+            published = pool_devices.get(dev.device) or {}
+            entry: dict[str, Any] = {"driver": driver_name, "pool": dev.pool, "name": dev.device}
+            attributes = dict(published.get("attributes") or {})
+            for key, value in granted_attributes(results.get((full, dev.device)), published).items():
+                attributes.setdefault(key, value)
+            if attributes:
+                entry["attributes"] = attributes
+            net = network_data(published) if network_data is not None else None
+            if net:
+                entry["networkData"] = net
+            by_request.setdefault(base_request(full), (full, []))[1].append(entry)
+    files = []
+    for request, (full, entries) in by_request.items():
+        body: dict[str, Any] = {"metadata": {"name": ref.name, "namespace": ref.namespace, "uid": ref.uid}}
+        if pod_claim:
+            body["podClaimName"] = pod_claim
+        body["requests"] = [{"name": full, "devices": entries}]
+        files.append(MetadataFile(
+            request=request,
+            host_path=host_dir / check_uid(ref.uid) / request / f"{driver_name}-metadata.json",
+            container_path=container_path(driver_name, claim, request),
+            body=body,
+        ))
+    return files
+
+
+def encode(body: Mapping[str, Any], generation: int) -> bytes:
+    """The JSON stream: one object per API version, newest first, one per line."""
+    lines = []
+    for version in API_VERSIONS:
+        obj = {"kind": KIND, "apiVersion": version, **body}
+        obj["metadata"] = {**body["metadata"], "generation": generation}
+        lines.append(json.dumps(obj, sort_keys=False, separators=(",", ":")))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def decode(data: bytes | str) -> list[dict[str, Any]]:
+    """Every object of a metadata stream (whitespace between objects is free); ValueError if torn."""
+    text = data.decode() if isinstance(data, bytes) else data
+    decoder = json.JSONDecoder()
+    out, pos = [], 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos == len(text):
+            return out
+        obj, pos = decoder.raw_decode(text, pos)
+        if not isinstance(obj, dict):
+            raise ValueError(f"stream element {len(out)} is not an object")
+        out.append(obj)
+
+
+def _without_generation(obj: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+    out["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "generation"}
+    return out
+
+
+class DeviceMetadataWriter:
+    """Writes, recreates and removes the metadata files of prepared claims.
+
+    `enabled=False` (--device-metadata=false) writes nothing and adds no mounts, but still removes
+    files left from a run that had it on."""
+
+    def __init__(self, state_dir: str | os.PathLike[str], driver_name: str, *, enabled: bool = True,
+                 network_data: NetworkData | None = None) -> None:
+        # Absolute: the CDI spec hands this path to the container runtime, which has another cwd.
+        self.root = Path(state_dir).absolute() / HOST_SUBDIR
+        self.driver_name = driver_name
+        self.enabled = enabled
+        self._network_data = network_data
+
+    def files(self, ref: ClaimRef, claim: Mapping[str, Any], devices: Sequence[PreparedDevice],
+              pool_devices: Mapping[str, Mapping[str, Any]], *, network: bool = True) -> list[MetadataFile]:
+        """The claim's files ([] when disabled); `network=False` skips the sysfs reads (paths only)."""
+        if not self.enabled:
+            return []
+        net = self._network_data if network else None
+        return build_files(self.driver_name, self.root, ref, claim, devices, pool_devices, net)
+
+    @staticmethod
+    def mounts(files: Sequence[MetadataFile], devices: Sequence[PreparedDevice]) -> dict[str, list[dict[str, Any]]]:
+        """Device name -> read-only bind mounts for its CDI containerEdits: every device of a request
+        carries its request's file, so any container given the request sees it (the runtime keys
+        mounts by container path, so several devices of one request do not mount it twice)."""
+        by_request = {f.request: f for f in files}
+        out: dict[str, list[dict[str, Any]]] = {}
+        for dev in devices:
+            for full in dev.request_names:
+                f = by_request.get(base_request(full))
+                if f is not None:
+                    out.setdefault(dev.device, []).append(
+                        {"hostPath": str(f.host_path), "containerPath": f.container_path, "options": ["ro", "bind"]})
+        return out
+
+    def write(self, ref: ClaimRef, claim: Mapping[str, Any], devices: Sequence[PreparedDevice],
+              pool_devices: Mapping[str, Mapping[str, Any]]) -> list[MetadataFile]:
+        """Write the claim's files at prepare; returns them (for the CDI mounts). Raises OSError, or
+        PrepareError for a claim whose files cannot be named (the caller fails the claim)."""
+        files = self.files(ref, claim, devices, pool_devices)
+        self._write(files)
+        return files
+
+    def ensure(self, ref: ClaimRef, claim: Mapping[str, Any], devices: Sequence[PreparedDevice],
+               pool_devices: Mapping[str, Mapping[str, Any]]) -> list[MetadataFile]:
+        """For an already prepared claim: recreate files that went missing; cheap when none did
+        (no sysfs reads). Returns the files (for the CDI mounts)."""
+        files = self.files(ref, claim, devices, pool_devices, network=False)
+        missing = {f.request for f in files if not f.host_path.is_file()}
+        if missing:
+            log.warning("device metadata file missing for a prepared claim; recreating it",
+                        extra={"claim": f"{ref.namespace}/{ref.name}", "requests": sorted(missing)})
+            self._write([f for f in self.files(ref, claim, devices, pool_devices) if f.request in missing])
+        return files
+
+    def _write(self, files: Sequence[MetadataFile]) -> None:
+        """Write each file unless it already holds this content; a rewrite bumps the generation."""
+        for f in files:
+            previous = self._read_first(f.host_path)
+            if previous is not None and _without_generation(previous) == _without_generation(f.body):
+                continue
+            generation = _generation(previous) + 1
+            f.host_path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            atomic_write(f.host_path, encode(f.body, generation), FILE_MODE, fsync=False)
+
+    def remove(self, claim_uid: str) -> None:
+        """Remove every file of the claim (also when disabled). Raises OSError."""
+        path = self.root / check_uid(claim_uid)
+        try:
+            shutil.rmtree(path)
+        except FileNotFoundError:
+            return
+
+    def prune(self, keep: set[str]) -> list[str]:
+        """At start-up: remove the directories of claims that are not recorded as prepared (left by
+        a crash before the checkpoint knew the claim, or by an older boot). Returns their UIDs."""
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return []
+        gone = []
+        for entry in entries:
+            if entry.name in keep or entry.name.startswith("."):
+                continue
+            try:
+                shutil.rmtree(entry.path) if entry.is_dir(follow_symlinks=False) else os.unlink(entry.path)
+                gone.append(entry.name)
+            except OSError as exc:
+                log.warning("cannot remove stale device metadata", extra={"path": entry.path, "error": str(exc)})
+        if gone:
+            log.info("removed device metadata of claims that are not prepared", extra={"claims": gone})
+        return gone
+
+    @staticmethod
+    def _read_first(path: Path) -> dict[str, Any] | None:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            objects = decode(data)
+        except ValueError:
+            log.warning("unreadable device metadata file; rewriting it", extra={"path": str(path)})
+            return None
+        return objects[0] if objects else None
+
+
+def _generation(obj: Mapping[str, Any] | None) -> int:
+    value = ((obj or {}).get("metadata") or {}).get("generation")
+    return value if isinstance(value, int) and value > 0 else 0
