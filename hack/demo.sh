@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/lib/venv.sh
+fd_say "running fake-dra demo${*:+ $*}"
 exec .venv/bin/fake-dra demo "$@"

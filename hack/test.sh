@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/lib/venv.sh
+fd_say "running the tests: pytest${*:+ $*}"
 exec .venv/bin/python -m pytest "$@"

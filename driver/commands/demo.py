@@ -10,9 +10,12 @@ partition map before and after the tour scenario. No cluster, no container engin
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import re
 import shutil
 import sys
 import tempfile
+import textwrap
 import time
 from collections import Counter
 from pathlib import Path
@@ -20,6 +23,8 @@ from typing import Any, TextIO
 
 from driver import DEFAULT_DRIVER_NAME
 from driver.commands import common
+from driver.commands._format import TABLE_WIDTH
+from driver.errors import InputError
 
 TOUR = "tour"
 
@@ -31,17 +36,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Discover the bundled fake node, print its inventory and ResourceSlices, run the e2e "
         "scenarios locally and print the report with the GPU partition map before and after.",
     )
-    parser.add_argument("--profile", default="demo", help="fake sysfs profile (default demo)")
+    parser.add_argument("--profile", default="demo",
+                        help="fake sysfs profile of the node (default demo; the scenarios are written for demo, "
+                             "so another profile needs --inventory-only)")
     parser.add_argument("--scenario", action="extend", nargs="+", default=[], metavar="NAME",
                         help="run only these scenarios (repeatable; default all)")
     parser.add_argument("--inventory-only", action="store_true", help="stop after inventory and slices")
     parser.add_argument("--junit", metavar="FILE", help="also write the e2e report as JUnit XML")
-    common.add_features(parser)
+    common.add_flag(
+        parser, "--features", None,
+        "gates G=true|false,... for the inventory and for every scenario, on top of each scenario's own gates "
+        "(checks that rely on a scenario's gates may then fail: that is what the gate changes)")
     parser.set_defaults(func=run)
 
 
 def _section(out: TextIO, title: str) -> None:
     out.write(f"\n== {title} {'=' * max(0, 96 - len(title))}\n")
+    out.flush()
+
+
+def _wrapped(text: str, indent: str = "    ") -> str:
+    return textwrap.fill(text, width=TABLE_WIDTH, subsequent_indent=indent, break_long_words=False,
+                         break_on_hyphens=False)
 
 
 def _inventory_lines(inv: Any) -> list[str]:
@@ -71,7 +87,8 @@ def _slice_lines(pool: Any) -> list[str]:
         f"({', '.join(f'{n} {t}' for t, n in sorted(types.items()))})",
     ]
     for t in sorted(groups):
-        lines.append(f"  {t:<10} compatibility groups: {', '.join(sorted(groups[t])) or '(none)'}")
+        lines.append(_wrapped(f"  {t:<10} compatibility groups: {', '.join(sorted(groups[t])) or '(none)'}",
+                              indent=" " * 35))
     for name, cs in pool.counter_sets().items():
         shown = ", ".join(f"{k}={v.get('value')}" for k, v in list(cs["counters"].items())[:3])
         more = len(cs["counters"]) - 3
@@ -90,6 +107,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.junit:
         common.output_file(args.junit, "--junit")  # before a minute of scenarios, not after
     features = common.features_from(args)
+    if args.profile != "demo" and not args.inventory_only:
+        raise InputError(
+            f"--profile {args.profile}: the e2e scenarios are written for the 'demo' node (their steps name its "
+            "devices), so they would not test anything on another one; add --inventory-only to look at "
+            f"{args.profile}, or run scenarios written for it with `fake-dra e2e --scenarios-dir DIR`")
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="fake-dra-demo-"))
     try:
@@ -116,21 +138,41 @@ def _run_e2e(args: argparse.Namespace, out: TextIO, started: float) -> int:
     from driver.e2e import partition_map
     from driver.e2e.local import LocalBackend
     from driver.e2e.manifests import claim_object
-    from driver.e2e.report import RunReport, render_summary, render_table, write_junit
+    from driver.e2e.report import RunReport, progress_line, render_summary, render_table, write_junit
     from driver.e2e.runner import run_all
     from driver.e2e.scenario import load_scenarios
+    from driver.features import parse_gates
 
     scenarios = load_scenarios(names=args.scenario)
+    gates = parse_gates(args.features) if args.features else {}
+    if gates:
+        # The cluster the scenarios run on gets these gates, over what each scenario asks for.
+        scenarios = [dataclasses.replace(s, features=s.features.with_gates(gates)) for s in scenarios]
     finals: dict = {}
     jobs = default_jobs()
-    report = run_all(scenarios, lambda: LocalBackend(final_states=finals), claim_object, jobs=jobs)
+    _section(out, f"E2E scenarios on the local backend ({len(scenarios)}, {jobs} at a time)")
+    out.write(_wrapped("The reference allocator plays kube-scheduler, the harness plays the kubelet over the "
+                       "real plugin's gRPC sockets, the local object store plays the API server.", indent="") + "\n")
+    if gates:
+        shown = ", ".join(f"{g}={'true' if v else 'false'}" for g, v in gates.items())
+        out.write(_wrapped(f"--features: every scenario runs with {shown}, over its own gates; checks that "
+                           "rely on a scenario's gates may fail, which shows what the gate changes.", indent="") + "\n")
+    out.flush()
+
+    def announce(result: Any) -> None:
+        out.write(f"  {progress_line(result)}\n")
+        out.flush()
+
+    report = run_all(scenarios, lambda: LocalBackend(final_states=finals), claim_object, jobs=jobs,
+                     on_result=announce)
     tour = next((r for r in report.scenarios if r.name == TOUR), None)
     if tour is not None:
-        _section(out, f"Scenario {TOUR!r} step by step (expected vs observed)")
-        out.write(f"{tour.reason}\n\n")
+        scenario = next(s for s in scenarios if s.name == TOUR)
+        _section(out, f"Scenario {TOUR!r} step by step")
+        out.write(_wrapped(tour.reason, indent="") + "\n\nWhat each step asks for:\n")
+        out.write("\n".join(step_lines(scenario)) + "\n\nWhat was checked:\n")
         out.write(render_table(RunReport(report.backend, [tour])) + "\n")
-    _section(out, f"E2E report: {len(scenarios)} scenarios on the local backend "
-                  "(reference allocator as scheduler, real plugin over its gRPC sockets)")
+    _section(out, f"E2E report: {len(scenarios)} scenarios")
     out.write(render_summary(report) + "\n")
     final = finals.get(TOUR)
     if final is not None:
@@ -141,3 +183,53 @@ def _run_e2e(args: argparse.Namespace, out: TextIO, started: float) -> int:
         out.write(f"\nJUnit XML written to {args.junit}\n")
     out.write(f"\ndemo finished in {time.monotonic() - started:.1f} s\n")
     return 0 if report.ok else 1
+
+
+_REF_WORDS = {"claim": "of claim", "device": "of the device with"}
+
+
+def _readable_selector(expression: str) -> str:
+    """A request's CEL selector with the driver's attribute prefix and the harness's ${...}
+    references spelled out, e.g. `profile == "1g.5gb" && parentUUID == <uuid of gpu-0>`."""
+    text = re.sub(r'device\.attributes\["[^"]+"\]\.', "", expression)
+
+    def ref(m: re.Match[str]) -> str:
+        kind, target, attr = m.groups()
+        target = target.removeprefix("name=")
+        return f"<{attr} of {'claim ' if kind == 'claim' else ''}{target}>"
+
+    return re.sub(r'"?\$\{(claim|device):([a-zA-Z0-9=,_-]+)\.([A-Za-z]+)\}"?', ref, text)
+
+
+def _step_text(step: Any) -> str:
+    a = step.args
+    if step.action == "claim":
+        parts = []
+        for req in a["requests"]:
+            what = f"{int(req.get('count', 1))} x {req['class']}"
+            if req.get("capacity"):
+                what += " with " + ", ".join(f"{k} {v}" for k, v in dict(req["capacity"]).items())
+            if req.get("selector"):
+                what += f" where {_readable_selector(str(req['selector']))}"
+            parts.append(f"request {req['name']}: {what}")
+        return f"claim {a['name']}: " + "; ".join(parts)
+    if step.action == "pod":
+        uses = ", ".join(a.get("claims") or []) or "-"
+        group = f" in podgroup {a['podgroup']}" if a.get("podgroup") else ""
+        sched = " (scheduled by a scheduler that ignores compatibility groups)" if a.get("scheduler") == "skewed" else ""
+        return f"pod {a['name']} uses claim {uses}{group}{sched}"
+    if step.action == "fault":
+        return f"fault device {a['device']}" + (" cleared" if a.get("clear") else f": {a.get('message', 'simulated fault')}")
+    if step.action == "gates":
+        return "gates " + ", ".join(f"{g}={'true' if v else 'false'}" for g, v in dict(a["set"]).items())
+    target = a.get("name") or a.get("signal") or ""
+    return f"{step.action} {target}".rstrip()
+
+
+def step_lines(scenario: Any) -> list[str]:
+    """Each step of a scenario as a sentence: what is requested, and why when the file says so."""
+    out = []
+    for step in scenario.steps:
+        text = f"{step.index:>3}. {_step_text(step)}" + (f" -- {step.why}" if step.why else "")
+        out.append(_wrapped(text, indent="       "))
+    return out

@@ -36,9 +36,10 @@ def render_table(inv: Inventory) -> str:
     out = [f"GPUs ({len(inv.gpus)})"]
     if inv.gpus:
         out.append(table(
-            ["IDX", "PCI", "MODEL", "PRODUCT", "MEMORY", "SMS", "MIG", "VGPU TYPES", "NUMA", "PCIE ROOT"],
+            # The catalog's model key is in `-o json`; the product name is what people recognise.
+            ["IDX", "PCI", "PRODUCT", "MEMORY", "SMS", "MIG", "VGPU TYPES", "NUMA", "PCIE ROOT"],
             [
-                [g.index, g.pci.address, g.model.name, g.model.product_name, mib(g.model.memory_mib),
+                [g.index, g.pci.address, g.model.product_name, mib(g.model.memory_mib),
                  g.model.multiprocessors, f"{len(g.model.mig_profiles)} profiles" if g.model.mig_capable else "no",
                  len(g.mdev_types) or "-", g.pci.numa_node, g.pci.pcie_root]
                 for g in inv.gpus

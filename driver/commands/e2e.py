@@ -46,6 +46,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _progress(result) -> None:
+    """Each scenario as it finishes, on stderr (the report itself goes to stdout at the end)."""
+    from driver.e2e.report import progress_line
+
+    print(progress_line(result), file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     from driver.e2e.manifests import claim_object, render_deploy_files
     from driver.e2e.report import render_table, write_junit
@@ -79,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
 
         kept: list[tuple[str, str]] = []
         report = run_all(scenarios, lambda: LocalBackend(driver_name=args.driver_name, keep=args.keep, kept=kept),
-                         make_claim, jobs=args.jobs)
+                         make_claim, jobs=args.jobs, on_result=_progress)
         for name, directory in sorted(kept):
             print(f"kept {name}: {directory} (store/, cdi/, state/, plugin.log)")
     else:
@@ -90,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"fake-dra e2e --backend kind: skipped: {why}", file=sys.stderr)
             return 0
         backend = KindBackend(kubeconfig=args.kubeconfig, driver_name=args.driver_name)
-        report = run_all(scenarios, lambda: backend, make_claim, skip=backend.skip_reason)
+        report = run_all(scenarios, lambda: backend, make_claim, skip=backend.skip_reason, on_result=_progress)
     print(render_table(report))
     if junit is not None:
         write_junit(report, junit)

@@ -1,45 +1,228 @@
-"""`fake-dra probe`: the DaemonSet's gRPC liveness check, made the way the kubelet talks to the plugin.
+"""`fake-dra probe`: talk to a running plugin over its sockets the way the kubelet does.
 
-It checks that the registration socket exists and that the DRA service answers a
-NodePrepareResources call with no claims (a real gRPC round trip through the same server and
-thread pool the kubelet uses, with no side effects). Exit 0 healthy, 1 otherwise.
+    fake-dra probe                         liveness (the DaemonSet's check): the registration socket
+                                           exists and the DRA service answers an empty
+                                           NodePrepareResources call (no side effects). Exit 0/1.
+    fake-dra probe --wait 30               the same, retried until the plugin is up (scripts)
+    fake-dra probe --prepare CLAIM         NodePrepareResources for a claim of the local store, as the
+                                           kubelet sends it ({namespace, name, uid}); prints the
+                                           devices, the CDI device IDs and the CDI spec's env
+    fake-dra probe --unprepare CLAIM       NodeUnprepareResources (the claim may already be deleted:
+                                           its uid is then read from its CDI spec)
+    fake-dra probe --health [--device D] [--until STATE]
+                                           the device health stream (NodeWatchResources); --until
+                                           waits up to --timeout for the devices to reach STATE
+
+Exit 1 when the plugin is not reachable or answers the claim with an error, 2 for bad input.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
+from pathlib import Path
+from typing import Any
 
-from driver.commands import common
+from driver.commands import _store, common
+from driver.errors import FakeDraError, InputError, NotFoundError
+
+HEALTH_STATES = ("HEALTHY", "UNHEALTHY", "UNKNOWN")
+
+
+class ProbeFailed(FakeDraError):
+    """The plugin is not there or did not do what was asked (exit 1)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("probe", help="liveness: one empty DRA gRPC call over the plugin's socket")
+    parser = subparsers.add_parser(
+        "probe", help="liveness check, or prepare/unprepare a claim and watch health over the plugin's sockets",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     common.add_driver_name(parser)
     common.add_node_name(parser)
     common.add_kubelet_dirs(parser, sockets_only=True)
-    common.add_flag(parser, "--timeout", "5", "seconds for the gRPC call (default 5)")
+    common.add_flag(parser, "--timeout", "5", "seconds for each gRPC call, and for --until (default 5)")
+    common.add_flag(parser, "--wait", "0", "retry until the plugin answers, for up to this many seconds "
+                    "(default 0: try once)", metavar="SECONDS")
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--prepare", metavar="CLAIM", help="prepare this ResourceClaim of the local store")
+    action.add_argument("--unprepare", metavar="CLAIM", help="unprepare this ResourceClaim")
+    action.add_argument("--health", action="store_true", help="print the device health the plugin streams")
+    parser.add_argument("--device", action="append", default=[], metavar="NAME",
+                        help="--health: only these devices (repeatable)")
+    parser.add_argument("--until", choices=HEALTH_STATES, help="--health: wait until the devices are in this state")
+    common.add_flag(parser, "--cdi-root", None, "the plugin's CDI spec directory, to show a prepared claim's spec "
+                    f"(default: as for `run`: /var/run/cdi in a cluster or with --kubelet-root, else "
+                    f"{common.LOCAL_STATE_HINT}/cdi)")
+    _store.add_namespace_flag(parser)
+    _store.add_store_flag(parser)
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def _check_flags(args: argparse.Namespace) -> None:
+    """Durations become floats on `args`; the socket and CDI directories are resolved like `run` does."""
+    args.timeout = common.positive_seconds(args.timeout, "--timeout")
+    try:
+        args.wait = float(args.wait)
+    except (TypeError, ValueError):
+        raise InputError(f"--wait: expected seconds, got {args.wait!r}") from None
+    if not args.wait >= 0:
+        raise InputError(f"--wait: must be zero or positive, got {args.wait!r}")
+    if (args.device or args.until) and not args.health:
+        raise InputError("--device and --until go with --health")
+    node = getattr(args, "node_name", None)
+    args.dirs = common.node_dirs(args, args.driver_name, node, sockets_only=not (args.prepare or args.unprepare))
+    if args.prepare or args.unprepare:
+        common.store_dir(args, write=False)  # a bad --store is named before the plugin is called
+
+
+def _client(args: argparse.Namespace):
+    """A KubeletClient on the plugin's DRA socket, once both sockets exist and an empty call answers."""
     from driver.plugin.client import KubeletClient
 
-    timeout = common.positive_seconds(args.timeout, "--timeout")
-    dirs = common.node_dirs(args, args.driver_name, getattr(args, "node_name", None), sockets_only=True)
-    reg = dirs.registry / f"{args.driver_name}-reg.sock"
-    dra = dirs.plugins / args.driver_name / "dra.sock"
-    for sock in (reg, dra):
-        if not sock.exists():
-            print(f"probe: {sock} does not exist", file=sys.stderr)
-            return 1
-    client = KubeletClient(str(dirs.registry), args.driver_name, timeout_s=timeout,
-                           endpoint=str(dra), dra_version="v1")
+    reg = args.dirs.registry / f"{args.driver_name}-reg.sock"
+    dra = args.dirs.plugins / args.driver_name / "dra.sock"
+    deadline = time.monotonic() + args.wait
+    while True:
+        missing = next((s for s in (reg, dra) if not s.exists()), None)
+        problem = f"{missing} does not exist" if missing else ""
+        if not problem:
+            client = KubeletClient(str(args.dirs.registry), args.driver_name, timeout_s=args.timeout,
+                                   endpoint=str(dra), dra_version="v1")
+            try:
+                client.prepare([])
+                return client
+            except Exception as exc:  # noqa: BLE001 - any transport failure means "not (yet) alive"
+                client.close()
+                problem = f"DRA call on {dra} failed: {exc}"
+        if time.monotonic() >= deadline:
+            waited = f" (waited {args.wait:g} s)" if args.wait else ""
+            raise ProbeFailed(f"{problem}{waited}")
+        time.sleep(0.2)
+
+
+def run(args: argparse.Namespace) -> int:
+    _check_flags(args)
+    client = _client(args)
     try:
-        client.prepare([])
-    except Exception as exc:  # noqa: BLE001 - any failure means "not alive"
-        print(f"probe: DRA call on {dra} failed: {exc}", file=sys.stderr)
-        return 1
+        if args.prepare:
+            return _prepare(client, args)
+        if args.unprepare:
+            return _unprepare(client, args)
+        if args.health:
+            return _health(client, args)
+        return 0
     finally:
         client.close()
+
+
+def _claim_ref(args: argparse.Namespace, name: str, allow_missing: bool) -> tuple[str, str, str]:
+    ns = _store.namespace(args)
+    try:
+        claim = _store.open_store(args, write=False).get("resourceclaims", ns, name)
+        return ns, name, str(claim["metadata"]["uid"])
+    except NotFoundError:
+        if not allow_missing:
+            raise NotFoundError(f'resourceclaims.resource.k8s.io "{name}" not found in namespace "{ns}" of the '
+                                "local store (create it with `fake-dra apply -f FILE`)") from None
+    for ref in _prepared_specs(args):
+        if (ref["namespace"], ref["name"]) == (ns, name):
+            return ns, name, ref["uid"]
+    raise NotFoundError(f"claim {ns}/{name} is neither in the local store nor in a CDI spec under {args.dirs.cdi}")
+
+
+def _prepared_specs(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The claims (namespace, name, uid) recorded in this driver's CDI specs."""
+    out = []
+    key = f"{args.driver_name}/prepared"
+    for path in sorted(args.dirs.cdi.glob(f"k8s.{args.driver_name}_*.json")):
+        try:
+            note = json.loads(path.read_text()).get("annotations", {}).get(key)
+            ref = json.loads(note) if note else None
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(ref, dict) and {"namespace", "name", "uid"} <= set(ref):
+            out.append(ref)
+    return out
+
+
+def _spec_env(args: argparse.Namespace, uid: str) -> tuple[Path, dict[str, list[str]]]:
+    """The claim's CDI spec path and its env per CDI device name ({} when unreadable)."""
+    from driver.state.cdi import CdiWriter
+
+    path = CdiWriter(args.dirs.cdi, args.driver_name).spec_path(uid)
+    try:
+        spec = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return path, {}
+    return path, {d.get("name", ""): list((d.get("containerEdits") or {}).get("env") or [])
+                  for d in spec.get("devices") or [] if isinstance(d, dict)}
+
+
+def _prepare(client, args: argparse.Namespace) -> int:
+    ns, name, uid = _claim_ref(args, args.prepare, allow_missing=False)
+    answer = client.prepare([(ns, name, uid)]).get(uid)
+    if answer is None:
+        raise ProbeFailed(f"prepare {ns}/{name}: the plugin's answer has no entry for claim uid {uid}")
+    if answer.error:
+        raise ProbeFailed(f"prepare {ns}/{name} failed: {answer.error}")
+    print(f"prepared {ns}/{name}: {len(answer.devices)} device{'s' if len(answer.devices) != 1 else ''}")
+    for d in answer.devices:
+        print(f"  {', '.join(d.request_names)}: {d.device_name} (pool {d.pool_name})")
+    path, env = _spec_env(args, uid)
+    lines = sorted({e for d in answer.devices for cdi_id in d.cdi_device_ids
+                    for e in env.get(cdi_id.split("=", 1)[-1], [])})
+    if lines:
+        print("container env from the CDI spec:")
+        print("\n".join(f"  {line}" for line in lines))
+    print("CDI devices:")
+    print("\n".join(f"  {cdi_id}" for d in answer.devices for cdi_id in d.cdi_device_ids))
+    print(f"CDI spec: {path}" if path.exists() else f"CDI spec: {path} (not found: is --cdi-root the plugin's?)")
     return 0
+
+
+def _unprepare(client, args: argparse.Namespace) -> int:
+    ns, name, uid = _claim_ref(args, args.unprepare, allow_missing=True)
+    error = client.unprepare([(ns, name, uid)]).get(uid)
+    if error is None:
+        raise ProbeFailed(f"unprepare {ns}/{name}: the plugin's answer has no entry for claim uid {uid}")
+    if error:
+        raise ProbeFailed(f"unprepare {ns}/{name} failed: {error}")
+    path, _ = _spec_env(args, uid)
+    print(f"unprepared {ns}/{name} (CDI spec {'still present: ' + str(path) if path.exists() else 'removed'})")
+    return 0
+
+
+def _health(client, args: argparse.Namespace) -> int:
+    wanted = set(args.device)
+    last: list[Any] = []
+    reached = False
+    for snapshot in client.watch_health(timeout=args.timeout):
+        last = snapshot
+        known = {d.device_name for d in snapshot}
+        unknown = sorted(wanted - known)
+        if unknown:
+            raise InputError(f"--device: the plugin reports no device {unknown[0]!r} "
+                             f"({len(known)} devices, e.g. {', '.join(sorted(known)[:3])})")
+        chosen = [d for d in snapshot if not wanted or d.device_name in wanted]
+        reached = args.until is None or all(d.health == args.until for d in chosen)
+        if reached:
+            break
+    if not last:
+        raise ProbeFailed(f"the health stream sent nothing within {args.timeout:g} s")
+    _print_health(last, wanted)
+    if not reached:
+        raise ProbeFailed(f"--until {args.until}: not reached within {args.timeout:g} s")
+    return 0
+
+
+def _print_health(snapshot: list[Any], wanted: set[str]) -> None:
+    from driver.commands._format import table
+
+    counts = {s: sum(d.health == s for d in snapshot) for s in HEALTH_STATES}
+    print(f"{len(snapshot)} devices: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    shown = [d for d in snapshot if (d.device_name in wanted if wanted else d.health != "HEALTHY")]
+    if shown:
+        print(table(["DEVICE", "HEALTH", "MESSAGE"], [[d.device_name, d.health, d.message or "-"] for d in shown],
+                    wrap=[2]))

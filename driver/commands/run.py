@@ -104,6 +104,9 @@ def _claim_source(args: argparse.Namespace, deadline_s: float) -> Any:
     root = common.store_dir(args, write=True)
     store = ObjectStore(root)
     log.info("reading claims from the local object store", extra={"store": str(root)})
+    from driver.commands._local import seed_device_classes
+
+    seed_device_classes(store, args.driver_name)
     return StoreClaimSource(store)
 
 
@@ -176,6 +179,10 @@ def start_publisher(args: argparse.Namespace, render, interval_s: float, registr
     from driver.commands.publish import backend_from_args, build_publisher
 
     publisher = build_publisher(args, backend_from_args(args), render, interval_s, metrics_registry=registry)
+    if publisher.backend.kind == "store":
+        # Local mode: the first pass completes before the sockets open, so a script that waits for
+        # the plugin (`fake-dra probe --wait`) finds the slices for `fake-dra apply --allocate`.
+        publisher.run_once()
     publisher.start()
     return publisher
 
@@ -234,8 +241,13 @@ def run(args: argparse.Namespace) -> int:
     metrics_server = metrics.serve(args.metrics_addr) if args.metrics_addr else None
 
     signals = _Signals()
-    server.start()
     publisher = start_publisher(args, render, publish_interval, metrics.registry)
+    try:
+        server.start()
+    except BaseException:
+        if publisher is not None:
+            publisher.stop()
+        raise
     try:
         while signals.wait():  # SIGHUP: re-scan the inventory now (with --no-publish too)
             _rescan(pool_cache, publisher)

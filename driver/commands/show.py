@@ -8,6 +8,7 @@ picture is what explains why two MIG devices conflict — and it is what our cou
 from __future__ import annotations
 
 import argparse
+import textwrap
 from itertools import groupby
 
 from driver.commands import common
@@ -35,14 +36,17 @@ def mig_map(model: GpuModel) -> str:
     if not model.mig_capable:
         return ""
     n = model.mig_memory_slices
-    width = max(10, *(len(p.name) for p in model.mig_profiles)) + 2  # "MemSlice 0" + padding
+    # The KEP's layout with "Slice N" headings; cells as narrow as the names allow so that eight
+    # memory slices fit 100 columns.
+    longest = max(7, *(len(p.name) for p in model.mig_profiles))
+    width = max(longest, min(longest + 2, (100 - 1) // n - 1))
     border = "+" + "+".join("-" * width for _ in range(n)) + "+"
 
     def row(cells: list[tuple[int, str]]) -> str:
         # cells: (span in memory slices, label); a span of k columns absorbs k-1 inner borders.
         return "|" + "|".join(label.center(span * width + span - 1) for span, label in cells) + "|"
 
-    lines = [border, row([(1, f"MemSlice {i}") for i in range(n)]), border]
+    lines = [border, row([(1, f"Slice {i}") for i in range(n)]), border]
     for profile in model.mig_profiles:
         starts = set(profile.placements)
         cells: list[tuple[int, str]] = []
@@ -107,8 +111,9 @@ def render(inv: Inventory) -> str:
         gpus = list(group)
         model = gpus[0].model
         ids = ", ".join(f"{g.index} ({g.pci.address})" for g in gpus)
-        out.append(f"GPU {ids}: {model.product_name} [{model_name}], {mib(model.memory_mib)}, "
-                   f"{model.multiprocessors} SMs")
+        out.append(textwrap.fill(f"GPU {ids}: {model.product_name} [{model_name}], {mib(model.memory_mib)}, "
+                                 f"{model.multiprocessors} SMs", width=100, subsequent_indent="    ",
+                                 break_long_words=False, break_on_hyphens=False))
         if model.mig_capable:
             out.append(f"MIG placement map ({model.mig_memory_slices} memory slices):")
             out.append(mig_map(model))

@@ -9,6 +9,7 @@ it draws the state of the local object store and of a real cluster alike.
 from __future__ import annotations
 
 import string
+import textwrap
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -140,4 +141,9 @@ def render(slices: Sequence[Mapping[str, Any]], claims: Iterable[Mapping[str, An
         lines.append(f"NIC {pf}  {len(taken)}/{len(group)} VFs in use{bw}{'  (' + detail + ')' if detail else ''}")
     if legend:
         lines.append("claims: " + "; ".join(legend))
-    return "\n".join(lines)
+    # Fit a 100-column terminal: long lines continue indented, broken only at spaces.
+    fitted = []
+    for line in lines:
+        fitted.extend(textwrap.wrap(line, width=100, subsequent_indent="      ", break_long_words=False,
+                                    break_on_hyphens=False) if len(line) > 100 else [line])
+    return "\n".join(fitted)

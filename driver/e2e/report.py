@@ -7,12 +7,13 @@ scenario, one failure message per diverging check).
 
 from __future__ import annotations
 
-import shutil
 import textwrap
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from driver.commands._format import TABLE_WIDTH, table
 
 
 @dataclass(frozen=True)
@@ -62,40 +63,33 @@ class RunReport:
         return out
 
 
-def _clip(text: str, width: int) -> list[str]:
-    return textwrap.wrap(text, width=max(width, 8), break_long_words=True, break_on_hyphens=False) or [""]
-
-
-def render_table(report: RunReport, width: int | None = None) -> str:
-    """The run as a text table; long cells wrap so the table stays inside the terminal."""
-    width = width or min(shutil.get_terminal_size((140, 24)).columns, 160)
-    headers = ("scenario", "step", "check", "expected", "observed", "")
-    rows: list[tuple[str, ...]] = []
+def render_table(report: RunReport, width: int = TABLE_WIDTH) -> str:
+    """The run as text: per scenario a heading and one row per check (step, check, expected,
+    observed, result). Expected/observed wrap at spaces; a value with a token too long for its
+    column (a CDI ID, say) is printed in full below its table, so nothing is cut."""
+    blocks = []
     for s in report.scenarios:
         if s.skipped is not None:
-            rows.append((s.name, "-", "-", "-", f"skipped: {s.skipped}", "SKIP"))
+            blocks.append(f"{s.name}: SKIP, skipped: {s.skipped}")
             continue
+        ok = sum(c.ok for c in s.checks)
+        head = f"{s.name}: {s.status} ({ok}/{len(s.checks)} checks, {s.seconds:.1f} s)"
+        rows: list[list[str]] = []
         if s.error is not None:
-            rows.append((s.name, "-", "harness", "scenario runs", s.error, "FAIL"))
-        for i, c in enumerate(s.checks):
-            rows.append((s.name if i == 0 else "", c.step, c.what, c.expected, c.observed, "ok" if c.ok else "FAIL"))
-    fixed = [max(len(headers[i]), *(len(r[i]) for r in rows)) if rows else len(headers[i]) for i in range(3)]
-    fixed = [min(f, cap) for f, cap in zip(fixed, (30, 24, 18))]
-    rest = max(width - sum(fixed) - 5 * 3 - 4, 30)
-    widths = [*fixed, rest // 2, rest - rest // 2, 4]
-    lines = [" | ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
-    lines.append("-+-".join("-" * w for w in widths))
-    for row in rows:
-        cells = [_clip(text, w) for text, w in zip(row, widths)]
-        for k in range(max(len(c) for c in cells)):
-            lines.append(" | ".join((c[k] if k < len(c) else "").ljust(w) for c, w in zip(cells, widths)).rstrip())
+            rows.append(["-", "harness", "scenario runs", s.error, "FAIL"])
+        previous = None
+        for c in s.checks:
+            rows.append([c.step if c.step != previous else "", c.what, c.expected, c.observed, "ok" if c.ok else "FAIL"])
+            previous = c.step
+        if rows:
+            head += "\n" + table(["STEP", "CHECK", "EXPECTED", "OBSERVED", "RESULT"], rows, width=width, wrap=[2, 3])
+        blocks.append(head)
     counts = report.counts()
-    lines.append("")
-    lines.append(
+    blocks.append(
         f"{report.backend} backend: {counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped "
         f"({sum(s.seconds for s in report.scenarios):.1f} s)"
     )
-    return "\n".join(lines)
+    return "\n\n".join(blocks)
 
 
 def write_junit(report: RunReport, path: str | Path) -> None:
@@ -143,19 +137,27 @@ def summarize_failures(results: Sequence[ScenarioResult]) -> list[str]:
     return out
 
 
-def render_summary(report: RunReport) -> str:
-    """One line per scenario (status, checks, time, reason), then every failed check in full."""
-    width = max([len(s.name) for s in report.scenarios] + [8])
-    lines = [f"{'scenario':<{width}}  result  checks  seconds  why it matters", "-" * (width + 40)]
-    for s in report.scenarios:
-        ok = sum(c.ok for c in s.checks)
-        lines.append(f"{s.name:<{width}}  {s.status:<6}  {ok:>3}/{len(s.checks):<3} {s.seconds:>7.1f}  {s.reason}")
+def render_summary(report: RunReport, width: int = TABLE_WIDTH) -> str:
+    """One row per scenario (result, checks, seconds, why it matters), then every failed check in full."""
+    rows = [[s.name, s.status, f"{sum(c.ok for c in s.checks)}/{len(s.checks)}", f"{s.seconds:.1f}",
+             s.skipped if s.skipped is not None else s.reason] for s in report.scenarios]
+    lines = [table(["SCENARIO", "RESULT", "CHECKS", "SECONDS", "WHY IT MATTERS"], rows, width=width, wrap=[4])]
     failures = summarize_failures(report.scenarios)
     if failures:
         lines.append("")
         lines.append("failed checks:")
-        lines.extend(f"  {f}" for f in failures)
+        lines.extend(textwrap.fill(f, width=width, initial_indent="  ", subsequent_indent="    ",
+                                   break_long_words=False, break_on_hyphens=False) for f in failures)
     counts = report.counts()
     lines.append("")
     lines.append(f"{report.backend} backend: {counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
     return "\n".join(lines)
+
+
+def progress_line(s: ScenarioResult) -> str:
+    """One line for a scenario that just finished: result, name, checks passed, seconds."""
+    if s.skipped is not None:
+        return f"SKIP  {s.name} ({s.skipped})"
+    ok = sum(c.ok for c in s.checks)
+    extra = ", harness error" if s.error is not None else ""
+    return f"{s.status:<4}  {s.name} ({ok}/{len(s.checks)} checks{extra}, {s.seconds:.1f} s)"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -155,20 +156,29 @@ def run_all(
     make_claim: Callable[..., dict[str, Any]],
     skip: Callable[[Scenario], str | None] = lambda s: None,
     jobs: int = 1,
+    on_result: Callable[[ScenarioResult], None] | None = None,
 ) -> RunReport:
     """Run every scenario on a fresh backend; with jobs > 1 scenarios run side by side.
 
     Parallel runs are safe only for backends whose scenarios share nothing (the local backend
     gives each its own directory, plugin process and sockets); results keep scenario order.
+    `on_result` is called with each result as soon as its scenario finishes (progress output),
+    one call at a time.
     """
     probe = new_backend()
     report = RunReport(probe.name)
+    announce = threading.Lock()
 
     def one(scenario: Scenario) -> ScenarioResult:
         why_not = skip(scenario)
         if why_not is not None:
-            return ScenarioResult(scenario.name, scenario.reason, skipped=why_not)
-        return run_scenario(scenario, new_backend(), make_claim)
+            result = ScenarioResult(scenario.name, scenario.reason, skipped=why_not)
+        else:
+            result = run_scenario(scenario, new_backend(), make_claim)
+        if on_result is not None:
+            with announce:
+                on_result(result)
+        return result
 
     if jobs <= 1 or len(scenarios) <= 1:
         report.scenarios.extend(one(s) for s in scenarios)

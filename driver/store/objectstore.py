@@ -15,6 +15,7 @@ import fcntl
 import os
 import re
 import secrets
+import threading
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -52,6 +53,9 @@ class ObjectStore:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        # Lock depth of this thread: `locked()` lets a caller (driver.store.apply) hold the store
+        # across several writes; the writes it makes then must not flock the file a second time.
+        self._depth = threading.local()
 
     # -- paths -----------------------------------------------------------------------------
 
@@ -68,14 +72,32 @@ class ObjectStore:
         return self._dir(resource, namespace) / file_name
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / ".lock", "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+    def locked(self) -> Iterator[None]:
+        """Hold the store's writer lock (re-entrant within a thread): reads and writes made inside
+        see and change the store as one step, as a multi-object apply needs."""
+        depth = getattr(self._depth, "n", 0)
+        if depth:
+            self._depth.n = depth + 1
             try:
                 yield
             finally:
+                self._depth.n = depth
+            return
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            lock = open(self.root / ".lock", "a+")
+        except OSError as exc:
+            raise InputError(f"local store {self.root}: cannot write there ({exc.strerror or exc})") from None
+        with lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._depth.n = 1
+            try:
+                yield
+            finally:
+                self._depth.n = 0
                 fcntl.flock(lock, fcntl.LOCK_UN)
+
+    _locked = locked
 
     def _next_resource_version(self) -> str:
         counter = self.root / ".resourceVersion"

@@ -45,6 +45,22 @@ CASES = [
     Case(("allocate", "--node", "n1", "adir"), ("adir", "Is a directory")),
     Case(("allocate", "--node", "n1", "--budget", "0", "classes-only.yaml"), ("--budget",)),
     Case(("allocate", "--node", "n1", "classes-only.yaml"), ("FAKE_DRA_BUDGET", "--budget"), env={"FAKE_DRA_BUDGET": "lots"}),
+    # apply / get / delete (the local object store)
+    Case(("apply", "-f", "binary.yaml", "--store", "store"), ("binary.yaml", "not UTF-8")),
+    Case(("apply", "-f", "missing.yaml", "--store", "store"), ("missing.yaml", "cannot read")),
+    Case(("apply", "-f", "adir", "--store", "store"), ("adir", "is a directory")),
+    Case(("apply", "-f", "classes-only.yaml", "--store", "afile"), ("--store", "afile", "not a directory")),
+    Case(("apply", "-f", "classes-only.yaml", "--store", "/proc/store"), ("--store", "/proc/store", "cannot write")),
+    Case(("apply", "-f", "classes-only.yaml", "--store", "store"), ("FAKE_DRA_OUTPUT", "table"),
+         env={"FAKE_DRA_OUTPUT": "table"}),
+    Case(("apply", "-f", "pod.yaml", "--store", "store"), ("pod.yaml: document 1 (Pod p)", "kind")),
+    Case(("get", "rc"), ('resource type "rc"',)),
+    Case(("get", "resourceclaims", "--store", "afile"), ("--store", "afile", "not a directory")),
+    Case(("get", "resourceclaims"), ("FAKE_DRA_OUTPUT", "xml"), env={"FAKE_DRA_OUTPUT": "xml"}),
+    Case(("get", "resourceclaims", "x", "-A"), ("across all namespaces",)),
+    Case(("delete", "resourceclaims"), ("NAME",)),
+    Case(("delete", "-f", "binary.yaml"), ("binary.yaml", "not UTF-8")),
+    Case(("delete", "resourceclaim", "x", "--store", "/proc/store"), ("--store", "/proc/store", "cannot write")),
     # demo (every check fires before the minute of scenarios)
     Case(("demo", "--junit", "adir"), ("--junit", "adir", "is a directory")),
     Case(("demo", "--junit", "nodir/report.xml"), ("--junit", "nodir", "does not exist")),
@@ -100,6 +116,9 @@ CASES = [
     Case(("probe", "--timeout", "soon"), ("--timeout", "soon")),
     Case(("probe",), ("--node-name",)),
     Case(("probe", *NODE), ("FAKE_DRA_TIMEOUT",), env={"FAKE_DRA_TIMEOUT": "-1"}),
+    Case(("probe", *NODE, "--wait", "-1"), ("--wait",)),
+    Case(("probe", *NODE, "--until", "HEALTHY"), ("--until", "--health")),
+    Case(("probe", *NODE, "--prepare", "c", "--store", "afile"), ("--store", "afile", "not a directory")),
     # publish
     Case((*PUBLISH, "--store", "afile"), ("--store", "afile", "not a directory")),
     Case((*PUBLISH, "--store", "/proc/store"), ("--store", "/proc/store", "cannot write")),
@@ -159,6 +178,7 @@ def world(tmp_path_factory) -> Path:
     (root / "binary-store").mkdir()
     (root / "binary-store" / "featuregates.yaml").write_bytes(b"apiserver: \xff\n")
     (root / "classes-only.yaml").write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: c}\n")
+    (root / "pod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n")
     return root
 
 

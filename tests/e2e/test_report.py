@@ -49,3 +49,25 @@ def test_junit(tmp_path) -> None:
     assert "unschedulable" in cases["bad"].find("failure").text
     assert "plugin exited" in cases["crashed"].find("failure").get("message")
     assert cases["skipped"].find("skipped").get("message") == "needs valueFrom"
+
+
+def test_tables_fit_100_columns_and_never_cut_a_token() -> None:
+    cdi = "k8s.fake-dra.example.com/device=<claim>-gpu-0-mig-1g5gb-4"
+    env = "FAKE_DRA_*_PROFILE: FAKE_DRA_GPU_0_MIG_3G20GB_0_PROFILE=3g.20gb"
+    long_reason = ("claim fake-dra-e2e/mig-next-to-vgpu: cannot be allocated: request gpu: needs 1 device(s), 7 match "
+                   "the selectors, 0 usable (7 blocked: groups incompatible on counter set gpu-1-counters)")
+    s = ScenarioResult("tour", "A scenario whose reason is a long sentence that would not fit on one line of a "
+                       "hundred columns at all", [
+                           Check("4. pod inference", "CDI devices", "2", f"2: {cdi}, {cdi}", True),
+                           Check("4. pod inference", "env", "FAKE_DRA_*_PROFILE=3g.20gb", env, True),
+                           Check("8. pod refused", "unschedulable", "reason contains groups incompatible",
+                                 long_reason, True)], seconds=1.4)
+    report = RunReport("local", [s])
+    for text in (render_table(report), render_summary(report)):
+        lines = text.splitlines()
+        assert all(len(line) <= 100 or len(line.split()) == 1 for line in lines), text
+        words = text.split()
+        for token in (cdi + ",", env.split()[1], "gpu-1-counters)") if text.startswith("tour:") else ("hundred",):
+            assert token in words, f"{token!r} cut in:\n{text}"
+    table = render_table(report)
+    assert table.count("4. pod inference") == 1, "a step's label is shown on its first row only"

@@ -78,3 +78,27 @@ def test_crash_is_contained_and_backend_stopped() -> None:
 def test_skip_hook() -> None:
     report = run_all([parse_scenario(SCENARIO)], FakeBackend, claim_object, skip=lambda s: "not here")
     assert report.scenarios[0].status == "SKIP" and report.ok
+
+
+def test_each_result_is_announced_as_it_finishes() -> None:
+    from driver.e2e.report import progress_line
+
+    scenarios = [parse_scenario({**SCENARIO, "name": f"s{i}"}) for i in range(4)]
+    seen = []
+    made = []
+
+    def backend() -> FakeBackend:  # every other backend crashes at step 3
+        made.append(1)
+        return FakeBackend(fail_on="boom" if len(made) % 2 else None)
+
+    report = run_all(scenarios, backend, claim_object, jobs=2,
+                     on_result=lambda r: seen.append((r.name, progress_line(r))))
+    assert sorted(name for name, _ in seen) == ["s0", "s1", "s2", "s3"]
+    assert [r.name for r in report.scenarios] == ["s0", "s1", "s2", "s3"], "the report keeps scenario order"
+    lines = dict(seen)
+    assert all(line.startswith(("PASS  s", "FAIL  s")) and line.endswith(" s)") for line in lines.values())
+    assert any("harness error" in line for line in lines.values())
+    skipped = []
+    run_all(scenarios[:1], FakeBackend, claim_object, skip=lambda s: "not here",
+            on_result=lambda r: skipped.append(progress_line(r)))
+    assert skipped == ["SKIP  s0 (not here)"]

@@ -1,0 +1,28 @@
+"""Local mode's stand-in for the cluster set-up a DRA driver expects: its DeviceClasses in the store.
+
+On a cluster the DeviceClasses come from the deployment (deploy/03-deviceclasses.yaml); without
+one, `fake-dra run` applies the same objects to the local object store when it starts, so claims
+can name them right away (`fake-dra apply --allocate`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from driver.store.apply import commit, plan
+from driver.store.objectstore import ObjectStore
+
+log = logging.getLogger("fake-dra.run")
+
+
+def seed_device_classes(store: ObjectStore, driver_name: str) -> list[str]:
+    """Create or update this driver's DeviceClasses in `store`; returns the names that changed."""
+    from driver.e2e.manifests import device_classes
+
+    docs = [("deviceclasses", i, dc) for i, dc in enumerate(device_classes(driver_name), start=1)]
+    with store.locked():
+        applied = commit(store, plan(store, docs))
+    changed = [a.planned.name for a in applied if a.action != "unchanged"]
+    if changed:
+        log.info("device classes applied to the local store", extra={"classes": ", ".join(changed)})
+    return changed

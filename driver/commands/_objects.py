@@ -1,0 +1,140 @@
+"""How `fake-dra get/apply/delete` print stored objects: kubectl's tables, YAML, JSON and names.
+
+Columns follow kubectl's printers for resource.k8s.io (kubernetes/kubernetes
+pkg/printers/internalversion/printers.go: DeviceClass NAME AGE; ResourceClaim NAME STATE AGE with
+STATE from deleted/pending/allocated/reserved; ResourceClaimTemplate NAME AGE; ResourceSlice NAME
+NODE DRIVER POOL AGE). `-o wide` adds what a driver author looks for next: the devices a claim
+got, the size of a slice, a class's selectors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import yaml
+
+from driver.commands._format import table
+from driver.store.kinds import Kind
+
+OUTPUTS = ("table", "wide", "yaml", "json", "name")
+# kubectl's gap is three spaces; two keep `get resourceslices -o wide` inside 100 columns.
+COLUMN_SEP = "  "
+
+
+def human_duration(seconds: float) -> str:
+    """Age as kubectl prints it (k8s.io/apimachinery/pkg/util/duration.HumanDuration)."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = (hours // 24) % 365
+        return f"{hours // (24 * 365)}y{days}d" if days else f"{hours // (24 * 365)}y"
+    return f"{hours // (24 * 365)}y"
+
+
+def age(obj: Mapping[str, Any], now: datetime | None = None) -> str:
+    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not stamp:
+        return "<unknown>"
+    try:
+        created = datetime.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return "<unknown>"
+    return human_duration(((now or datetime.now(timezone.utc)) - created).total_seconds())
+
+
+def claim_state(claim: Mapping[str, Any]) -> str:
+    meta, status = claim.get("metadata") or {}, claim.get("status") or {}
+    states = ["deleted"] if meta.get("deletionTimestamp") else []
+    if not status.get("allocation"):
+        if not meta.get("deletionTimestamp"):
+            states.append("pending")
+    else:
+        states.append("allocated")
+        if status.get("reservedFor"):
+            states.append("reserved")
+    return ",".join(states)
+
+
+def allocated_devices(claim: Mapping[str, Any]) -> list[str]:
+    results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+    return [str(r.get("device")) for r in results if isinstance(r, Mapping)]
+
+
+def _columns(kind: Kind, obj: Mapping[str, Any], wide: bool, now: datetime) -> tuple[list[str], list[object]]:
+    name = (obj.get("metadata") or {}).get("name")
+    spec = obj.get("spec") or {}
+    if kind.kind == "ResourceClaim":
+        heads, cells = ["NAME", "STATE", "AGE"], [name, claim_state(obj), age(obj, now)]
+        if wide:
+            heads.append("DEVICES")
+            cells.append(", ".join(allocated_devices(obj)) or "<none>")
+        return heads, cells
+    if kind.kind == "ResourceSlice":
+        pool = spec.get("pool") or {}
+        heads = ["NAME", "NODE", "DRIVER", "POOL", "AGE"]
+        cells = [name, spec.get("nodeName") or "<none>", spec.get("driver"), pool.get("name"), age(obj, now)]
+        if wide:
+            heads += ["GEN", "DEVICES", "COUNTERS"]
+            cells += [pool.get("generation"), len(spec.get("devices") or ()), len(spec.get("sharedCounters") or ())]
+        return heads, cells
+    heads, cells = ["NAME", "AGE"], [name, age(obj, now)]
+    if wide and kind.kind == "DeviceClass":
+        exprs = [((s or {}).get("cel") or {}).get("expression", "") for s in spec.get("selectors") or ()]
+        heads.append("SELECTORS")
+        cells.append(" && ".join(f"({e})" for e in exprs) or "<none>")
+    return heads, cells
+
+
+def render_table(kind: Kind, objects: Sequence[Mapping[str, Any]], *, wide: bool = False,
+                 all_namespaces: bool = False, qualified: bool = False, now: datetime | None = None) -> str:
+    now = now or datetime.now(timezone.utc)
+    headers: list[str] = []
+    rows = []
+    for obj in objects:
+        headers, cells = _columns(kind, obj, wide, now)
+        if qualified:
+            cells[0] = object_name(kind, obj)
+        if all_namespaces and kind.namespaced:
+            headers = ["NAMESPACE", *headers]
+            cells = [(obj.get("metadata") or {}).get("namespace"), *cells]
+        rows.append(cells)
+    wrap = [len(headers) - 1] if wide and headers and headers[-1] in ("SELECTORS", "DEVICES") else []
+    return table(headers, rows, sep=COLUMN_SEP, wrap=wrap)
+
+
+def object_name(kind: Kind, obj: Mapping[str, Any]) -> str:
+    return f"{kind.qualified}/{(obj.get('metadata') or {}).get('name')}"
+
+
+def as_list(objects: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What kubectl prints for several objects: a v1 List."""
+    return {"apiVersion": "v1", "items": list(objects), "kind": "List", "metadata": {"resourceVersion": ""}}
+
+
+def dump(value: Any, output: str) -> str:
+    """YAML or JSON with sorted keys, as kubectl prints objects."""
+    if output == "json":
+        return json.dumps(value, indent=4, sort_keys=True, default=str) + "\n"
+    return yaml.safe_dump(value, sort_keys=True, default_flow_style=False, width=1000)

@@ -1,0 +1,30 @@
+"""Flags and helpers shared by the commands that read and write the local object store (get, apply,
+delete, probe --prepare): where the store is and which namespace a name lives in, kubectl-style."""
+
+from __future__ import annotations
+
+import argparse
+from driver.commands import common
+from driver.store.objectstore import ObjectStore
+
+DEFAULT_NAMESPACE = "default"
+
+
+def add_store_flag(parser: argparse.ArgumentParser) -> None:
+    common.add_flag(parser, "--store", None,
+                    "local object store directory (default $XDG_STATE_HOME/fake-dra/store, the one `run` uses)")
+
+
+def add_namespace_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-n", "--namespace", default=None,
+                        help=f"namespace of namespaced objects (default {DEFAULT_NAMESPACE})")
+
+
+def namespace(args: argparse.Namespace) -> str:
+    return getattr(args, "namespace", None) or DEFAULT_NAMESPACE
+
+
+def open_store(args: argparse.Namespace, *, write: bool) -> ObjectStore:
+    """The store named by --store (or the default `run` uses), checked like every output path when
+    the command writes to it (common.store_dir)."""
+    return ObjectStore(common.store_dir(args, write=write))

@@ -1,0 +1,83 @@
+"""`fake-dra get KIND [NAME...]`: list or show objects of the local object store, as kubectl would.
+
+    fake-dra get resourceclaims                 NAME  STATE  AGE (namespace default)
+    fake-dra get resourceclaim gpu -o yaml      one object
+    fake-dra get resourceslices -o wide         with generation, devices, counter sets
+    fake-dra get resourceclaims -A              every namespace
+    fake-dra get deviceclasses,resourceclaims   several kinds
+
+Exit 0; 1 when a named object does not exist (kubectl's NotFound); 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from driver.commands import _objects, _store
+from driver.errors import InputError, NotFoundError
+from driver.store.kinds import Kind, resolve
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "get", help="list or show objects of the local object store (kubectl get)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("kind", metavar="KIND",
+                        help="deviceclasses, resourceclaims, resourceclaimtemplates or resourceslices (plural, "
+                             "singular or Kind; comma-separated for several)")
+    parser.add_argument("names", nargs="*", metavar="NAME", help="only these objects")
+    parser.add_argument("-o", "--output", choices=_objects.OUTPUTS, default="table",
+                        help="table (default), wide, yaml, json or name")
+    parser.add_argument("-A", "--all-namespaces", action="store_true", help="namespaced kinds: every namespace")
+    _store.add_namespace_flag(parser)
+    _store.add_store_flag(parser)
+    parser.set_defaults(func=run)
+
+
+def _fetch(store, kind: Kind, args: argparse.Namespace) -> list[dict]:
+    ns = _store.namespace(args) if kind.namespaced else None
+    if not args.names:
+        return store.list(kind.plural, ns, all_namespaces=bool(args.all_namespaces and kind.namespaced))
+    if args.all_namespaces and kind.namespaced:
+        raise InputError("a resource cannot be retrieved by name across all namespaces (drop -A or the NAME)")
+    out = []
+    for name in args.names:
+        try:
+            out.append(store.get(kind.plural, ns, name))
+        except NotFoundError:
+            where = f' in namespace "{ns}"' if ns else ""
+            raise NotFoundError(f'{kind.plural}.resource.k8s.io "{name}" not found{where}') from None
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    kinds = [resolve(k) for k in args.kind.split(",") if k.strip()]
+    if not kinds:
+        raise InputError("KIND: required (e.g. resourceclaims)")
+    if args.names and len(kinds) > 1:
+        raise InputError("NAME: give names with a single kind")
+    store = _store.open_store(args, write=False)
+    found = [(kind, obj) for kind in kinds for obj in _fetch(store, kind, args)]
+    if args.output in ("yaml", "json"):
+        value = found[0][1] if args.names and len(found) == 1 else _objects.as_list([o for _, o in found])
+        sys.stdout.write(_objects.dump(value, args.output))
+        return 0
+    if args.output == "name":
+        for kind, obj in found:
+            print(_objects.object_name(kind, obj))
+        return 0
+    if not found:
+        scope = (f" in {_store.namespace(args)} namespace" if any(k.namespaced for k in kinds)
+                 and not args.all_namespaces else "")
+        print(f"No resources found{scope}.", file=sys.stderr)
+        return 0
+    blocks = []
+    for kind in kinds:
+        objs = [o for k, o in found if k is kind]
+        if objs:
+            # kubectl prefixes names with the kind when several kinds are listed
+            blocks.append(_objects.render_table(kind, objs, wide=args.output == "wide",
+                                                all_namespaces=args.all_namespaces, qualified=len(kinds) > 1))
+    print("\n\n".join(blocks))
+    return 0

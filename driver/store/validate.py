@@ -1,0 +1,62 @@
+"""Spec checks for objects written through `fake-dra apply`, by the readers that will use them.
+
+The API server validates what it stores; the local store's stand-in is the reference allocator's
+own input parsers (the scheduler reads these objects through them), so an object the allocator or
+the plugin would later choke on is refused when applied, with the field path in the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from driver.allocator.devices import parse_counter_sets, parse_device
+from driver.allocator.inputs import allocated_results, parse_claim, parse_class
+from driver.allocator.pools import index_slices
+from driver.errors import InputError
+
+
+def _mapping(obj: Mapping[str, Any], key: str) -> None:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, Mapping):
+        raise InputError(f"{key}: must be an object, got {type(value).__name__}")
+
+
+def check_object(kind: str, obj: Mapping[str, Any]) -> None:
+    """InputError naming the field when `obj` (of `kind`) is not something its readers accept."""
+    _mapping(obj, "spec")
+    _mapping(obj, "status")
+    meta = obj.get("metadata") or {}
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is not None and (not isinstance(value, Mapping)
+                                  or not all(isinstance(v, str) for v in value.values())):
+            raise InputError(f"metadata.{key}: must map names to strings")
+    if kind == "ResourceClaim":
+        parse_claim(obj)
+        allocated_results(obj)
+    elif kind == "ResourceClaimTemplate":
+        _check_template(obj)
+    elif kind == "DeviceClass":
+        parse_class(obj)
+    elif kind == "ResourceSlice":
+        _check_slice(obj)
+
+
+def _check_template(obj: Mapping[str, Any]) -> None:
+    meta = obj.get("metadata") or {}
+    label = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+    inner = (obj.get("spec") or {}).get("spec")
+    if not isinstance(inner, Mapping):
+        raise InputError(f"ResourceClaimTemplate {label}: spec.spec: required (the claim spec to stamp out)")
+    try:
+        parse_claim({"metadata": meta, "spec": inner})
+    except InputError as exc:
+        raise InputError(str(exc).replace(f"ResourceClaim {label}: spec.", f"ResourceClaimTemplate {label}: spec.spec.", 1)) from None
+
+
+def _check_slice(obj: Mapping[str, Any]) -> None:
+    ((name, spec),) = index_slices([obj])
+    parse_counter_sets(spec, name)
+    for i in range(len(spec.get("devices") or ())):
+        parse_device(spec, i, name)

@@ -1,0 +1,223 @@
+"""`kubectl apply` semantics of the local store (driver.store.apply): checks first, then all or nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from driver.errors import ConflictError, InputError
+from driver.store import ObjectStore
+from driver.store.apply import commit, load_documents, plan
+from driver.store.kinds import resolve
+
+CLAIM = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: {name}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: mig.fake-dra.example.com
+"""
+CLASS = """\
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: gpu.example.com
+spec:
+  selectors:
+  - cel:
+      expression: device.driver == "example.com"
+"""
+
+
+def apply(store: ObjectStore, text: str, source: str = "f.yaml", **kw):
+    docs = [(source, i, d) for i, d in load_documents(text, source)]
+    with store.locked():
+        return commit(store, plan(store, docs, **kw))
+
+
+def files(store: ObjectStore) -> list[str]:
+    return sorted(str(p.relative_to(store.root)) for p in store.root.rglob("*.yaml"))
+
+
+def test_create_unchanged_configured(tmp_path):
+    store = ObjectStore(tmp_path)
+    (a,) = apply(store, CLASS)
+    assert a.action == "created" and a.planned.ref == "deviceclass.resource.k8s.io/gpu.example.com"
+    meta = a.obj["metadata"]
+    assert meta["uid"] and meta["creationTimestamp"] and meta["generation"] == 1
+    (b,) = apply(store, CLASS)
+    assert b.action == "unchanged" and b.obj["metadata"]["resourceVersion"] == meta["resourceVersion"]
+    (c,) = apply(store, CLASS.replace('"example.com"', '"other.example.com"'))
+    assert c.action == "configured"
+    assert int(c.obj["metadata"]["resourceVersion"]) > int(meta["resourceVersion"])
+    assert c.obj["metadata"]["generation"] == 2 and c.obj["metadata"]["uid"] == meta["uid"]
+    assert c.obj["metadata"]["creationTimestamp"] == meta["creationTimestamp"]
+
+
+def test_one_invalid_document_leaves_the_store_untouched(tmp_path):
+    store = ObjectStore(tmp_path)
+    bad = CLAIM.format(name="b").replace("deviceClassName: mig.fake-dra.example.com\n",
+                                          "deviceClassName: mig.fake-dra.example.com\n"
+                                          "        selectors:\n        - cel: {expression: 'device.driver =='}\n")
+    text = CLASS + "---\n" + CLAIM.format(name="a") + "---\n" + bad
+    with pytest.raises(InputError) as err:
+        apply(store, text)
+    msg = str(err.value)
+    assert "f.yaml: document 3 (ResourceClaim b)" in msg
+    assert "spec.devices.requests[0].exactly.selectors[0].cel.expression" in msg
+    assert files(store) == []
+
+
+def test_server_fields(tmp_path):
+    store = ObjectStore(tmp_path)
+    with pytest.raises(InputError, match="resourceVersion: should not be set on objects to be created"):
+        apply(store, CLAIM.format(name="c").replace("  name: c\n", "  name: c\n  resourceVersion: '7'\n"))
+    given = CLAIM.format(name="c").replace(
+        "  name: c\n", "  name: c\n  uid: 11111111-1111-1111-1111-111111111111\n"
+                       "  creationTimestamp: '2001-01-01T00:00:00Z'\n  generation: 9\n")
+    (a,) = apply(store, given)
+    meta = a.obj["metadata"]
+    assert meta["uid"] != "11111111-1111-1111-1111-111111111111", "the server assigns the uid"
+    assert meta["creationTimestamp"] != "2001-01-01T00:00:00Z" and meta["generation"] == 1
+    with pytest.raises(ConflictError, match="Precondition failed: UID in precondition"):
+        apply(store, given)  # on update, a uid is a precondition
+    stale = CLAIM.format(name="c").replace("  name: c\n", "  name: c\n  resourceVersion: '0'\n")
+    with pytest.raises(ConflictError, match="the object has been modified"):
+        apply(store, stale)
+    current = CLAIM.format(name="c").replace(
+        "  name: c\n", f"  name: c\n  resourceVersion: '{meta['resourceVersion']}'\n  labels: {{a: b}}\n")
+    (b,) = apply(store, current)
+    assert b.action == "configured" and b.obj["metadata"]["labels"] == {"a": "b"}
+
+
+def test_claim_spec_is_immutable_and_status_rules(tmp_path):
+    store = ObjectStore(tmp_path)
+    apply(store, CLAIM.format(name="c"))
+    with pytest.raises(InputError, match=r"document 1 \(ResourceClaim c\): spec: field is immutable"):
+        apply(store, CLAIM.format(name="c").replace("name: gpu", "name: other"))
+    alloc = ("status:\n  allocation:\n    devices:\n      results:\n"
+             "      - {request: gpu, driver: d.example.com, pool: p, device: dev-%s}\n")
+    (a,) = apply(store, CLAIM.format(name="c") + alloc % "0")
+    assert a.action == "configured" and a.obj["status"]["allocation"]["devices"]["results"][0]["device"] == "dev-0"
+    (b,) = apply(store, CLAIM.format(name="c").replace("name: c", "name: c\n  labels: {x: y}"))
+    assert b.obj["status"] == a.obj["status"], "a document without status keeps the stored one"
+    with pytest.raises(InputError, match="status.allocation: field is immutable once set"):
+        apply(store, CLAIM.format(name="c") + alloc % "1")
+    (c,) = apply(store, CLAIM.format(name="c") + "status: {}\n")
+    assert "allocation" not in c.obj["status"], "clearing the allocation (deallocation) is allowed"
+
+
+def test_status_allocation_is_checked(tmp_path):
+    store = ObjectStore(tmp_path)
+    broken = CLAIM.format(name="c") + "status:\n  allocation:\n    devices:\n      results:\n      - {request: gpu}\n"
+    with pytest.raises(InputError, match=r"status.allocation.devices.results\[0\].driver: required"):
+        apply(store, broken)
+
+
+def test_namespaces(tmp_path):
+    store = ObjectStore(tmp_path)
+    (a,) = apply(store, CLAIM.format(name="c"), namespace="team-a")
+    assert a.obj["metadata"]["namespace"] == "team-a" and files(store) == ["resourceclaims/team-a/c.yaml"]
+    in_b = CLAIM.format(name="c").replace("  name: c\n", "  name: c\n  namespace: team-b\n")
+    with pytest.raises(InputError, match="does not match the namespace 'team-a'"):
+        apply(store, in_b, namespace="team-a", explicit_namespace=True)
+    (b,) = apply(store, in_b, namespace="default")
+    assert b.obj["metadata"]["namespace"] == "team-b"
+    (c,) = apply(store, CLASS.replace("  name: gpu.example.com\n", "  name: gpu.example.com\n  namespace: x\n"))
+    assert "namespace" not in c.obj["metadata"], "cluster-scoped objects have no namespace"
+    assert "deviceclasses/_cluster/gpu.example.com.yaml" in files(store)
+    with pytest.raises(InputError, match="metadata.namespace: 'Bad_NS' must be a DNS label"):
+        apply(store, CLAIM.format(name="d"), namespace="Bad_NS")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (CLAIM.format(name="UPPER"), "metadata.name: 'UPPER' must be a DNS subdomain"),
+    (CLAIM.format(name="a/b"), "metadata.name: 'a/b' must be a DNS subdomain"),
+    (CLAIM.replace("  name: {name}\n", "  generateName: x-\n"), "metadata.name: required (generateName"),
+    (CLAIM.format(name="c").replace("kind: ResourceClaim", "kind: Pod"), "kind: 'Pod' is not stored by the local store"),
+    (CLAIM.format(name="c").replace("resource.k8s.io/v1", "resource.k8s.io/v1beta1"),
+     "apiVersion: 'resource.k8s.io/v1beta1' is not served by the local store; use resource.k8s.io/v1"),
+    (CLAIM.format(name="c").replace("kind: ResourceClaim\n", ""), "kind: required"),
+    ("- just\n- a list\n", "document 1: expected an object"),
+    (CLAIM.format(name="c") + "---\n" + CLAIM.format(name="c"), "ResourceClaim default/c is also f.yaml: document 1"),
+    (CLAIM.format(name="c").replace("spec:\n", "spec: 3\nx:\n"), "spec: must be an object"),
+    (CLAIM.format(name="c").replace("  name: c\n", "  name: c\n  labels: {a: 1}\n"), "metadata.labels: must map names to strings"),
+    ("apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\nspec: {pool: {name: p}}\n",
+     "ResourceSlice s: spec.driver: required"),
+    ("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: t}\nspec: {spec: {devices: {requests: [{name: r}]}}}\n",
+     "ResourceClaimTemplate default/t: spec.spec.devices.requests[0]: set exactly one of exactly and firstAvailable"),
+    ("key: [unclosed\n", "f.yaml: invalid YAML at line 2"),
+])
+def test_invalid_documents_name_document_and_field(tmp_path, text, message):
+    store = ObjectStore(tmp_path)
+    with pytest.raises(InputError) as err:
+        apply(store, text)
+    assert message in str(err.value)
+    assert files(store) == []
+
+
+def test_list_documents_are_accepted(tmp_path):
+    store = ObjectStore(tmp_path)
+    listed = ("apiVersion: v1\nkind: List\nitems:\n- " + CLASS.replace("\n", "\n  ").rstrip() + "\n")
+    (a,) = apply(store, listed)
+    assert a.planned.kind.kind == "DeviceClass" and a.action == "created"
+
+
+def test_failed_write_rolls_back_the_batch(tmp_path):
+    store = ObjectStore(tmp_path)
+    apply(store, CLASS)
+    before = store.get("deviceclasses", None, "gpu.example.com")
+    text = CLASS.replace('"example.com"', '"changed.example.com"') + "---\n" + CLAIM.format(name="a") + "---\n" + CLAIM.format(name="b")
+    docs = [("f.yaml", i, d) for i, d in load_documents(text, "f.yaml")]
+    calls = []
+
+    def fail_third(p):
+        calls.append(p.name)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+
+    with store.locked():
+        planned = plan(store, docs)
+        with pytest.raises(InputError, match="cannot write resourceclaims/default/b: No space left on device; nothing was applied"):
+            commit(store, planned, on_write=fail_third)
+    assert store.list("resourceclaims") == []
+    after = store.get("deviceclasses", None, "gpu.example.com")
+    assert after["spec"] == before["spec"] and after["metadata"]["uid"] == before["metadata"]["uid"]
+
+
+@pytest.mark.parametrize("name", ["resourceclaims", "resourceclaim", "ResourceClaim", "RESOURCECLAIMS",
+                                  "resourceclaims.resource.k8s.io", "resourceclaim.v1.resource.k8s.io"])
+def test_kind_names_like_kubectl(name):
+    assert resolve(name).plural == "resourceclaims"
+
+
+@pytest.mark.parametrize("name", ["rc", "claims", "resourceclaims.v1beta1.resource.k8s.io", "pods"])
+def test_unknown_kind_names(name):
+    with pytest.raises(InputError, match=f'doesn\'t have a resource type "{name}"'):
+        resolve(name)
+
+
+def test_store_lock_is_reentrant(tmp_path):
+    store = ObjectStore(tmp_path)
+    with store.locked(), store.locked():
+        store.create("deviceclasses", {"metadata": {"name": "x"}})  # would deadlock on a second flock
+    assert store.get("deviceclasses", None, "x")
+
+
+def test_unreadable_store_files_are_named(tmp_path):
+    store = ObjectStore(tmp_path)
+    apply(store, CLAIM.format(name="c"))
+    path = tmp_path / "resourceclaims" / "default" / "c.yaml"
+    path.write_bytes(b"name: caf\xe9\n")
+    with pytest.raises(InputError, match="c.yaml is not UTF-8 text"):
+        store.get("resourceclaims", "default", "c")
+    with pytest.raises(InputError, match="c.yaml is not UTF-8 text"):
+        store.list("resourceclaims", "default")
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(InputError, match="cannot read .*c.yaml"):
+        store.get("resourceclaims", "default", "c")
