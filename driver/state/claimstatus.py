@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
+from driver.deadline import Deadline
 from driver.errors import ConflictError, FakeDraError, ForbiddenError, NotFoundError
 from driver.state.names import env_token
 from driver.state.pool import attr
@@ -116,20 +117,24 @@ class ClaimStatusReporter:
     """Writes and clears the VF entries of prepared claims through a sink, never raising."""
 
     def __init__(self, sink: DeviceStatusSink, driver_name: str, *, network_data: NetworkData | None = None,
-                 budget_s: float = 10.0, clock: Callable[[], float] = time.monotonic,
-                 now: Callable[[], str] = _utcnow) -> None:
+                 budget_s: float = 10.0, write_reserve_s: float = 5.0,
+                 clock: Callable[[], float] = time.monotonic, now: Callable[[], str] = _utcnow) -> None:
         self._sink = sink
         self.driver_name = driver_name
         self._network_data = network_data
         self._budget_s = budget_s
+        # A write is started only while the kubelet call has this long left (the API sink's request
+        # timeout), so a slow API server can never push the call past its deadline or a shutdown's
+        # cancellation: the status is informational, the call's answer is not.
+        self._write_reserve_s = write_reserve_s
         self._clock = clock
         self._now = now
         self._forbidden_logged = False
         self.writes = 0  # successful writes (metrics, tests)
 
     def prepared(self, items: Sequence[tuple[ClaimRef, Mapping[str, Any], Sequence[PreparedDevice]]],
-                 pool_devices: Mapping[str, Mapping[str, Any]]) -> None:
-        """After the claims' CDI specs are written: make their VF entries say Ready."""
+                 pool_devices: Mapping[str, Mapping[str, Any]], call: Deadline | None = None) -> None:
+        """After the claims' CDI specs are written: make their VF entries say Ready (within `call`)."""
         deadline = self._clock() + self._budget_s
         now = self._now()
         for ref, claim, devices in items:
@@ -141,22 +146,27 @@ class ClaimStatusReporter:
                 log.warning("cannot compute the claim's device status; skipping it",
                             extra={"claim": f"{ref.namespace}/{ref.name}", "error": f"{type(exc).__name__}: {exc}"})
                 continue
-            self._apply(ref, want, deadline, "write")
+            self._apply(ref, want, deadline, "write", call)
 
     def unprepared(self, items: Sequence[tuple[ClaimRef, Sequence[PreparedDevice]]],
-                   pool_devices: Mapping[str, Mapping[str, Any]]) -> None:
+                   pool_devices: Mapping[str, Mapping[str, Any]], call: Deadline | None = None) -> None:
         """After the claims' CDI specs are removed: drop their entries (claims without VFs never
         had any, so they cost no request)."""
         deadline = self._clock() + self._budget_s
         for ref, devices in items:
             if any(is_vf(d, pool_devices.get(d.device), self.driver_name) for d in devices):
-                self._apply(ref, [], deadline, "clear")
+                self._apply(ref, [], deadline, "clear", call)
 
-    def _apply(self, ref: ClaimRef, entries: list[dict[str, Any]], deadline: float, what: str) -> None:
+    def _apply(self, ref: ClaimRef, entries: list[dict[str, Any]], deadline: float, what: str,
+               call: Deadline | None = None) -> None:
         claim = f"{ref.namespace}/{ref.name}"
         if self._clock() > deadline:
             log.warning(f"claim status {what} skipped: this call's time budget for status writes is spent",
                         extra={"claim": claim, "budget_s": self._budget_s})
+            return
+        if call is not None and call.remaining() < self._write_reserve_s:
+            log.warning(f"claim status {what} skipped: the kubelet call is cancelled or too close to its deadline",
+                        extra={"claim": claim, "remaining_s": round(call.remaining(), 3)})
             return
         try:
             self._sink.apply_device_status(ref, self.driver_name, entries)

@@ -460,13 +460,13 @@ class DeviceState:
                         else f"claim {ref.namespace}/{ref.name}: {step}: {exc}")
                 results[ref.uid] = PrepareResult(error=what)
         if self._status is not None:  # informational: never fails the claims
-            self._status.prepared([(ref, claims[ref.uid], devs) for ref, devs in ok], pool_devices)
+            self._status.prepared([(ref, claims[ref.uid], devs) for ref, devs in ok], pool_devices, deadline)
         self._crash("prepare-cdi-written")
         try:
             deadline.check("prepare")  # the commit point: past it the call's answer stands
         except CallAborted as exc:
-            if self._status is not None and ok:  # take back what was just reported
-                self._status.unprepared(ok, pool_devices)
+            if self._status is not None and ok:  # take back what was just reported (its own budget:
+                self._status.unprepared(ok, pool_devices)  # a stale Ready would outlive the rollback)
             return self._roll_back(batch, before, results, str(exc)), 0
         # Roll back in an order that cannot fail halfway: first the records (memory only), so a
         # failed claim reserves nothing whatever the disk does; then, best effort, any spec an
@@ -546,7 +546,7 @@ class DeviceState:
             if self._status is not None:
                 recorded_devs = [(r, e.devices) for r in valid if not results[r.uid]
                                  and (e := self._cp.claims.get(r.uid)) is not None]
-                self._status.unprepared(recorded_devs, self._pool.get(refresh_if_stale=False)[1])
+                self._status.unprepared(recorded_devs, self._pool.get(refresh_if_stale=False)[1], deadline)
             self._crash("unprepare-cdi-removed")
             with self._lock:
                 gone = [r for r in valid if not results[r.uid] and r.uid in self._cp.claims]

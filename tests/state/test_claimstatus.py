@@ -157,6 +157,29 @@ def test_status_writes_of_one_call_share_a_time_budget(env, demo_sysfs, caplog):
     assert sum("time budget" in r.getMessage() for r in caplog.records) == 2
 
 
+def test_a_write_is_not_started_without_time_left_in_the_kubelet_call(env, demo_sysfs, caplog):
+    # The reporter is called within the prepare's Deadline: a call with less than the sink's request
+    # timeout left (or cancelled by a shutdown) skips the informational status write.
+    import time
+
+    from driver.deadline import Deadline
+
+    sink = RecordingSink()
+    rep = reporter(sink, demo_sysfs, write_reserve_s=5.0)
+    ref = ClaimRef("default", "c", "uid-c")
+    devices = [PreparedDevice(request_names=("net",), pool=NODE, device="nic-0-vf-0", cdi_device_ids=())]
+    claim = {"metadata": {"name": "c", "namespace": "default", "uid": "uid-c"}, "status": {}}
+    with caplog.at_level(logging.WARNING, logger="fake-dra.claimstatus"):
+        rep.prepared([(ref, claim, devices)], env.pool.devices(), Deadline(time.monotonic() + 2.0))
+        cancelled = Deadline(time.monotonic() + 40.0)
+        cancelled.cancel.set()
+        rep.unprepared([(ref, devices)], env.pool.devices(), cancelled)
+    assert sink.calls == []
+    assert sum("too close to its deadline" in r.getMessage() for r in caplog.records) == 2
+    rep.prepared([(ref, claim, devices)], env.pool.devices(), Deadline(time.monotonic() + 40.0))
+    assert len(sink.calls) == 1
+
+
 def test_local_store_path_end_to_end(env, demo_sysfs):
     """The claim source and the status sink on one real local store, as `fake-dra run --store` wires them."""
     store = ObjectStore(env.root / "store")
