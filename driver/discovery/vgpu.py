@@ -4,9 +4,11 @@
   available_instances,device_api,description}`, on the PF for pre-Ampere GPUs and on every SR-IOV VF for
   Ampere and later.
 - vendor-specific VFIO (vGPU 17+/R580 on Linux >= 6.8, Ada/Hopper and newer): no mdev; each VF has
-  `nvidia/creatable_vgpu_types` ("<id> : <name>" lines, optionally under an "ID : vGPU Name" header) and
-  `nvidia/current_vgpu_type` (0 = free, else the type id assigned to that VF). The creatable list is
-  capacity-dependent: once a vGPU exists, VFs list only types that can still coexist with it.
+  `nvidia/creatable_vgpu_types` ("<id> : <name>" lines, optionally under an "ID : vGPU Name" header;
+  "<id> <name>" without the colon is read too, as NVIDIA's own parser in vgpu-device-manager
+  pkg/vgpu/vfio/types.go does) and `nvidia/current_vgpu_type` (0 = free, else the type id assigned
+  to that VF). The creatable list is capacity-dependent: once a vGPU exists, VFs list only types that
+  can still coexist with it.
 
 Both become MdevType entries, folded per type across the functions that offer them.
 """
@@ -20,7 +22,7 @@ from os.path import join
 from driver.discovery.reader import SysfsReader
 from driver.model.inventory import MdevType
 
-_CREATABLE_LINE = re.compile(r"^\s*(\d+)\s*:\s*(\S.*?)\s*$")
+_CREATABLE_LINE = re.compile(r"^\s*(\d+)(?:\s*:\s*|\s+)([^\s:].*?)\s*$")
 _HEADER_LINE = re.compile(r"^\s*ID\s*:", re.IGNORECASE)
 VENDOR_VFIO = "vendor-vfio"
 
@@ -62,11 +64,21 @@ def vendor_vfio_types(walker: SysfsReader, vf_path: str, address: str) -> list[M
         return []
     free = current in (None, "0")  # a VF carries at most one vGPU
     out = []
+    if not free:
+        # The VF's own vGPU: its type stays offered by this VF (0 free), even though a busy VF need not
+        # list it; the name comes from another VF's list (merge), so an allocated device keeps its slot.
+        out.append(MdevType(current, "", 0, "vfio-pci", "NVIDIA vendor-specific VFIO", parents=(address,),
+                            framework=VENDOR_VFIO))
     for n, line in enumerate(raw.splitlines(), start=1):
         match = _CREATABLE_LINE.match(line)
         if match is None:
             if line.strip() and not _HEADER_LINE.match(line):
-                walker.warn(creatable, f"line {n} {line[:60]!r} is not '<id> : <name>'; ignoring that line")
+                walker.warn(creatable, f"line {n} {line[:60]!r} is not '<id> : <name>' or '<id> <name>'; "
+                            "ignoring that line")
+            continue
+        if not free and match.group(1) == current:
+            out[0] = MdevType(current, match.group(2), 0, "vfio-pci", "NVIDIA vendor-specific VFIO",
+                              parents=(address,), framework=VENDOR_VFIO)
             continue
         out.append(
             MdevType(
@@ -85,7 +97,7 @@ def merge(types: list[MdevType], walker: SysfsReader, gpu_address: str, paths: d
         seen = merged.get(key)
         if seen is None:
             merged[key] = t
-        elif seen.name != t.name:
+        elif seen.name and t.name and seen.name != t.name:
             where = (
                 join(paths[t.parents[0]], "nvidia", "creatable_vgpu_types")
                 if t.framework == VENDOR_VFIO
@@ -97,8 +109,16 @@ def merge(types: list[MdevType], walker: SysfsReader, gpu_address: str, paths: d
             )
         else:
             merged[key] = MdevType(
-                seen.type_id, seen.name, seen.available_instances + t.available_instances, seen.device_api,
-                seen.description, parents=seen.parents + t.parents, framework=seen.framework,
+                seen.type_id, seen.name or t.name, seen.available_instances + t.available_instances,
+                seen.device_api, seen.description, parents=seen.parents + t.parents, framework=seen.framework,
             )
+    for key, t in list(merged.items()):
+        if not t.name:  # only busy VFs hold it and no VF lists it (e.g. the GPU is full)
+            walker.warn(
+                join(paths[t.parents[0]], "nvidia", "current_vgpu_type"),
+                f"vGPU type id {t.type_id} is in use on {len(t.parents)} VF(s) of GPU {gpu_address} but no VF "
+                "lists it in creatable_vgpu_types, so its name is unknown; its devices are not published",
+            )
+            del merged[key]
     # Numeric ids (vendor VFIO) in numeric order, "nvidia-N" names in name order.
     return tuple(merged[k] for k in sorted(merged, key=lambda k: (k[0], len(k[1]), k[1])))

@@ -3,6 +3,10 @@
 A type is published when the host's vGPU manager offers it (an mdev type or a `creatable_vgpu_types`
 line whose name, without the `GRID `/`NVIDIA ` prefix, is a vGPU type of this board in the hardware
 table). Names are per board: a DGX A100 (10de:20b0) offers `A100X-*`, never the PCIe board's `A100-*`.
+Only C-series (compute, `...C` / `...CME`) types are this driver's: the A/B/Q-series (virtual apps, vPC,
+RTX workstation) types that every Turing/Ada host also lists (`GRID T4-1B`, `NVIDIA L40S-2Q`) are left
+out quietly, since a warning per type on every publish pass would bury real problems. A type with this
+board's name that is a C-series type missing from the table, or another board's name, is warned about.
 
 - Time-sliced types (`A100X-4C`): `max_instances` devices, the table's figure (never memory //
   framebuffer: the guide's framebuffers are nominal and may exceed what nvidia-smi reports), capped by
@@ -20,6 +24,7 @@ The device `memory` capacity is the framebuffer the VM gets (the guide's figure)
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from driver.model.hardware import VgpuProfile
@@ -43,13 +48,27 @@ class OfferedType:
         return self.profile.max_instances if self.slots is None else min(self.profile.max_instances, self.slots)
 
 
+# NVIDIA's type names end in the series letter: C (compute) or, MIG-backed, C plus the ME media suffix.
+_COMPUTE_SERIES = re.compile(r"\dCME$|\dC$", re.IGNORECASE)
+
+
+def is_graphics_type(name: str, board_prefixes: set[str]) -> bool:
+    """`T4-2B4`, `L40S-12Q`, `A40-4A` on their own board: a vGPU type of another series than C."""
+    prefix, _, rest = name.strip().partition("-")
+    return prefix.upper() in board_prefixes and bool(rest) and not _COMPUTE_SERIES.search(rest)
+
+
 def offered_types(gpu: Gpu) -> tuple[list[OfferedType], list[str]]:
-    """Offered types of the GPU's board in table order, plus a warning per unknown offered type."""
+    """Offered types of the GPU's board in table order, plus a warning per unknown offered type
+    (graphics-series types of this board are not published and not warned about)."""
     by_name = {p.name.upper(): p for p in gpu.model.vgpu_profiles}
+    board_prefixes = {p.name.split("-", 1)[0].upper() for p in gpu.model.vgpu_profiles}
     found: dict[str, OfferedType] = {}
     warnings = []
     for mdev in gpu.mdev_types:
         profile = by_name.get(mdev.profile.upper())
+        if profile is None and is_graphics_type(mdev.profile, board_prefixes):
+            continue
         if profile is None:
             prefixes = sorted({p.name.split("-", 1)[0] for p in gpu.model.vgpu_profiles})
             hint = f" (this board's types are {', '.join(p + '-*' for p in prefixes)})" if prefixes else ""

@@ -62,7 +62,20 @@ def test_garbled_files_warn_with_the_path(root, catalog) -> None:
     assert types["1428"].parents == ("0000:41:00.4", "0000:41:00.5")  # VF 2 skipped, VF 3 conflicts
     assert types["1414"].parents == ("0000:41:00.5",)
     text = "\n".join(inv.warnings)
-    assert f"{vf(root, 0)}/nvidia/creatable_vgpu_types: line 3 'bogus' is not '<id> : <name>'" in text
+    assert f"{vf(root, 0)}/nvidia/creatable_vgpu_types: line 3 'bogus' is not '<id> : <name>' or '<id> <name>'" in text
     assert f"{vf(root, 2)}/nvidia/current_vgpu_type: garbled value 'busy'" in text
     assert f"{vf(root, 3)}/nvidia/creatable_vgpu_types: name 'NVIDIA H200X-70C' differs from" in text
     assert len(inv.warnings) == 3
+
+
+def test_lines_without_colon_are_read_like_nvidias_parser(root, catalog) -> None:
+    # NVIDIA's vgpu-device-manager (pkg/vgpu/vfio/types.go) reads "ID Name" as well as "ID : Name", with
+    # tabs and blank lines; a line with an id and no name is not a type.
+    (vf(root, 0) / "nvidia/creatable_vgpu_types").write_text("1428\tNVIDIA H200X-141C\n\n1414 NVIDIA H200X-1-18C\n")
+    (vf(root, 1) / "nvidia/creatable_vgpu_types").write_text("ID : vGPU type\n1414 :\n1428  :  NVIDIA H200X-141C\n")
+    inv = discover(root, catalog)
+    types = {t.type_id: t for t in inv.gpus[0].mdev_types}
+    assert types["1428"].name == "NVIDIA H200X-141C" and len(types["1428"].parents) == 4
+    assert types["1414"].name == "NVIDIA H200X-1-18C" and types["1414"].parents == (
+        "0000:41:00.4", "0000:41:00.6", "0000:41:00.7")
+    assert [w for w in inv.warnings if "line 2 '1414 :'" in w]  # an id without a name is reported

@@ -167,6 +167,19 @@ def test_pcie_names_on_the_sxm_board_are_not_published():
                for w in pool.warnings)
 
 
+def test_graphics_series_types_of_the_board_are_left_out_quietly():
+    # Every Turing/Ada vGPU host lists A/B/Q-series types beside the C-series ones (vgpuConfig.xml:
+    # GRID T4-1B ... T4-16Q); they are not this driver's and not a problem. A C-series type the table
+    # lacks, a MIG-backed one and another board's type are still reported.
+    types = ("GRID T4-1B", "GRID T4-2B4", "GRID T4-16Q", "GRID T4-8A", "GRID T4-4C", "GRID T4-2C",
+             "GRID T4-1-4CME", "GRID P4-2Q")
+    inv = gpu_with_types(types, model=0x1EB8, parents=("0000:07:00.0",))  # Turing: types on the PF
+    pool = render_pool(inv, Features(), node_name="n1", driver_name=DRIVER)
+    assert Counter(d["attributes"]["profile"]["string"] for d in of_type(pool, "vgpu").values()) == {"T4-4C": 4}
+    reported = sorted(w.split("'")[1] for w in pool.warnings)
+    assert reported == ["GRID P4-2Q", "GRID T4-1-4CME", "GRID T4-2C"]
+
+
 def test_instances_are_capped_by_the_vfs_offering_a_type(tmp_path):
     # Only 4 VFs enabled: at most 4 vGPUs, whatever the type's maximum.
     demo = PROFILES["demo"]
