@@ -53,3 +53,8 @@ class ForbiddenError(FakeDraError):
 
 class PrepareError(FakeDraError):
     """A claim cannot be prepared on this node; reported per claim to the kubelet."""
+
+
+class CallAborted(FakeDraError):
+    """A kubelet call ran out of time or was cancelled by a plugin shutdown before it committed;
+    everything it had recorded was rolled back, so the kubelet's retry starts from scratch."""

@@ -10,8 +10,17 @@ a UnicodeDecodeError traceback.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from pathlib import Path
+
+TEMP_SUFFIX = ".tmp"
+
+
+def temp_path(path: Path) -> Path:
+    """Where atomic_write stages `path`: starts with "." and does not end in .json, so neither a
+    CDI runtime scanning the directory nor our own loaders ever pick up a half-written file."""
+    return path.with_name(f".{path.name}.{os.getpid()}{TEMP_SUFFIX}")
 
 
 def atomic_write(path: Path, data: bytes, mode: int, sync_dir: bool = True, fsync: bool = True) -> None:
@@ -21,9 +30,7 @@ def atomic_write(path: Path, data: bytes, mode: int, sync_dir: bool = True, fsyn
     fsyncs only add durability across power loss, so callers skip them for intermediate states
     whose loss is equivalent to "the step never happened" (see driver.state.prepare).
     """
-    # The temp name starts with "." and does not end in .json, so neither a CDI runtime scanning
-    # the directory nor our own loaders ever pick up a half-written file.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = temp_path(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         try:
@@ -62,6 +69,35 @@ def remove(path: Path, sync_dir: bool = True) -> bool:
     if sync_dir:
         fsync_dir(path.parent)
     return True
+
+
+def remove_stale_temps(directory: Path, name_glob: str) -> list[Path]:
+    """Remove the temp files an interrupted atomic_write left for files named `name_glob` in
+    `directory` (call only while no other process can be writing there)."""
+    removed: list[Path] = []
+    for tmp in directory.glob(f".{name_glob}.*{TEMP_SUFFIX}"):
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+            removed.append(tmp)
+    return removed
+
+
+def make_dirs(path: Path, mode: int, parents_mode: int = 0o755) -> bool:
+    """mkdir -p with exact modes whatever the umask (umask 000 must not make a directory
+    world-writable, nor 077 one the container runtime cannot read). Existing directories keep
+    their mode. True if `path` itself was created."""
+    created = False
+    for part in [*reversed(path.parents), path]:
+        want = mode if part == path else parents_mode
+        try:
+            os.mkdir(part, 0o700)  # narrow until the chmod below
+        except FileExistsError:
+            continue
+        os.chmod(part, want)
+        created = part == path
+    if not path.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+    return created
 
 
 def read_text_file(path: str | os.PathLike[str], what: str) -> str:

@@ -2,11 +2,14 @@
 
 Composition only: it picks the claim source (API server with --kubeconfig or in-cluster, else the
 local object store), builds the pool provider (discovery + rendering, cached), the checkpoint, the
-CDI writer and the gRPC server, then waits for SIGTERM/SIGINT and drains.
+CDI writer and the gRPC server, then waits for SIGTERM/SIGINT and hands over (`_hand_over`:
+the state directory is released only after the last write; docs/robustness.md). SIGHUP re-scans
+the inventory (and re-publishes, unless --no-publish).
 
-Test hook: with FAKE_DRA_TEST_MODE=1, FAKE_DRA_CRASH_AT=<step> SIGKILLs the process at that step
+Test hooks: with FAKE_DRA_TEST_MODE=1, FAKE_DRA_CRASH_AT=<step> SIGKILLs the process at that step
 of prepare/unprepare (prepare-started, prepare-cdi-written, prepare-completed,
-unprepare-cdi-removed, unprepare-completed); without FAKE_DRA_TEST_MODE it is ignored.
+unprepare-cdi-removed, unprepare-completed) and FAKE_DRA_PAUSE_AT=<step>:<seconds> stalls the
+call there (a slow disk, for hand-over tests); without FAKE_DRA_TEST_MODE both are ignored.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from typing import Any
 
 from driver.commands import common
@@ -25,6 +29,7 @@ from driver.features import Features
 log = logging.getLogger("fake-dra.run")
 CRASH_STEPS = ("prepare-started", "prepare-cdi-written", "prepare-completed", "unprepare-cdi-removed",
                "unprepare-completed")
+CANCEL_WINDOW_S = 5.0  # after the grace period: at most this long (and at most the grace) to roll back
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,8 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common.add_flag(parser, "--health-interval", "5", "seconds between device health refreshes (kubelet lease is 30)")
     common.add_flag(parser, "--publish-interval", "30", "seconds between slice reconciliations")
     common.add_flag(parser, "--boot-id-file", "/proc/sys/kernel/random/boot_id", "file holding the node boot ID")
-    common.add_flag(parser, "--api-deadline", "30", "seconds to keep retrying an unavailable API server per claim")
-    common.add_flag(parser, "--grace-period", "10", "seconds to drain in-flight calls on SIGTERM")
+    common.add_flag(parser, "--api-deadline", "30", "seconds to keep retrying an unavailable API server per claim "
+                    "(never past the kubelet call's own deadline or 45 s)")
+    common.add_flag(parser, "--grace-period", "10", "seconds to let in-flight calls finish on SIGTERM; calls still "
+                    "running are then cancelled and rolled back (within min(grace, 5) s more)")
     parser.add_argument("--no-publish", action="store_true", help="serve the plugin only; do not publish slices")
     parser.add_argument("--device-metadata", type=_on_off, default=True, metavar="true|false",
                         help="write DRA device metadata files (KEP-5304) and bind-mount them into containers "
@@ -52,17 +59,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _crash_hook():
-    step = os.environ.get("FAKE_DRA_CRASH_AT")
-    if not step or os.environ.get("FAKE_DRA_TEST_MODE") != "1":
+    if os.environ.get("FAKE_DRA_TEST_MODE") != "1":
         return lambda _step: None
-    if step not in CRASH_STEPS:
+    step = os.environ.get("FAKE_DRA_CRASH_AT")
+    if step and step not in CRASH_STEPS:
         raise InputError(f"FAKE_DRA_CRASH_AT: unknown step {step!r} (known: {', '.join(CRASH_STEPS)})")
-    log.warning("test mode: will SIGKILL at step", extra={"step": step})
+    pause_step, pause_s = _pause_at(os.environ.get("FAKE_DRA_PAUSE_AT"))
+    if step:
+        log.warning("test mode: will SIGKILL at step", extra={"step": step})
+    if pause_step:
+        log.warning("test mode: will pause at step", extra={"step": pause_step, "seconds": pause_s})
 
     def hook(current: str) -> None:
+        if current == pause_step:
+            time.sleep(pause_s)
         if current == step:
             os.kill(os.getpid(), signal.SIGKILL)
     return hook
+
+
+def _pause_at(value: str | None) -> tuple[str | None, float]:
+    if not value:
+        return None, 0.0
+    step, _, seconds = value.partition(":")
+    if step not in CRASH_STEPS:
+        raise InputError(f"FAKE_DRA_PAUSE_AT: unknown step {step!r} (known: {', '.join(CRASH_STEPS)})")
+    return step, common.positive_seconds(seconds, "FAKE_DRA_PAUSE_AT seconds")
 
 
 def _claim_source(args: argparse.Namespace, deadline_s: float) -> Any:
@@ -167,7 +189,7 @@ def start_publisher(args: argparse.Namespace, render, interval_s: float, registr
 
 def run(args: argparse.Namespace) -> int:
     from driver.plugin.metrics import PluginMetrics
-    from driver.plugin.server import PluginServer, SocketPaths
+    from driver.plugin.server import PluginServer, SocketPaths, check_sockets
     from driver.state.cdi import CdiWriter
     from driver.state.checkpoint import CheckpointStore, read_boot_id
     from driver.state.health import HealthModel
@@ -198,9 +220,11 @@ def run(args: argparse.Namespace) -> int:
     state_dir = dirs.state
     checkpoint = CheckpointStore(state_dir, driver_name=driver_name, node_name=node,
                                  boot_id=read_boot_id(args.boot_id_file))
+    # Sockets are probed as soon as this process owns the state directory and before it touches
+    # anything: a live one belongs to another instance (a surge successor waits for the lock first).
     state = DeviceState(driver_name=driver_name, claims=claims, pool=pool_cache,
                         cdi=CdiWriter(dirs.cdi, driver_name), checkpoint=checkpoint, crash_hook=_crash_hook(),
-                        **_device_info(args, claims, driver_name, state_dir))
+                        when_owned=lambda: check_sockets(paths), **_device_info(args, claims, driver_name, state_dir))
     log.info(f"restored {state.count()} prepared claims", extra={"claims": state.count(), "state_dir": str(state_dir)})
 
     def devices():
@@ -216,9 +240,7 @@ def run(args: argparse.Namespace) -> int:
                           metrics=metrics, health_interval_s=health_interval)
     metrics_server = metrics.serve(args.metrics_addr) if args.metrics_addr else None
 
-    done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
+    signals = _Signals()
     publisher = start_publisher(args, render, publish_interval, metrics.registry)
     try:
         server.start()
@@ -226,16 +248,73 @@ def run(args: argparse.Namespace) -> int:
         if publisher is not None:
             publisher.stop()
         raise
-    if publisher is not None:
-        signal.signal(signal.SIGHUP, lambda *_: publisher.trigger())  # re-scan the inventory now
     try:
-        done.wait()
+        while signals.wait():  # SIGHUP: re-scan the inventory now (with --no-publish too)
+            _rescan(pool_cache, publisher)
     finally:
         log.info("shutting down")
         if publisher is not None:
             publisher.stop()
-        server.stop(grace_s)
+        _hand_over(server, state, grace_s)
         if metrics_server is not None:
             metrics_server.shutdown()
-        state.close()
     return 0
+
+
+class _Signals:
+    """SIGTERM/SIGINT end the process, SIGHUP asks for a re-scan; installed together before the
+    sockets exist, so no signal ever meets its default action (SIGHUP's would kill us)."""
+
+    def __init__(self) -> None:
+        self._wake = threading.Event()
+        self.stop = self.rescan = False
+        signal.signal(signal.SIGTERM, self._on_stop)
+        signal.signal(signal.SIGINT, self._on_stop)
+        signal.signal(signal.SIGHUP, self._on_hup)
+
+    def _on_stop(self, *_: object) -> None:
+        self.stop = True
+        self._wake.set()
+
+    def _on_hup(self, *_: object) -> None:
+        self.rescan = True
+        self._wake.set()
+
+    def wait(self) -> bool:
+        """Block until a signal; True for a re-scan request, False when asked to stop."""
+        while not self.stop:
+            self._wake.wait()
+            self._wake.clear()
+            if self.rescan and not self.stop:
+                self.rescan = False
+                return True
+        return False
+
+
+def _rescan(pool_cache: Any, publisher: Any) -> None:
+    log.info("SIGHUP: re-scanning the inventory")
+    try:
+        pool_cache.refresh()
+    except Exception:  # noqa: BLE001 - a failed re-scan keeps the last inventory; the process lives on
+        log.exception("re-scan failed; keeping the previous inventory")
+    if publisher is not None:
+        publisher.trigger()
+
+
+def _hand_over(server: Any, state: Any, grace_s: float) -> None:
+    """Stop so that a successor never sees a write of ours once it owns the state directory
+    (driver.state.ownership): refuse new calls, let running ones finish for the grace period,
+    cancel and roll back the rest, remove our sockets, and only then release the lock."""
+    cancel_s = min(grace_s, CANCEL_WINDOW_S)
+    server.stop_serving(abort_after_s=grace_s + cancel_s)
+    drained = state.shutdown(grace_s, cancel_s)
+    server.finish_stop()
+    if not drained:
+        # Releasing the lock now could let a successor in while our call still writes; exiting
+        # drops the lock and that thread together, like a SIGKILL (which the write order survives).
+        log.error("a call is still writing after cancellation; exiting without releasing the state directory",
+                  extra={"cancel_s": cancel_s})
+        logging.shutdown()
+        os._exit(1)
+    state.close()
+    log.info("state directory released")

@@ -22,7 +22,7 @@ from driver.discovery.reader import (
     read_attribute,
 )
 from driver.errors import DiscoveryError
-from driver.model.hardware import HardwareCatalog
+from driver.model.hardware import GpuModel, HardwareCatalog
 from driver.model.inventory import Gpu, Inventory, NicPF, VirtualFunction
 
 __all__ = ["BDF", "discover", "read_attribute"]
@@ -65,13 +65,8 @@ def discover(root: str | Path, catalog: HardwareCatalog) -> Inventory:
 
 def _gpu(walker: SysfsReader, catalog: HardwareCatalog, item: FoundFunction, index: int) -> Gpu | None:
     pci, path = item.pci, item.path
-    model = catalog.gpu(pci.device_id)
+    model = _model(walker, catalog, item)
     if model is None:
-        walker.warn(
-            join(path, "device"),
-            f"unknown NVIDIA GPU device ID 0x{pci.device_id:04x}; skipping GPU {pci.address} "
-            "(add the model under `hardware.gpus` in the driver config)",
-        )
         return None
     # Pre-Ampere vGPU: mdev types on the PF. Ampere+ SR-IOV vGPU: on each VF (virtfnN), either as mdev
     # types or, with NVIDIA's vendor-specific VFIO framework, in <VF>/nvidia/creatable_vgpu_types.
@@ -82,6 +77,40 @@ def _gpu(walker: SysfsReader, catalog: HardwareCatalog, item: FoundFunction, ind
         types += vgpu.mdev_types(walker, vf_path, vf_name) + vgpu.vendor_vfio_types(walker, vf_path, vf_name)
         paths[vf_name] = vf_path
     return Gpu(index=index, pci=pci, model=model, mdev_types=vgpu.merge(types, walker, pci.address, paths))
+
+
+def _model(walker: SysfsReader, catalog: HardwareCatalog, item: FoundFunction) -> GpuModel | None:
+    """The table model of this GPU. Boards that share a device ID (A2 and A16 are both 10de:25b6) are
+    told apart by `subsystem_vendor`/`subsystem_device`, as NVIDIA's own driver tables do; those files
+    are read only for such device IDs, so other GPUs do not depend on them."""
+    pci, path = item.pci, item.path
+    subsystem = None
+    if catalog.needs_subsystem(pci.device_id):
+        what = f"GPU {pci.address} (device ID 0x{pci.device_id:04x} is told apart by its PCI subsystem)"
+        vendor = walker.hex(join(path, "subsystem_vendor"), what, 16)
+        device = walker.hex(join(path, "subsystem_device"), what, 16) if vendor is not None else None
+        if vendor is None or device is None:
+            return None
+        subsystem = (vendor, device)
+    model = catalog.gpu(pci.device_id, subsystem)
+    if model is not None:
+        return model
+    if subsystem is not None:
+        known = ", ".join(f"{m.product_name} ({s[0]:04x}:{s[1]:04x})" for m in catalog.variants_of(pci.device_id)
+                          for s in m.subsystems)
+        walker.warn(
+            join(path, "subsystem_device"),
+            f"NVIDIA GPU device ID 0x{pci.device_id:04x} with subsystem {subsystem[0]:04x}:{subsystem[1]:04x} is "
+            f"none of the known boards {known}; skipping GPU {pci.address} (add the model with its `subsystem:` "
+            "under `hardware.gpus` in the driver config)",
+        )
+        return None
+    walker.warn(
+        join(path, "device"),
+        f"unknown NVIDIA GPU device ID 0x{pci.device_id:04x}; skipping GPU {pci.address} "
+        "(add the model under `hardware.gpus` in the driver config)",
+    )
+    return None
 
 
 def _nic(

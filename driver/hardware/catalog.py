@@ -23,7 +23,7 @@ from driver.model.hardware import GpuModel, HardwareCatalog, MigProfile, NicMode
 
 _GPU_KEYS = {
     "device_id", "product_name", "architecture", "memory_mib", "multiprocessors", "copy_engines",
-    "decoders", "encoders", "jpeg_engines", "ofa_engines", "mig", "vgpu", "source", "unconfirmed",
+    "decoders", "encoders", "jpeg_engines", "ofa_engines", "mig", "vgpu", "source", "unconfirmed", "subsystem",
 }
 _MIG_KEYS = {"layout", "profiles"}
 _PROFILE_KEYS = {"shape", "sms", "mib", "ce", "dec", "enc", "jpeg", "ofa", "source", "unconfirmed"}
@@ -35,6 +35,7 @@ _NIC_KEYS = {"name", "product_name", "source"}
 _SECTIONS = {"gpus", "nics", "mig_layouts", "sources"}
 _VGPU_SUFFIX = re.compile(r"^(\d+)C$")
 _NIC_KEY = re.compile(r"^([0-9a-fA-F]{4}):([0-9a-fA-F]{4})$")
+_SUBSYSTEM = _NIC_KEY  # "<subsystem vendor>:<subsystem device>" in hex, as lspci -nnv prints it
 
 
 # libyaml when present: the tables are parsed at every start-up and on every `slices`/`discover` run.
@@ -81,23 +82,34 @@ def load_catalog(overrides: Mapping[str, Any] | None = None) -> HardwareCatalog:
     layouts = _layouts(raw.get("mig_layouts") or {})
     sources = _sources(raw.get("sources") or {})
     gpus: dict[int, GpuModel] = {}
-    owner: dict[int, str] = {}
+    variants: dict[tuple[int, int, int], GpuModel] = {}
+    owner: dict[tuple[int, ...], str] = {}
     for key, entry in sorted(resolve_inherits(raw.get("gpus") or {}, "hardware.gpus").items()):
         if key.startswith("_"):
             continue  # abstract base (mixin)
         model = _gpu(key, entry, layouts, sources)
-        if model.device_id in gpus:
-            raise ConfigError(
-                f"hardware.gpus.{key}.device_id: 0x{model.device_id:04x} already used by model "
-                f"{owner[model.device_id]!r}"
-            )
-        gpus[model.device_id] = model
-        owner[model.device_id] = key
+        if model.subsystems:
+            for sub_vendor, sub_device in model.subsystems:
+                ids = (model.device_id, sub_vendor, sub_device)
+                shown = f"0x{model.device_id:04x} with subsystem {sub_vendor:04x}:{sub_device:04x}"
+                _claim(owner, ids, key, f"subsystem: {shown}")
+                variants[ids] = model
+        else:
+            _claim(owner, (model.device_id,), key, f"device_id: 0x{model.device_id:04x}")
+            gpus[model.device_id] = model
     nics = {}
     for key, entry in sorted((raw.get("nics") or {}).items()):
         nic = _nic(str(key), entry, sources)
         nics[(nic.vendor_id, nic.device_id)] = nic
-    return HardwareCatalog(gpus=dict(sorted(gpus.items())), nics=nics)
+    return HardwareCatalog(gpus=dict(sorted(gpus.items())), nics=nics, variants=dict(sorted(variants.items())))
+
+
+def _claim(owner: dict[tuple[int, ...], str], ids: tuple[int, ...], key: str, what: str) -> None:
+    """One model per device ID (and per subsystem variant): a second one is a config error."""
+    if ids in owner:
+        field_name, _, shown = what.partition(": ")
+        raise ConfigError(f"hardware.gpus.{key}.{field_name}: {shown} already used by model {owner[ids]!r}")
+    owner[ids] = key
 
 
 # --- field helpers ---------------------------------------------------------------------------------
@@ -211,6 +223,7 @@ def _gpu(key: str, entry: Mapping[str, Any], layouts: Mapping[str, Any], sources
         "multiprocessors": _int(f"{where}.multiprocessors", _required(where, entry, "multiprocessors"), minimum=1),
         "source": source_text(f"{where}.source", entry.get("source"), sources, "driver config"),
         "unconfirmed": _unconfirmed(where, entry),
+        "subsystems": _subsystems(f"{where}.subsystem", entry.get("subsystem")),
     }
     for field in ("copy_engines", "decoders", "encoders", "jpeg_engines", "ofa_engines"):
         fields[field] = _int(f"{where}.{field}", entry.get(field, 0))
@@ -221,6 +234,24 @@ def _gpu(key: str, entry: Mapping[str, Any], layouts: Mapping[str, Any], sources
     if vgpu:
         fields["vgpu_profiles"] = _vgpu(where, vgpu, fields, sources)
     return GpuModel(**fields)
+
+
+def _subsystems(where: str, value: Any) -> tuple[tuple[int, int], ...]:
+    """`subsystem: "10de:14a9"` (or a list of them): the PCI subsystem IDs that select this model."""
+    if value is None:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise ConfigError(f"{where}: must name at least one '<vendor>:<device>' subsystem, e.g. '10de:14a9'")
+    out = []
+    for item in items:
+        match = _SUBSYSTEM.match(item) if isinstance(item, str) else None
+        if match is None:
+            raise ConfigError(f"{where}: {item!r} is not a '<vendor>:<device>' subsystem in hex, e.g. '10de:14a9'")
+        out.append((int(match.group(1), 16), int(match.group(2), 16)))
+    if len(set(out)) != len(out):
+        raise ConfigError(f"{where}: duplicate subsystem in {items}")
+    return tuple(out)
 
 
 def _mig(
@@ -380,7 +411,7 @@ def unconfirmed_rows(catalog: HardwareCatalog) -> list[str]:
     """One line per model and table row whose numbers are marked as not confirmed against NVIDIA's
     documentation or a real capture: `<model>[ MIG <profile> | vGPU <type>]: <why>`."""
     out = []
-    for model in catalog.gpus.values():
+    for model in catalog.models():
         if model.unconfirmed:
             out.append(f"{model.name}: {model.unconfirmed}")
         out.extend(f"{model.name} MIG {p.name}: {p.unconfirmed}" for p in model.mig_profiles if p.unconfirmed)

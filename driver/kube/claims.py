@@ -5,6 +5,8 @@ Why raw reads: the typed client drops fields it does not know (alpha fields such
 server blip must not fail a prepare the kubelet would only retry later; transient failures
 (connection errors, 429, 5xx) are retried with capped exponential backoff and jitter until a
 deadline safely inside the kubelet's 45 s call timeout (default 30 s). 404 is NotFoundError at once.
+A call's own Deadline (driver.deadline) bounds the retries further: they never outlast the kubelet
+call that asked, and a plugin shutdown cancels the wait between two attempts at once.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from driver.deadline import Deadline
 from driver.errors import FakeDraError, InputError, NotFoundError
 from driver.model.claimshape import check_claim_shape
 
@@ -40,14 +43,17 @@ class KubeClaimSource:
         self.api_version = api_version
         self._sleep = sleep
 
-    def get_claim(self, namespace: str, name: str) -> dict[str, Any]:
+    def get_claim(self, namespace: str, name: str, deadline: Deadline | None = None) -> dict[str, Any]:
         start = time.monotonic()
+        limit = self.deadline_s if deadline is None else min(self.deadline_s, deadline.remaining())
         delay = 0.1
         attempt = 0
         while True:
             attempt += 1
+            if deadline is not None:
+                deadline.check(f"reading resourceclaim {namespace}/{name}")
             try:
-                remaining = self.deadline_s - (time.monotonic() - start)
+                remaining = limit - (time.monotonic() - start)
                 resp = self.api.get_namespaced_custom_object(
                     "resource.k8s.io", self.api_version, namespace, "resourceclaims", name,
                     _preload_content=False, _request_timeout=max(0.5, min(self.request_timeout_s, remaining)),
@@ -66,15 +72,20 @@ class KubeClaimSource:
             else:
                 return _decode(body, namespace, name)
             elapsed = time.monotonic() - start
-            if elapsed >= self.deadline_s:
+            if deadline is not None:
+                deadline.check(f"reading resourceclaim {namespace}/{name} ({problem})")
+            if elapsed >= limit:
                 raise ApiUnavailableError(
                     f"reading resourceclaim {namespace}/{name}: API server unavailable after {attempt} attempts "
                     f"in {elapsed:.1f}s ({problem})"
                 )
-            pause = min(delay * (0.5 + random.random() / 2), self.deadline_s - elapsed)  # last try at the deadline
+            pause = min(delay * (0.5 + random.random() / 2), limit - elapsed)  # last try at the deadline
             log.warning("claim read failed, retrying", extra={"claim": f"{namespace}/{name}", "attempt": attempt,
                                                               "problem": problem, "retry_in_s": round(pause, 2)})
-            self._sleep(pause)
+            if deadline is None:
+                self._sleep(pause)
+            else:
+                deadline.wait(pause)  # a shutdown's cancellation ends the wait at once
             delay = min(delay * 2, 5.0)
 
 

@@ -73,6 +73,9 @@ class GpuModel:
     vgpu_profiles: tuple[VgpuProfile, ...] = ()  # time-sliced and MIG-backed types, table order
     source: str = ""  # public source the numbers come from
     unconfirmed: str = ""  # non-empty: model-level numbers not confirmed, and why
+    # PCI subsystem (vendor, device) IDs that select this model when several boards share one device ID
+    # (A2 and A16 are both 10de:25b6); empty: the model of every board with this device ID.
+    subsystems: tuple[tuple[int, int], ...] = ()
 
     @property
     def mig_capable(self) -> bool:
@@ -97,8 +100,28 @@ class NicModel:
 class HardwareCatalog:
     """All known models: built-in tables plus any driver-config additions/overrides."""
 
-    gpus: dict[int, GpuModel] = field(default_factory=dict)
+    gpus: dict[int, GpuModel] = field(default_factory=dict)  # device ID -> the model of every such board
     nics: dict[tuple[int, int], NicModel] = field(default_factory=dict)
+    # Boards told apart by their PCI subsystem: (device ID, subsystem vendor, subsystem device) -> model.
+    variants: dict[tuple[int, int, int], GpuModel] = field(default_factory=dict)
 
-    def gpu(self, device_id: int) -> GpuModel | None:
+    def gpu(self, device_id: int, subsystem: tuple[int, int] | None = None) -> GpuModel | None:
+        """The model of a GPU with this device ID and (when known) PCI subsystem IDs: a subsystem
+        variant first, else the device ID's plain model."""
+        if subsystem is not None:
+            variant = self.variants.get((device_id, *subsystem))
+            if variant is not None:
+                return variant
         return self.gpus.get(device_id)
+
+    def needs_subsystem(self, device_id: int) -> bool:
+        """Whether boards with this device ID are told apart by their PCI subsystem IDs."""
+        return any(key[0] == device_id for key in self.variants)
+
+    def variants_of(self, device_id: int) -> list[GpuModel]:
+        return [m for key, m in sorted(self.variants.items()) if key[0] == device_id]
+
+    def models(self) -> list[GpuModel]:
+        """Every model once (plain and subsystem variants), by device ID then name."""
+        unique = {m.name: m for m in [*self.gpus.values(), *self.variants.values()]}
+        return sorted(unique.values(), key=lambda m: (m.device_id, m.name))

@@ -3,16 +3,25 @@
 Socket rules (kubelet plugin watcher): `<plugins-dir>/<driver>/dra.sock` serves DRAPlugin v1 and
 v1beta1 and DRAResourceHealth v1/v1beta1/v1alpha1; `<registry-dir>/<driver>-reg.sock` serves only
 Registration and is created last, because the kubelet dials the endpoint as soon as it sees the
-registration socket. Stale sockets from a crashed predecessor are removed at start (only if they
-are sockets) and ours on shutdown. Sockets are 0600 (created under umask 077); directories we create are 0750.
-`stop()` closes the registration socket first, then drains in-flight DRA calls (grace period).
+registration socket. A socket left by a crashed predecessor is removed at start, but only if it is
+a socket and nobody answers on it: a live one belongs to another plugin instance with the same
+kubelet directories, and replacing it would let the kubelet prepare the same device through both,
+so it is a start-up error (`check_sockets`, also run by `fake-dra run` as soon as it owns the state
+directory). A socket is bound under a hidden name and then hard-linked into place, which never
+replaces anything (`_bind`); ours are removed on shutdown, and only if they are still ours (same
+inode). Sockets are 0600 (created under umask 077); directories we create are 0750 whatever the umask.
+Shutdown is two steps around the state's drain (driver.state.ownership): `stop_serving()` closes
+the registration socket and refuses new calls while running ones go on; `finish_stop()` aborts
+what is left and removes the DRA socket, before the state directory is released.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
+import socket
 import stat
 import threading
 from collections.abc import Callable, Iterator
@@ -23,6 +32,7 @@ from pathlib import Path
 import grpc
 
 from driver.errors import InputError
+from driver.fsutil import make_dirs
 from driver.plugin.gen import pluginregistration_v1_pb2_grpc as reg_grpc
 from driver.plugin.metrics import PluginMetrics
 from driver.plugin.protos import DRA as _DRA
@@ -31,11 +41,13 @@ from driver.plugin.services import (
     DEFAULT_STATE_CONCURRENCY,
     DRA_VERSIONS,
     HEALTH_VERSIONS,
+    MAX_HEALTH_STREAMS,
     HealthHub,
     RegistrationServicer,
     dra_servicer,
     health_servicer,
 )
+from driver.state.ownership import startup_io
 from driver.state.prepare import DeviceState
 from driver.state.types import DeviceHealthStatus
 
@@ -68,15 +80,75 @@ class SocketPaths:
         return paths
 
 
-def _remove_stale(path: Path) -> None:
+def socket_is_live(path: Path, timeout_s: float = 1.0) -> bool:
+    """True when a process accepts connections on the unix socket `path` (connect, then hang up)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout_s)
+        try:
+            sock.connect(str(path))
+        except (ConnectionRefusedError, FileNotFoundError):
+            return False  # nobody listens: left by a process that is gone
+        except TimeoutError:
+            return True  # a full accept backlog: someone is there
+        except OSError as exc:
+            raise InputError(f"cannot tell whether socket {path} is in use: {exc.strerror or exc}") from None
+        return True
+
+
+def _check_socket(path: Path) -> bool:
+    """True when a stale socket is at `path`; InputError when it is live or not a socket."""
     try:
         mode = path.lstat().st_mode
     except FileNotFoundError:
-        return
+        return False
+    except OSError as exc:
+        raise InputError(f"socket path {path}: {exc.strerror or exc}") from None
     if not stat.S_ISSOCK(mode):
         raise InputError(f"{path} exists and is not a socket; refusing to replace it")
-    path.unlink()
-    log.info("removed stale socket", extra={"path": str(path)})
+    if socket_is_live(path):
+        raise InputError(f"socket {path} is in use by another running process (a second plugin instance with the "
+                         "same kubelet directories?); stop it first or give this one other directories")
+    return True
+
+
+def check_sockets(paths: SocketPaths) -> None:
+    """Start-up check: neither socket may be served by another live process."""
+    for path in (paths.dra, paths.registration):
+        _check_socket(path)
+
+
+def _remove_stale(path: Path) -> None:
+    if _check_socket(path):
+        path.unlink()
+        log.info("removed stale socket", extra={"path": str(path)})
+
+
+def _place(staged: Path, path: Path) -> None:
+    """Give the staged socket its real name without ever replacing one (FileExistsError)."""
+    try:
+        os.link(staged, path)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP):
+            raise
+        # A filesystem without hard links: rename, after checking once more that the name is free.
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, "exists", str(path)) from None
+        os.rename(staged, path)
+
+
+def _inode(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _unlink_if(path: Path, inode: tuple[int, int] | None) -> None:
+    """Remove our socket, never a successor's that took the path meanwhile."""
+    if inode is not None and _inode(path) == inode:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
 
 
 @contextlib.contextmanager
@@ -103,26 +175,33 @@ class PluginServer:
         # on the state at once: see driver.plugin.services.dra_servicer.
         self._max_workers = max_workers
         self._gate = threading.BoundedSemaphore(state_concurrency)
+        self._streams = threading.BoundedSemaphore(MAX_HEALTH_STREAMS)
         self._dra: grpc.Server | None = None
         self._reg: grpc.Server | None = None
+        self._inodes: dict[Path, tuple[int, int] | None] = {}
+        self._stopped: threading.Event | None = None
         self._stop = threading.Event()
         self._health_thread: threading.Thread | None = None
         self.registration: RegistrationServicer | None = None
 
     def start(self) -> None:
         self._publish_health()  # the first stream message must already be complete
-        self.paths.dra.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
-        self.paths.registration.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
+        for flag, path in (("--kubelet-plugins-dir", self.paths.dra), ("--kubelet-registry-dir", self.paths.registration)):
+            with startup_io(f"{flag} socket directory", path.parent):
+                make_dirs(path.parent, 0o750)
         _remove_stale(self.paths.dra)
         _remove_stale(self.paths.registration)
 
-        self._dra = grpc.server(futures.ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="dra"))
+        # Health streams hold a thread each for their lifetime: they get MAX_HEALTH_STREAMS threads
+        # of their own on top of the DRA workers, so open streams never starve prepare.
+        pool = futures.ThreadPoolExecutor(max_workers=self._max_workers + MAX_HEALTH_STREAMS, thread_name_prefix="dra")
+        self._dra = grpc.server(pool)
         for version, (pb2, grpc_mod) in _DRA.items():
             grpc_mod.add_DRAPluginServicer_to_server(dra_servicer(pb2, grpc_mod, version, self.state, self.metrics, self._gate),
                                                      self._dra)
         for version, (pb2, grpc_mod) in _HEALTH.items():
-            grpc_mod.add_DRAResourceHealthServicer_to_server(health_servicer(pb2, grpc_mod, version, self.hub, self.metrics),
-                                                             self._dra)
+            grpc_mod.add_DRAResourceHealthServicer_to_server(
+                health_servicer(pb2, grpc_mod, version, self.hub, self.metrics, self._streams), self._dra)
         self._bind(self._dra, self.paths.dra)
 
         self._health_thread = threading.Thread(target=self._health_loop, name="health", daemon=True)
@@ -136,13 +215,34 @@ class PluginServer:
                                                   "registration_socket": str(self.paths.registration),
                                                   "versions": supported_versions()})
 
-    @staticmethod
-    def _bind(server: grpc.Server, path: Path) -> None:
+    def _bind(self, server: grpc.Server, path: Path) -> None:
+        """Serve on `path`, placed atomically and only if nobody else placed a socket there.
+
+        gRPC unlinks whatever is at its socket path, before binding and again at shutdown. So it
+        binds a hidden staging name (the kubelet's plugin watcher ignores names starting with a
+        dot; never longer than the final name, for the AF_UNIX limit), and the socket is then
+        hard-linked to its real name: link() fails if that name was taken meanwhile (a racing
+        instance) instead of replacing it, and gRPC's own unlink later hits only the staging name.
+        """
+        staged = path.with_name(f".{os.getpid():x}")
         with _private_umask():
-            if server.add_insecure_port(f"unix://{path}") == 0:
-                raise InputError(f"cannot listen on unix socket {path}")
+            if server.add_insecure_port(f"unix://{staged}") == 0:
+                raise InputError(f"cannot listen on unix socket {staged} (for {path})")
             server.start()
-        os.chmod(path, 0o600)
+        try:
+            os.chmod(staged, 0o600)
+            _place(staged, path)
+        except FileExistsError:
+            server.stop(0)
+            raise InputError(f"socket {path} was created by another process while this one started "
+                             "(a second plugin instance with the same kubelet directories?)") from None
+        except OSError as exc:
+            server.stop(0)
+            raise InputError(f"cannot place socket {path}: {exc.strerror or exc}") from None
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                staged.unlink()
+        self._inodes[path] = _inode(path)
 
     def _publish_health(self) -> None:
         try:
@@ -161,16 +261,24 @@ class PluginServer:
         while not self._stop.wait(self.hub.interval_s):
             self._publish_health()
 
-    def stop(self, grace_s: float = 10.0) -> None:
-        """Unregister (registration socket first), then drain in-flight calls for up to grace_s."""
+    def stop_serving(self, abort_after_s: float) -> None:
+        """Unregister (registration socket first) and refuse new DRA calls; running calls go on
+        (gRPC aborts those still running after abort_after_s). Health streams end."""
         self._stop.set()
         if self._reg is not None:
             self._reg.stop(0).wait()
-        with contextlib.suppress(FileNotFoundError):
-            self.paths.registration.unlink()
+        _unlink_if(self.paths.registration, self._inodes.get(self.paths.registration))
         self.hub.stop()
         if self._dra is not None:
-            self._dra.stop(grace_s).wait()
-        with contextlib.suppress(FileNotFoundError):
-            self.paths.dra.unlink()
+            self._stopped = self._dra.stop(abort_after_s)
+
+    def finish_stop(self, flush_s: float = 1.0) -> None:
+        """Abort whatever is left and remove the DRA socket (before the state is released: a
+        successor must never find our socket, nor we remove its). Answers of calls that just
+        returned get up to flush_s to reach the kubelet first."""
+        if self._dra is not None:
+            if self._stopped is not None:
+                self._stopped.wait(flush_s)
+            self._dra.stop(0).wait()
+        _unlink_if(self.paths.dra, self._inodes.get(self.paths.dra))
         log.info("kubelet plugin stopped")

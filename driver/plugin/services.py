@@ -4,6 +4,11 @@ Why one generic class per service: the versions have identical messages in diffe
 packages, so each servicer is parameterised by its generated module instead of duplicated.
 Per-claim problems travel in the response (`error`), which makes the kubelet retry only that
 claim; an unexpected exception fails the whole call with INTERNAL (the kubelet retries it all).
+Every DRA call is bounded by the earliest of its gRPC deadline and the kubelet's 45 s, including
+its wait at the state gate. Health streams are long-lived and each holds a worker thread, so they
+get their own budget of threads (MAX_HEALTH_STREAMS, driver.plugin.server sizes the pool to it plus
+the DRA workers): a stream beyond it is refused with RESOURCE_EXHAUSTED (the kubelet retries),
+and however many streams are open, prepare always finds a thread.
 """
 
 from __future__ import annotations
@@ -16,18 +21,40 @@ from types import ModuleType
 
 import grpc
 
+from driver.deadline import KUBELET_CALL_TIMEOUT_S
 from driver.plugin.gen import pluginregistration_v1_pb2 as reg_pb2
 from driver.plugin.grpclog import quiet_undecodable_requests
 from driver.plugin.gen import pluginregistration_v1_pb2_grpc as reg_grpc
 from driver.plugin.metrics import PluginMetrics
 from driver.state.names import shorten
 from driver.state.prepare import DeviceState
-from driver.state.types import ClaimRef, DeviceHealthStatus
+from driver.state.types import ClaimRef, DeviceHealthStatus, PrepareResult
 
 log = logging.getLogger("fake-dra.plugin")
 DRA_VERSIONS = ("v1", "v1beta1")  # the kubelet takes the first it supports: newest first
 HEALTH_VERSIONS = ("v1", "v1beta1", "v1alpha1")
 DEFAULT_STATE_CONCURRENCY = 2  # see dra_servicer: 2-4 measured best on 2 cores, 8+ worse
+MAX_HEALTH_STREAMS = 64  # the kubelet opens one per plugin connection; the rest is headroom
+BUSY = "timed out waiting for other calls to finish; retry"
+
+
+def _time_left(context: grpc.ServicerContext | None, started: float) -> float:
+    """Seconds this call may still run: its gRPC deadline, and never past the kubelet's 45 s."""
+    left = KUBELET_CALL_TIMEOUT_S - (time.monotonic() - started)
+    remaining = context.time_remaining() if context is not None else None
+    return left if remaining is None else min(left, remaining)
+
+
+def _gated(gate: threading.Semaphore, context: grpc.ServicerContext | None, started: float,
+           work: Callable[[float], dict], busy: Callable[[str], object], refs: list[ClaimRef]) -> dict:
+    """work(seconds left) holding the gate; the wait for the gate counts against the call's time,
+    and a call that runs out of it waiting answers every claim with `busy(message)`."""
+    if not gate.acquire(timeout=max(0.0, _time_left(context, started))):
+        return {r.uid: busy(f"claim {r.namespace}/{r.name}: {BUSY}") for r in refs}
+    try:
+        return work(_time_left(context, started))
+    finally:
+        gate.release()
 
 
 class RegistrationServicer(reg_grpc.RegistrationServicer):
@@ -73,11 +100,11 @@ def dra_servicer(pb2: ModuleType, grpc_mod: ModuleType, version: str, state: Dev
     class DRAPluginServicer(grpc_mod.DRAPluginServicer):
         def NodePrepareResources(self, request, context):  # noqa: N802
             prepare_calls.inc()
-            start = time.perf_counter()
+            start, started = time.perf_counter(), time.monotonic()
             refs = [ClaimRef(c.namespace, c.name, c.uid) for c in request.claims]
             try:
-                with gate:
-                    results = state.prepare(refs)
+                results = _gated(gate, context, started, lambda t: state.prepare(refs, timeout_s=t),
+                                 lambda e: PrepareResult(error=e), refs)
             except Exception as exc:
                 log.exception("NodePrepareResources failed")
                 context.abort(grpc.StatusCode.INTERNAL, f"prepare failed: {exc}")
@@ -98,11 +125,10 @@ def dra_servicer(pb2: ModuleType, grpc_mod: ModuleType, version: str, state: Dev
 
         def NodeUnprepareResources(self, request, context):  # noqa: N802
             unprepare_calls.inc()
-            start = time.perf_counter()
+            start, started = time.perf_counter(), time.monotonic()
             refs = [ClaimRef(c.namespace, c.name, c.uid) for c in request.claims]
             try:
-                with gate:
-                    results = state.unprepare(refs)
+                results = _gated(gate, context, started, lambda t: state.unprepare(refs, timeout_s=t), str, refs)
             except Exception as exc:
                 log.exception("NodeUnprepareResources failed")
                 context.abort(grpc.StatusCode.INTERNAL, f"unprepare failed: {exc}")
@@ -129,6 +155,7 @@ class HealthHub:
         self._cond = threading.Condition()
         self._devices: list[DeviceHealthStatus] = []
         self._seq = 0
+        self._wakes = 0
         self._stopped = False
 
     def publish(self, devices: list[DeviceHealthStatus]) -> None:
@@ -142,21 +169,50 @@ class HealthHub:
             self._stopped = True
             self._cond.notify_all()
 
+    def wake(self) -> None:
+        """Let every stream re-check whether its client is still there (called when an RPC ends)."""
+        with self._cond:
+            self._wakes += 1
+            self._cond.notify_all()
+
     def stream(self, alive: Callable[[], bool]) -> Iterator[list[DeviceHealthStatus]]:
+        """The full list now, then on every change and at least every interval, while alive()."""
         seq = -1
         while True:
+            due = time.monotonic() + self.interval_s
             with self._cond:
-                self._cond.wait_for(lambda last=seq: self._stopped or self._seq != last, timeout=self.interval_s)
-                if self._stopped or not alive():
-                    return
+                while True:
+                    wakes = self._wakes
+                    self._cond.wait_for(
+                        lambda last=seq, w=wakes: self._stopped or self._seq != last or self._wakes != w,
+                        timeout=max(0.0, due - time.monotonic()))
+                    if self._stopped or not alive():
+                        return
+                    if self._seq != seq or time.monotonic() >= due:
+                        break  # a change, or the periodic refresh (a mere wake() does not delay it)
                 seq, devices = self._seq, self._devices
             yield devices
 
 
-def health_servicer(pb2: ModuleType, grpc_mod: ModuleType, version: str, hub: HealthHub, metrics: PluginMetrics):
+def health_servicer(pb2: ModuleType, grpc_mod: ModuleType, version: str, hub: HealthHub, metrics: PluginMetrics,
+                    slots: threading.Semaphore | None = None):
+    """`slots` bounds the open streams (shared by every health version); see the module docstring."""
+    slots = slots if slots is not None else threading.BoundedSemaphore(MAX_HEALTH_STREAMS)
+
     class HealthServicer(grpc_mod.DRAResourceHealthServicer):
         def NodeWatchResources(self, request, context):  # noqa: N802
             metrics.requests.labels("NodeWatchResources", version).inc()
+            if not slots.acquire(blocking=False):
+                log.warning("health stream refused: too many open", extra={"version": version, "max": MAX_HEALTH_STREAMS})
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              f"too many open health streams (at most {MAX_HEALTH_STREAMS}); retry later")
+            try:
+                yield from self._stream(context)
+            finally:
+                slots.release()
+
+        def _stream(self, context):
+            context.add_callback(hub.wake)  # a client that goes away frees its slot at once
             log.info("health stream opened", extra={"version": version})
             for devices in hub.stream(context.is_active):
                 yield pb2.NodeWatchResourcesResponse(devices=[

@@ -1,7 +1,9 @@
 """CDI spec files: one per prepared claim, so the container runtime can inject what was allocated.
 
 Layout (documented in docs/internals.md, "CDI spec"):
-- file `<cdi-root>/k8s.<driver>_device_<claimUID>.json`, mode 0644, written atomically;
+- file `<cdi-root>/k8s.<driver>_device_<claimUID>.json`, mode 0644, written atomically; the root
+  is created 0755 whatever the umask and is never left group/world-writable (anyone could inject
+  a spec);
 - `cdiVersion` 0.6.0 — the lowest spec version with the fields we use (spec annotations), so
   older runtimes accept it too;
 - kind `k8s.<driver>/device`: <class> is the constant `device` because one file holds every
@@ -27,13 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from driver.errors import FakeDraError
-from driver.fsutil import atomic_write, remove
+from driver.fsutil import atomic_write, make_dirs, remove, remove_stale_temps
 from driver.state.names import check_subdomain, check_uid
+from driver.state.ownership import fix_mode
 from driver.state.types import ClaimRef, PreparedDevice
 
 CDI_VERSION = "0.6.0"
 CDI_CLASS = "device"
 SPEC_MODE = 0o644
+ROOT_MODE = 0o755
 log = logging.getLogger("fake-dra.cdi")
 
 
@@ -46,7 +50,12 @@ class CdiWriter:
         self._prefix = f"{self.vendor}_{CDI_CLASS}_"
 
     def ensure_root(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
+        if not make_dirs(self.root, ROOT_MODE):
+            fix_mode(self.root, "CDI root")
+
+    def remove_stale_temps(self) -> list[Path]:
+        """Temp files of our spec writes a crash interrupted (only while holding the state lock)."""
+        return remove_stale_temps(self.root, f"{self._prefix}*.json")
 
     def device_id(self, claim_uid: str, device: str) -> str:
         return f"{self.kind}={self.device_name(claim_uid, device)}"

@@ -12,8 +12,10 @@ re-serialized data is what made other drivers declare valid checkpoints "corrupt
 Durability across power loss matters less than it seems: a power cut changes the boot ID, the
 kubelet then prepares every claim in use again, and entries of an older boot are dropped at load
 (they reserve nothing any more: their containers and /var/run CDI specs are gone), so stale entries
-never accumulate. A file that does not parse or validate is moved aside (`checkpoint.json.corrupt-<unix time>`)
-with an error log, and the caller rebuilds from the CDI specs instead of crash-looping.
+never accumulate. A file that does not parse or validate is moved aside (`checkpoint.json.corrupt-<unix time>`,
+with `-<n>` appended when that name is taken, so no earlier copy is ever overwritten) with an error log, and
+the caller rebuilds from the CDI specs instead of crash-looping. Something that cannot be read at all (a
+directory named checkpoint.json, no permission) is a start-up error naming the path, not "corrupt".
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from driver.fsutil import atomic_write, fsync_dir
+from driver.errors import InputError
+from driver.fsutil import atomic_write, fsync_dir, make_dirs, remove_stale_temps
 from driver.state.names import check_uid
 from driver.state.types import ClaimRef, PreparedDevice
 
@@ -83,8 +86,14 @@ class CheckpointStore:
         self._fragments: dict[str, tuple[ClaimEntry, str]] = {}
 
     def ensure_dir(self) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        """Create the directory (0700 whatever the umask; missing parents 0755) and make it 0700."""
+        make_dirs(self.dir, 0o700)
         os.chmod(self.dir, 0o700)
+
+    def remove_stale_temps(self) -> None:
+        """Temp files of checkpoint writes a crash interrupted (only while holding the lock)."""
+        for tmp in remove_stale_temps(self.dir, FILE_NAME):
+            log.info("removed the temp file of an interrupted checkpoint write", extra={"path": str(tmp)})
 
     def load(self) -> Checkpoint | None:
         """The stored checkpoint, an empty one if there is none, or None if it was corrupt."""
@@ -92,16 +101,28 @@ class CheckpointStore:
             raw = self.path.read_bytes()
         except FileNotFoundError:
             return Checkpoint()
+        except IsADirectoryError:
+            raise InputError(f"state directory {self.dir}: {self.path} is a directory, not a checkpoint file; "
+                             "remove it (or point --state-dir elsewhere)") from None
         try:
             return self._parse(raw)
         except Exception as exc:  # noqa: BLE001 - anything unparsable is "corrupt", never fatal
-            aside = self.path.with_name(f"{FILE_NAME}.corrupt-{int(time.time())}")
+            aside = self._corrupt_name()
             os.replace(self.path, aside)
             log.error(
                 "checkpoint %s is corrupt (%s); moved it to %s and rebuilding state from the CDI specs",
                 self.path, exc, aside.name, extra={"path": str(self.path), "moved_to": str(aside)},
             )
             return None
+
+    def _corrupt_name(self) -> Path:
+        """checkpoint.json.corrupt-<unix time>, or -<time>-<n> when taken: two corrupt files in
+        the same second must both be kept (the lock excludes other writers, so no race)."""
+        base = f"{FILE_NAME}.corrupt-{int(time.time())}"
+        aside, n = self.dir / base, 1
+        while os.path.lexists(aside):
+            aside, n = self.dir / f"{base}-{n}", n + 1
+        return aside
 
     def _parse(self, raw: bytes) -> Checkpoint:
         doc = json.loads(raw)

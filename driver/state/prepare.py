@@ -15,20 +15,22 @@ the plugin"):
 A crash anywhere leaves a state the retried call repairs: a PrepareStarted claim is simply
 prepared again (its devices stay reserved meanwhile), a CDI spec always has a checkpoint record.
 Errors are per claim; only a failure to write the checkpoint fails the claims of that batch.
-The state directory is owned by one plugin process at a time (flock held for the lifetime).
+The state directory is owned by one plugin process at a time (flock, driver.state.ownership), and
+every call is bounded by a Deadline (its gRPC deadline, the kubelet's 45 s, a shutdown's
+cancellation): a prepare whose deadline passes before it commits (marks PrepareCompleted) rolls
+back, so nothing is written after `shutdown` returns and the successor reads a settled state.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
-import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from driver.errors import FakeDraError, InputError, NotFoundError, PrepareError
+from driver.deadline import KUBELET_CALL_TIMEOUT_S, Deadline
+from driver.errors import CallAborted, FakeDraError, InputError, NotFoundError, PrepareError
 from driver.features import Features
 from driver.model.claimshape import check_claim_shape
 from driver.state.cdi import CdiWriter
@@ -39,6 +41,7 @@ from driver.state.device_env import device_env
 from driver.state.metadata import DeviceMetadataWriter
 from driver.state.names import check_label, check_subdomain, check_uid
 from driver.state.names import shorten as _short
+from driver.state.ownership import CallGate, StateDirLock, startup_io
 from driver.state.pool import PoolCache, attr
 from driver.state.revalidate import PlacedIndex
 from driver.state.types import ClaimRef, ClaimSource, PreparedDevice, PrepareResult
@@ -66,9 +69,14 @@ class DeviceState:
         crash_hook: CrashHook = _no_crash,
         metadata: DeviceMetadataWriter | None = None,
         claim_status: ClaimStatusReporter | None = None,
+        max_call_s: float = KUBELET_CALL_TIMEOUT_S,
+        when_owned: Callable[[], None] | None = None,
     ) -> None:
         """`metadata` writes KEP-5304 device metadata files (default: off, only cleans up);
-        `claim_status` reports VFs in ResourceClaim status.devices (default: not at all)."""
+        `claim_status` reports VFs in ResourceClaim status.devices (default: not at all);
+        `max_call_s` bounds every call (the kubelet's 45 s); `when_owned` runs once this process
+        owns the state directory, before anything in it or in the CDI root is touched (run.py
+        probes the kubelet sockets there)."""
         self.driver_name = driver_name
         self._claims = claims
         self._pool = pool
@@ -84,25 +92,31 @@ class DeviceState:
         self._dirty: set[str] = set()  # claim UIDs changed since the last checkpoint encode
         # Revalidation is strict regardless of the scheduler's gates: that is its point.
         self._features = Features.all_on()
-        checkpoint.ensure_dir()
-        cdi.ensure_root()
-        self._lock_fd = os.open(checkpoint.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
-        self._own_state_dir()
-        self._cp = self._load()
-        self._metadata.prune(set(self._cp.claims))
+        self._calls = CallGate(max_call_s)
+        self._closed = False
+        # Two plugin processes (a surging rolling update) must never both own the checkpoint: the
+        # newcomer waits for the old one's lock. Start-up faults are InputErrors naming the path.
+        self._dir_lock = StateDirLock(checkpoint.dir)
+        try:
+            with startup_io("state directory", checkpoint.dir):
+                checkpoint.ensure_dir()
+            self._dir_lock.acquire()
+            if when_owned is not None:
+                when_owned()
+            with startup_io("CDI root", cdi.root):
+                cdi.ensure_root()
+                for tmp in cdi.remove_stale_temps():
+                    log.info("removed the temp file of an interrupted CDI spec write", extra={"path": str(tmp)})
+            with startup_io("loading the checkpoint in state directory", checkpoint.dir):
+                checkpoint.remove_stale_temps()
+                self._cp = self._load()
+                self._metadata.prune(set(self._cp.claims))
+        except BaseException:
+            self._dir_lock.release()
+            raise
         self._placed = PlacedIndex(self._cp, driver_name)
 
     # -- start-up -------------------------------------------------------------------------
-
-    def _own_state_dir(self) -> None:
-        # Two plugin processes (a surging rolling update) must never both own the checkpoint:
-        # the newcomer waits until the old one exits (the kernel drops the lock even on SIGKILL).
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.warning("another plugin process owns the state directory; waiting for it to exit",
-                        extra={"state_dir": str(self._store.dir)})
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
 
     def _load(self) -> Checkpoint:
         cp = self._store.load()
@@ -130,11 +144,26 @@ class DeviceState:
             self._store.save(cp)
             log.info("dropped claims prepared before the last reboot", extra={"claims": len(old)})
 
+    def shutdown(self, grace_s: float, cancel_s: float) -> bool:
+        """Let the running calls finish for up to grace_s, cancel (roll back) the rest, and flush.
+        True when no call can write any more: then `close` may release the state directory.
+        False when a call is still writing after cancel_s: the caller must then exit the process
+        without calling `close` (driver.state.ownership explains why that is safe)."""
+        if not self._calls.drain(grace_s, cancel_s):
+            return False
+        try:
+            self._flush()  # the rollbacks of cancelled calls reach the disk before the successor reads it
+        except OSError as exc:
+            # The file then still holds their PrepareStarted records: reserved until retried, harmless.
+            log.error("final checkpoint write failed", extra={"path": str(self._store.path), "error": str(exc)})
+        return True
+
     def close(self) -> None:
-        """Release the state directory (the process exiting does the same)."""
-        if self._lock_fd >= 0:
-            os.close(self._lock_fd)
-            self._lock_fd = -1
+        """Release the state directory (the process exiting does the same). Nothing is written
+        afterwards, even by a call that somehow slipped past `shutdown`."""
+        with self._io_lock:
+            self._closed = True
+            self._dir_lock.release()
 
     # -- checkpoint persistence (group commit) ----------------------------------------------
 
@@ -148,6 +177,8 @@ class DeviceState:
         held only while encoding, never across the disk I/O. `need` is the version the caller's
         own change produced (default: everything recorded so far)."""
         with self._io_lock:
+            if self._closed:
+                raise CallAborted("the state directory was released; not writing the checkpoint")
             with self._lock:
                 target = self._version if need is None else need
                 if (self._synced if durable else self._written) >= target:
@@ -186,7 +217,16 @@ class DeviceState:
 
     # -- prepare --------------------------------------------------------------------------
 
-    def prepare(self, refs: Sequence[ClaimRef]) -> dict[str, PrepareResult]:
+    def prepare(self, refs: Sequence[ClaimRef], timeout_s: float | None = None) -> dict[str, PrepareResult]:
+        """`timeout_s`: how long the caller still waits (its gRPC deadline); never more than max_call_s."""
+        deadline = self._calls.deadline(timeout_s)
+        with self._calls.call():
+            try:
+                return self._prepare(refs, deadline)
+            except CallAborted as exc:  # refused before it recorded anything
+                return {ref.uid: PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {exc}") for ref in refs}
+
+    def _prepare(self, refs: Sequence[ClaimRef], deadline: Deadline) -> dict[str, PrepareResult]:
         results: dict[str, PrepareResult] = {}
         fetched: list[tuple[ClaimRef, dict[str, Any]]] = []
         for ref in _dedupe(refs, results, PrepareResult):
@@ -196,19 +236,20 @@ class DeviceState:
                 results[ref.uid] = PrepareResult(error=f"claim {_short(ref.namespace)}/{_short(ref.name)}: {exc}")
                 continue
             try:
-                fetched.append((ref, self._fetch(ref)))
+                deadline.check(f"claim {ref.namespace}/{ref.name}")
+                fetched.append((ref, self._fetch(ref, deadline)))
             except FakeDraError as exc:
                 results[ref.uid] = PrepareResult(error=str(exc))
             except Exception as exc:  # a claim source's bug must fail this claim, not the call
                 log.exception("reading a claim failed unexpectedly", extra={"claim": _short(f"{ref.namespace}/{ref.name}")})
                 results[ref.uid] = PrepareResult(
                     error=f"claim {_short(ref.namespace)}/{_short(ref.name)}: reading the claim failed: {type(exc).__name__}")
-        with self._claims_locked(ref.uid for ref, _ in fetched):
+        with self._claims_locked(ref.uid for ref, _ in fetched), self._calls.mutating(deadline, "prepare"):
             with self._lock:
                 pending, batch, before, recorded = self._prepare_locked(fetched, results)
             need = None  # already prepared claims whose flush failed earlier: everything
             if batch:
-                ok, done = self._act(batch, before, results, recorded, dict((r.uid, c) for r, c in fetched))
+                ok, done = self._act(batch, before, results, recorded, dict((r.uid, c) for r, c in fetched), deadline)
                 need = done if not pending else None
                 pending.extend(ok)
             if pending:
@@ -242,9 +283,9 @@ class DeviceState:
             for i in reversed(stripes):
                 self._stripes[i].release()
 
-    def _fetch(self, ref: ClaimRef) -> dict[str, Any]:
+    def _fetch(self, ref: ClaimRef, deadline: Deadline) -> dict[str, Any]:
         try:
-            claim = self._claims.get_claim(ref.namespace, ref.name)
+            claim = self._claims.get_claim(ref.namespace, ref.name, deadline=deadline)
         except NotFoundError:
             raise PrepareError(f"claim {ref.namespace}/{ref.name} not found") from None
         check_claim_shape(claim, ref.namespace, ref.name)  # whatever the source: a mapping of mappings
@@ -387,7 +428,7 @@ class DeviceState:
 
     def _act(self, batch: list[Batch], before: dict[str, ClaimEntry | None],
              results: dict[str, PrepareResult], recorded: int,
-             claims: Mapping[str, dict[str, Any]]) -> tuple[list[Batch], int]:
+             claims: Mapping[str, dict[str, Any]], deadline: Deadline) -> tuple[list[Batch], int]:
         """Outside the global lock (the claims' own locks are held): persist PrepareStarted, write
         the CDI specs, mark PrepareCompleted. Returns the claims that succeeded and the version
         recording them."""
@@ -422,6 +463,12 @@ class DeviceState:
         if self._status is not None:  # informational: never fails the claims
             self._status.prepared([(ref, claims[ref.uid], devs) for ref, devs in ok], pool_devices)
         self._crash("prepare-cdi-written")
+        try:
+            deadline.check("prepare")  # the commit point: past it the call's answer stands
+        except CallAborted as exc:
+            if self._status is not None and ok:  # take back what was just reported
+                self._status.unprepared(ok, pool_devices)
+            return self._roll_back(batch, before, results, str(exc)), 0
         # Roll back in an order that cannot fail halfway: first the records (memory only), so a
         # failed claim reserves nothing whatever the disk does; then, best effort, any spec an
         # earlier attempt left (a read-only CDI root refuses even to unlink a missing file).
@@ -441,10 +488,44 @@ class DeviceState:
                             extra={"claim": ref.uid, "error": str(exc)})
         return ok, version
 
+    def _roll_back(self, batch: list[Batch], before: dict[str, ClaimEntry | None],
+                   results: dict[str, PrepareResult], reason: str) -> list[Batch]:
+        """Undo a prepare that did not commit: the CDI specs first, then the records. A spec that
+        cannot be removed keeps its claim recorded as PrepareStarted (reserved, never an orphan
+        spec); a claim without a spec reserves nothing even when the unlink fails (a read-only
+        root refuses even to unlink a missing file). The next write of the checkpoint (at the
+        latest `shutdown`'s flush) persists the result."""
+        kept: set[str] = set()
+        for ref, _ in batch:
+            results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {reason}")
+            try:
+                self._cdi.remove(ref.uid)
+                self._metadata.remove(ref.uid)  # only after its spec (which bind-mounts it) is gone
+            except OSError as exc:
+                if self._cdi.exists(ref.uid):
+                    kept.add(ref.uid)
+                    log.error("rolling back: cannot remove CDI spec; the claim stays reserved",
+                              extra={"claim": ref.uid, "error": str(exc)})
+        with self._lock:
+            for ref, _ in batch:
+                if ref.uid not in kept:
+                    self._set_entry(ref.uid, before[ref.uid])
+            self._version += 1
+        log.warning("rolled back an unfinished prepare", extra={"claims": len(batch), "reason": reason})
+        return []
+
     # -- unprepare ------------------------------------------------------------------------
 
-    def unprepare(self, refs: Sequence[ClaimRef]) -> dict[str, str]:
+    def unprepare(self, refs: Sequence[ClaimRef], timeout_s: float | None = None) -> dict[str, str]:
         """claim UID -> error ("" on success). Works for deleted claims and unknown UIDs."""
+        deadline = self._calls.deadline(timeout_s)
+        with self._calls.call():
+            try:
+                return self._unprepare(refs, deadline)
+            except CallAborted as exc:  # refused before it removed anything
+                return {ref.uid: f"claim {ref.namespace}/{ref.name}: {exc}" for ref in refs}
+
+    def _unprepare(self, refs: Sequence[ClaimRef], deadline: Deadline) -> dict[str, str]:
         results: dict[str, str] = {}
         valid: list[ClaimRef] = []
         for ref in _dedupe(refs, results, lambda error="": error):
@@ -453,7 +534,7 @@ class DeviceState:
                 valid.append(ref)
             except FakeDraError as exc:
                 results[ref.uid] = str(exc)
-        with self._claims_locked(r.uid for r in valid):
+        with self._claims_locked(r.uid for r in valid), self._calls.mutating(deadline, "unprepare"):
             for ref in valid:
                 step = "removing CDI spec"
                 try:

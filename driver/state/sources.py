@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from driver.deadline import Deadline
 from driver.errors import InputError, NotFoundError
 from driver.model.claimshape import check_claim_shape
 from driver.state import fastyaml
@@ -27,7 +28,8 @@ class StoreClaimSource:
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
 
-    def get_claim(self, namespace: str, name: str) -> dict[str, Any]:
+    def get_claim(self, namespace: str, name: str, deadline: Deadline | None = None) -> dict[str, Any]:
+        # A local file read does not retry; the caller checks its deadline around it.
         try:
             obj = self._read(namespace, name)
         except InputError as exc:

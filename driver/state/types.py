@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from driver.deadline import Deadline
+
 
 @dataclass(frozen=True)
 class ClaimRef:
@@ -23,9 +25,10 @@ class ClaimRef:
 
 class ClaimSource(Protocol):
     """Reads a ResourceClaim as a raw dict. Raises NotFoundError when it does not exist and
-    another FakeDraError when the source is unavailable (after its own retries)."""
+    another FakeDraError when the source is unavailable (after its own retries, which must end by
+    `deadline` and on its cancellation: driver.deadline.Deadline.check / wait)."""
 
-    def get_claim(self, namespace: str, name: str) -> dict[str, Any]: ...
+    def get_claim(self, namespace: str, name: str, deadline: Deadline | None = None) -> dict[str, Any]: ...
 
 
 class PoolView(Protocol):

@@ -24,7 +24,7 @@ values = st.recursive(
     max_leaves=6,
 )
 GPU_FIELDS = ["device_id", "product_name", "architecture", "memory_mib", "multiprocessors", "copy_engines",
-              "decoders", "mig", "vgpu", "inherits", "source"]
+              "decoders", "mig", "vgpu", "inherits", "source", "subsystem"]
 PROFILE_FIELDS = ["shape", "sms", "mib", "ce", "dec", "jpeg", "ofa"]
 
 
@@ -34,7 +34,7 @@ def _check(overrides) -> None:
     except ConfigError as exc:
         assert str(exc).startswith("hardware")
         return
-    for model in catalog.gpus.values():
+    for model in catalog.models():
         for p in model.mig_profiles:
             assert all(s + p.memory_slices <= model.mig_memory_slices for s in p.placements)
             assert p.memory_mib <= model.memory_mib

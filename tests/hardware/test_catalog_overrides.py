@@ -125,6 +125,12 @@ BAD = [
     ({"gpus": ["t4"]}, "hardware.gpus: must be a mapping, got list"),
     ({"gpus": {1: {}}}, "hardware.gpus: keys must be strings, got 1"),
     ({"nics": {0x15b3: {}}}, "hardware.nics: keys must be strings, got 5555"),
+    ({"gpus": {"a16": {"subsystem": "14a9"}}}, "hardware.gpus.a16.subsystem: '14a9' is not a '<vendor>:<device>' subsystem"),
+    ({"gpus": {"a16": {"subsystem": 0x14A9}}}, "hardware.gpus.a16.subsystem: 5289 is not a '<vendor>:<device>'"),
+    ({"gpus": {"a16": {"subsystem": []}}}, "hardware.gpus.a16.subsystem: must name at least one"),
+    ({"gpus": {"a16": {"subsystem": ["10de:14a9", "10DE:14A9"]}}}, "hardware.gpus.a16.subsystem: duplicate subsystem"),
+    ({"gpus": {"a2x": {"inherits": "a2"}}},
+     "hardware.gpus.a2x.subsystem: 0x25b6 with subsystem 10de:157e already used by model 'a2'"),
 ]
 
 
@@ -160,3 +166,19 @@ def test_mig_backed_rows_in_a_config() -> None:
 def test_overrides_must_be_a_mapping() -> None:
     with pytest.raises(ConfigError, match="hardware: must be a mapping"):
         load_catalog(["gpus"])  # type: ignore[arg-type]
+
+
+def test_subsystem_variants_in_a_config() -> None:
+    """An OEM board of a shared device ID gets its own model by subsystem; a plain model of the same
+    device ID becomes the fallback for every other subsystem."""
+    catalog = load_catalog({"gpus": {
+        "a16-oem": {"inherits": "a16", "subsystem": ["1028:1234", "103c:1234"], "product_name": "OEM A16"},
+        "ga107-other": {"inherits": "_ga107", "product_name": "Some GA107 board"},
+    }})
+    assert catalog.gpu(0x25B6, (0x1028, 0x1234)).product_name == "OEM A16"
+    assert catalog.gpu(0x25B6, (0x103C, 0x1234)).product_name == "OEM A16"
+    assert catalog.gpu(0x25B6, (0x10DE, 0x14A9)).product_name == "NVIDIA A16"
+    assert catalog.gpu(0x25B6, (0x10DE, 0x0001)).product_name == "Some GA107 board"
+    assert catalog.gpu(0x25B6).product_name == "Some GA107 board"
+    assert [m.name for m in catalog.variants_of(0x25B6)] == ["a16-oem", "a16-oem", "a16", "a2"]
+    assert sum(m.name == "a16-oem" for m in catalog.models()) == 1

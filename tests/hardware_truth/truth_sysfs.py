@@ -68,6 +68,8 @@ class Fn:
     vf_mdev: list[Mdev] = field(default_factory=list)  # Ampere+ (mdev): types on every VF
     vf_creatable: str | None = None  # vendor VFIO: creatable_vgpu_types text of every free VF
     vf_current: dict[int, int] = field(default_factory=dict)  # VF index -> current_vgpu_type
+    # subsystem_vendor/subsystem_device of the PF and its VFs (lspci's "Subsystem:"); None: vendor:0000
+    subsystem: tuple[int, int] | None = None
 
 
 def _w(path: Path, value: object) -> None:
@@ -111,13 +113,14 @@ class Host:
         return path / bdf
 
     def _basic(self, path: Path, bdf: str, vendor: int, device: int, klass: int, numa: int,
-               driver: str | None) -> None:
+               driver: str | None, subsystem: tuple[int, int] | None = None) -> None:
         _w(path / "vendor", f"0x{vendor:04x}")
         _w(path / "device", f"0x{device:04x}")
         _w(path / "class", f"0x{klass:06x}")
         _w(path / "numa_node", numa)
-        _w(path / "subsystem_vendor", f"0x{vendor:04x}")
-        _w(path / "subsystem_device", "0x0000")
+        sub_vendor, sub_device = subsystem or (vendor, 0)
+        _w(path / "subsystem_vendor", f"0x{sub_vendor:04x}")
+        _w(path / "subsystem_device", f"0x{sub_device:04x}")
         _ln(self.root / "bus" / "pci" / "devices" / bdf, path)
         if driver:
             drv = self.root / "bus" / "pci" / "drivers" / driver
@@ -150,7 +153,7 @@ class Host:
 
     def add(self, fn: Fn) -> None:
         path = self._dir(fn.bridges, fn.bdf)
-        self._basic(path, fn.bdf, fn.vendor, fn.device, fn.klass, fn.numa, fn.driver)
+        self._basic(path, fn.bdf, fn.vendor, fn.device, fn.klass, fn.numa, fn.driver, fn.subsystem)
         if fn.total_vfs is not None:
             _w(path / "sriov_totalvfs", fn.total_vfs)
             _w(path / "sriov_numvfs", fn.num_vfs)
@@ -163,7 +166,7 @@ class Host:
         for n in range(fn.num_vfs):
             vf = _vf_bdf(fn.bdf, n, fn.vf_offset, fn.vf_stride)
             vf_path = path.parent / vf
-            self._basic(vf_path, vf, fn.vendor, fn.vf_device, fn.klass, fn.numa, fn.driver)
+            self._basic(vf_path, vf, fn.vendor, fn.vf_device, fn.klass, fn.numa, fn.driver, fn.subsystem)
             _ln(path / f"virtfn{n}", vf_path)
             _ln(vf_path / "physfn", path)
             if fn.interface and fn.vf_interfaces:

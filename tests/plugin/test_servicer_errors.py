@@ -19,6 +19,9 @@ class Aborted(Exception):
 
 
 class Context:
+    def time_remaining(self) -> float | None:
+        return None  # no gRPC deadline: the servicer still bounds the call by the kubelet's 45 s
+
     def abort(self, code: grpc.StatusCode, details: str) -> None:
         self.code, self.details = code, details
         raise Aborted(details)  # grpc's abort raises too: the handler must not continue
@@ -28,12 +31,12 @@ class BrokenState:
     def __init__(self) -> None:
         self.fail = True
 
-    def prepare(self, refs):
+    def prepare(self, refs, timeout_s=None):
         if self.fail:
             raise RuntimeError("disk on fire")
         return {r.uid: PrepareResult(error=f"claim {r.name}: not allocated") for r in refs}
 
-    def unprepare(self, refs):
+    def unprepare(self, refs, timeout_s=None):
         raise RuntimeError("disk on fire")
 
     def count(self) -> int:

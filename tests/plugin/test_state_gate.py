@@ -31,12 +31,12 @@ class SlowState:
         with self.lock:
             self.inside -= 1
 
-    def prepare(self, refs):
+    def prepare(self, refs, timeout_s=None):
         self._enter()
         return {r.uid: PrepareResult(devices=(PreparedDevice(("r",), "n1", "gpu-0", (f"k8s.x/device={r.uid}-gpu-0",)),))
                 for r in refs}
 
-    def unprepare(self, refs):
+    def unprepare(self, refs, timeout_s=None):
         self._enter()
         return {r.uid: "" for r in refs}
 

@@ -50,7 +50,7 @@ class FakeClaims:
     claims: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     reads: int = 0
 
-    def get_claim(self, namespace: str, name: str) -> dict[str, Any]:
+    def get_claim(self, namespace: str, name: str, deadline: Any = None) -> dict[str, Any]:
         self.reads += 1
         try:
             return copy.deepcopy(self.claims[(namespace, name)])

@@ -1,0 +1,57 @@
+"""Deadlines and cancellation for kubelet calls, shared by the gRPC edge, prepare and the claim readers.
+
+Why: the kubelet gives every NodePrepareResources/NodeUnprepareResources call 45 s (its default
+gRPC timeout). Work that goes on after the caller gave up is work nobody waits for, and during a
+shutdown hand-over it would be work done while a successor process owns the state directory. So
+each call carries one Deadline: the earliest of its gRPC deadline and 45 s (less a small margin so
+the answer still arrives), which expires early when the plugin cancels the calls still running at
+the end of its grace period. Blocking waits (claim-read retries) wait on it instead of sleeping,
+so a cancellation ends them at once. Pure (no I/O): used by driver.plugin, driver.state and
+driver.kube alike.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from driver.errors import CallAborted
+
+KUBELET_CALL_TIMEOUT_S = 45.0  # the kubelet's default per-call timeout (docs/architecture.md §3, kubelet contract)
+ANSWER_MARGIN_S = 0.5  # stop working this long before the caller's deadline so the answer reaches it
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """A point in time.monotonic() plus the cancellation event of the process's calls."""
+
+    at: float
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+    @classmethod
+    def within(cls, timeout_s: float | None, cancel: threading.Event | None = None,
+               cap_s: float = KUBELET_CALL_TIMEOUT_S) -> Deadline:
+        """The deadline of a call that has `timeout_s` left (None: no gRPC deadline), never more
+        than `cap_s` from now."""
+        budget = cap_s if timeout_s is None else min(timeout_s, cap_s)
+        return cls(time.monotonic() + max(0.0, budget - ANSWER_MARGIN_S), cancel or threading.Event())
+
+    def remaining(self) -> float:
+        return 0.0 if self.cancel.is_set() else max(0.0, self.at - time.monotonic())
+
+    @property
+    def expired(self) -> bool:
+        return self.remaining() <= 0.0
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to `seconds`, waking early on cancellation; True while the deadline holds."""
+        self.cancel.wait(max(0.0, min(seconds, self.at - time.monotonic())))
+        return not self.expired
+
+    def check(self, what: str) -> None:
+        """Raise CallAborted naming `what` when the call was cancelled or its time is up."""
+        if self.cancel.is_set():
+            raise CallAborted(f"{what}: cancelled, the plugin is shutting down; retry")
+        if time.monotonic() >= self.at:
+            raise CallAborted(f"{what}: the call's deadline passed before it could finish; retry")

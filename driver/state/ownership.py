@@ -1,0 +1,151 @@
+"""Who may write the state directory, and until when: the directory lock and the calls in flight.
+
+Why: during a rolling update the successor plugin process takes the state over as soon as the
+old one releases its lock. If the old process still wrote afterwards (a call whose claim read was
+retrying, a prepare half done at the end of the grace period), it would overwrite the successor's
+checkpoint: an acknowledged prepare lost, a device held by two claims. So the lock is released
+only once no call of this process can write any more:
+
+1. SIGTERM: the gRPC edge stops accepting calls; `CallGate.drain` waits up to the grace period
+   for the calls already running;
+2. calls still running then are cancelled (their Deadline expires at once): a call that has not
+   committed rolls back what it recorded (driver.state.prepare), and no call may start a
+   mutating section any more;
+3. once no mutating section is left (bounded: a rollback is local file I/O), the caller flushes
+   the checkpoint and only then releases `StateDirLock`. If a section is still running after the
+   cancel window (a hung disk), the caller must exit the process without releasing the lock
+   first: the kernel drops the lock and the writer thread together, like after a SIGKILL, which
+   the crash-safe write order already handles.
+
+Every call is bounded besides: by its gRPC deadline and by the kubelet's 45 s (driver.deadline).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from driver.deadline import KUBELET_CALL_TIMEOUT_S, Deadline
+from driver.errors import CallAborted, InputError
+
+log = logging.getLogger("fake-dra.state")
+LOCK_FILE = "lock"
+
+
+class CallGate:
+    """Counts the calls inside the state and the mutating sections among them."""
+
+    def __init__(self, max_call_s: float = KUBELET_CALL_TIMEOUT_S) -> None:
+        self.max_call_s = max_call_s
+        self.cancel = threading.Event()
+        self._cond = threading.Condition()
+        self._calls = 0
+        self._mutating = 0
+        self._closing = False
+
+    def deadline(self, timeout_s: float | None) -> Deadline:
+        return Deadline.within(timeout_s, self.cancel, cap_s=self.max_call_s)
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[None]:
+        """Around a whole kubelet call, so `drain` can wait for it."""
+        with self._cond:
+            self._calls += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._calls -= 1
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def mutating(self, deadline: Deadline, what: str) -> Iterator[None]:
+        """Around everything a call records or writes. Refused (CallAborted, nothing done yet)
+        once the plugin is closing or the call's deadline has passed."""
+        with self._cond:
+            if self._closing:
+                raise CallAborted(f"{what}: cancelled, the plugin is shutting down; retry")
+            deadline.check(what)
+            self._mutating += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._mutating -= 1
+                self._cond.notify_all()
+
+    def drain(self, grace_s: float, cancel_s: float) -> bool:
+        """Wait up to grace_s for the running calls, cancel the rest, then wait up to cancel_s
+        for their mutating sections to end (roll back). True when nothing can write any more."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._calls == 0, timeout=grace_s):
+                log.warning("cancelling calls still running at the end of the grace period",
+                            extra={"calls": self._calls, "grace_s": grace_s})
+            self._closing = True
+            self.cancel.set()
+            if self._cond.wait_for(lambda: self._mutating == 0, timeout=cancel_s):
+                return True
+            log.error("calls still writing after cancellation", extra={"calls": self._mutating, "cancel_s": cancel_s})
+            return False
+
+
+class StateDirLock:
+    """flock on `<state-dir>/lock`: one plugin process owns the state directory at a time.
+
+    The newcomer of a surging rolling update waits until the old process releases it (explicitly
+    after its last write, or by exiting: the kernel drops the lock even on SIGKILL)."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / LOCK_FILE
+        self._fd = -1
+
+    def acquire(self) -> None:
+        with startup_io("state directory lock", self.path):
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            os.fchmod(self._fd, 0o600)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("another plugin process owns the state directory; waiting for it to exit",
+                        extra={"state_dir": str(self.path.parent)})
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    @property
+    def held(self) -> bool:
+        return self._fd >= 0
+
+
+@contextlib.contextmanager
+def startup_io(what: str, path: Path | str) -> Iterator[None]:
+    """A start-up step on `path`: an OSError becomes an InputError naming what and where (exit 2),
+    never a traceback: a read-only state directory, a file where a directory should be, ..."""
+    try:
+        yield
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
+        raise InputError(f"{what} {path}: {exc.strerror or exc}{where}") from None
+
+
+def fix_mode(path: Path, what: str, strip: int = 0o022, warn: Callable[..., None] = log.warning) -> None:
+    """Remove group/world write access from an existing directory we own (never from a
+    directory that is sticky or belongs to someone else: that is an error to fix by hand)."""
+    st = path.stat()
+    if not st.st_mode & strip:
+        return
+    mode = st.st_mode & 0o7777
+    if st.st_uid != os.geteuid() or mode & 0o1000:
+        raise InputError(f"{what} {path} is group/world-writable (mode {mode:04o}) and not ours to fix: "
+                         "anyone could write into it; run chmod go-w on it or choose another directory")
+    os.chmod(path, mode & ~strip)
+    warn(f"{what} was group/world-writable; removed that write access",
+         extra={"path": str(path), "mode_was": f"{mode:04o}", "mode": f"{mode & ~strip:04o}"})

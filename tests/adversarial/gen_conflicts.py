@@ -1,0 +1,39 @@
+"""Generator: claims naming devices that other prepared claims hold, as a racing or buggy scheduler
+(or a hostile writer of the store) would produce them: the very same GPU or MIG device, the whole
+GPU under a held MIG partition, a MIG partition of a held whole GPU. Each must be refused."""
+
+from __future__ import annotations
+
+import uuid
+
+from adversarial.claims import allocated_claim, ref
+from adversarial.ledger import held
+
+
+class Conflicts:
+    name = "conflicts"
+
+    def run(self, target) -> int:
+        plugin, kubelet = target.plugin, target.kubelet
+        claims, _ = held(plugin.state, plugin.cdi)
+        devices = sorted({d["device"] for e in claims.values() if e["state"] == "PrepareCompleted"
+                          for d in e["devices"] if d["device"].startswith("gpu-")})
+        tried = 0
+        for device in target.rng.sample(devices, min(4, len(devices))):
+            gpu = device.split("-mig-")[0]
+            overlapping = {device, gpu if gpu != device else f"{gpu}-mig-7g40gb-0"}
+            for other in sorted(overlapping):
+                claim = allocated_claim(f"conflict-{uuid.uuid4().hex[:10]}", [other])
+                plugin.store.create("resourceclaims", claim)
+                r = ref(claim)
+                answer = kubelet.prepare([r])[r[2]]
+                tried += 1
+                if not answer.error:
+                    raise AssertionError(f"claim on {other} prepared while {device} is held")
+                if kubelet.unprepare([r])[r[2]]:  # what the kubelet does when it gives the pod up
+                    raise AssertionError(f"unprepare of the refused claim on {other} failed")
+                plugin.store.delete("resourceclaims", r[0], r[1])
+        return tried
+
+
+GENERATOR = Conflicts()
