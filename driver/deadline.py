@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from driver.errors import CallAborted
 
-KUBELET_CALL_TIMEOUT_S = 45.0  # the kubelet's default per-call timeout (DESIGN.md §2)
+KUBELET_CALL_TIMEOUT_S = 45.0  # the kubelet's default per-call timeout (docs/architecture.md §3, kubelet contract)
 ANSWER_MARGIN_S = 0.5  # stop working this long before the caller's deadline so the answer reaches it
 
 

@@ -18,6 +18,7 @@ Usage: .venv/bin/python hack/bench_plugin.py [--claims 200] [--concurrency 16]
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -38,7 +39,7 @@ from driver.errors import AllocationError  # noqa: E402
 from driver.features import Features  # noqa: E402
 from driver.hardware import load_catalog  # noqa: E402
 from driver.plugin.client import KubeletClient  # noqa: E402
-from driver.slices import render_pool, to_resource_slices  # noqa: E402
+from driver.slices import SliceConfig, render_pool, to_resource_slices  # noqa: E402
 from driver.store.objectstore import ObjectStore  # noqa: E402
 
 DRIVER = "fake-dra.example.com"
@@ -52,8 +53,16 @@ def classes() -> list[dict]:
             for t in ("mig", "vf", "timeshare")]
 
 
+# Shared GPUs cannot promise more memory than they have: each time-shared claim takes at least one
+# requestPolicy step of the GPU's memory. With the default 1Gi step a dgx-a100 holds only about 187
+# claims of this mix, so the benchmark node offers 256Mi steps (the driver config's
+# slices.timeshareMemoryStep), given to both this allocation and the plugin.
+DRIVER_CONFIG = {"slices": {"timeshareMemoryStep": "256Mi"}}
+
+
 def make_claims(store: ObjectStore, sysfs: Path, n: int) -> list[tuple[str, str, str]]:
-    pool = render_pool(discover(sysfs, load_catalog()), Features(), node_name=NODE, driver_name=DRIVER)
+    pool = render_pool(discover(sysfs, load_catalog()), Features(), node_name=NODE, driver_name=DRIVER,
+                       config=SliceConfig.from_dict(DRIVER_CONFIG["slices"]))
     alloc = Allocator(slices=to_resource_slices(pool), classes=classes(), node=NODE, features=Features(), allocated=[])
     refs = []
     # A mix like a busy node: mostly time-shared GPUs, some MIG slices and VFs; a claim whose
@@ -213,7 +222,9 @@ def main() -> int:
     print(f"allocating {args.claims} claims with the reference allocator ...", file=sys.stderr)
     refs = make_claims(store, sysfs, args.claims)
     (root / "boot_id").write_text("bench\n")
+    (root / "driver.yaml").write_text(json.dumps(DRIVER_CONFIG))  # JSON is YAML
     cmd = [sys.executable, "-m", "driver", "--log-level", "WARNING", "run", "--sysfs-root", str(sysfs),
+           "--driver-config", str(root / "driver.yaml"),
            "--node-name", NODE, "--store", str(root / "store"), "--kubelet-plugins-dir", str(root / "p"),
            "--kubelet-registry-dir", str(root / "r"), "--cdi-root", str(root / "cdi"),
            "--boot-id-file", str(root / "boot_id"), "--no-publish"]

@@ -11,7 +11,7 @@ from typing import Any
 
 from driver.state.pool import attr
 
-# Publishing order of the device types (DESIGN §5 `type` attribute).
+# Publishing order of the device types (the `type` attribute, docs/architecture.md §2, Rendering).
 TYPE_ORDER = ("gpu", "mig", "vgpu", "timeshare", "nic", "vf")
 
 

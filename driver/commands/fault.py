@@ -13,7 +13,8 @@ from driver.commands import common
 from driver.errors import InputError
 from driver.model.pci import normalize_pci_address
 
-# The kubelet's limit for a health message (DRAResourceHealth, DESIGN §2); the message is sent as is.
+# The kubelet's limit for a health message (DRAResourceHealth; docs/architecture.md §3, Health);
+# the message is sent as is.
 MAX_MESSAGE = 1024
 
 

@@ -1,10 +1,11 @@
 """Raw JSON requests through the kubernetes client, so alpha fields are never dropped.
 
 The typed models of the `kubernetes` Python client reject unknown fields on create and silently drop
-them on read (DESIGN.md §3) — fatal for compatibility groups or valueFrom. Every request here goes
-through ApiClient.param_serialize + call_api with a dict body and an unparsed response, re-using
-the client only for what it is good at: kubeconfig / in-cluster auth, TLS and connection pooling.
-HTTP errors are mapped once to the project's error types.
+them on read (docs/architecture.md §6, row "Raw JSON for every Kubernetes request") — fatal for
+compatibility groups or valueFrom. Every request here goes through ApiClient.param_serialize +
+call_api with a dict body and an unparsed response, re-using the client only for what it is good at:
+kubeconfig / in-cluster auth, TLS and connection pooling. HTTP errors are mapped once to the
+project's error types.
 """
 
 from __future__ import annotations

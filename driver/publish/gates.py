@@ -1,8 +1,9 @@
 """Detect which DRA feature gates kube-apiserver and kube-scheduler have, and decide what to publish.
 
-A wrong guess is costly (DESIGN.md §3): with DRADeviceCompatibilityGroups off in the apiserver the
-field is silently stripped; off in the scheduler, every slice declaring groups is ignored, which
-makes the whole pool unusable. So each of the four gates is detected per component:
+A wrong guess is costly (docs/architecture.md §6, rows "No groups unless the scheduler's gate is on"
+and "Gates are detected per component"; defaults in §5): with DRADeviceCompatibilityGroups off in
+the apiserver the field is silently stripped; off in the scheduler, every slice declaring groups is
+ignored, which makes the whole pool unusable. So each of the four gates is detected per component:
 
 - apiserver: a server-side dry-run create of a small probe slice carrying just that gate's field;
   if the answer lacks the field, the gate is off. Reinforced by dropped-field reports from real

@@ -1,11 +1,12 @@
 """Keep the compatibility groups of allocated devices unchanged until their claims are released.
 
 kube-scheduler 1.37 reads `consumesCounters[].compatibilityGroups` live from the ResourceSlice when
-it checks whether a new device may join ones already allocated on the same counter set (DESIGN.md
-§3): if the driver re-publishes an allocated device with different groups, the scheduler judges new
-co-allocations against groups the running workload was never checked with. So for every allocated
-device the publisher re-uses the groups currently published, and only adopts the new ones after
-the device is free again.
+it checks whether a new device may join ones already allocated on the same counter set
+(docs/architecture.md §6, row "Never change the groups of a device that is in use"): if the driver
+re-publishes an allocated device with different groups, the scheduler judges new co-allocations
+against groups the running workload was never checked with. So for every allocated device the
+publisher re-uses the groups currently published, and only adopts the new ones after the device is
+free again.
 
 The exception is a scheduler with the gate off: it ignores every slice that declares groups, so
 keeping them would hide the whole pool. Then groups are dropped anyway, with a warning.

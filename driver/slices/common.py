@@ -1,7 +1,7 @@
 """Shared pieces of GPU and NIC rendering: the render context and device/attribute builders.
 
-Attributes follow DESIGN.md §5: the driver's own domain, unqualified names, typed values; the one
-standard attribute is `resource.kubernetes.io/pcieRoot`.
+Attributes follow docs/architecture.md §2 (Rendering): the driver's own domain, unqualified names,
+typed values; the one standard attribute is `resource.kubernetes.io/pcieRoot`.
 """
 
 from __future__ import annotations

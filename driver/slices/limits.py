@@ -1,4 +1,6 @@
-"""resource.k8s.io/v1 rules the JSON schema does not express (DESIGN.md §3), checked on our output.
+"""resource.k8s.io/v1 rules the JSON schema does not express, checked on our output.
+
+Why each limit exists and where upstream states it: docs/architecture.md §6, the slice-limit rows.
 
 The strict schema checks shapes; the apiserver additionally rejects over-long lists, non-DNS-label
 names, devices and counters in one slice, dangling counter references, ... This checker lets tests

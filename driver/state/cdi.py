@@ -1,6 +1,6 @@
 """CDI spec files: one per prepared claim, so the container runtime can inject what was allocated.
 
-Layout (documented in README "Kubelet plugin"):
+Layout (documented in docs/internals.md, "CDI spec"):
 - file `<cdi-root>/k8s.<driver>_device_<claimUID>.json`, mode 0644, written atomically; the root
   is created 0755 whatever the umask and is never left group/world-writable (anyone could inject
   a spec);
@@ -11,8 +11,8 @@ Layout (documented in README "Kubelet plugin"):
   exported in the env instead;
 - device IDs `k8s.<driver>/device=<claimUID>-<device>`;
 - per device, env vars `FAKE_DRA_<DEVICE>_<FIELD>` (TYPE, PROFILE, UUID, PARENT_UUID, PCI_BUS_ID,
-  BANDWIDTH, MEMORY, CLAIM, REQUEST, CONFIG_KIND, CONFIG) where <DEVICE> is the device name
-  upper-cased with '-' -> '_';
+  PRODUCT_NAME, NUMA_NODE, MEMORY, BANDWIDTH, SHARE_ID, CLAIM, REQUEST, CONFIG_KIND, CONFIG; built by
+  driver.state.device_env) where <DEVICE> is the device name upper-cased with '-' -> '_';
 - per device, read-only bind mounts of its request's device metadata file (driver.state.metadata;
   `containerEdits.mounts`, options `ro`, `bind`) when --device-metadata is on;
 - spec annotation `<driver>/prepared`: JSON with the claim and its devices, which lets the

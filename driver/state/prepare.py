@@ -1,6 +1,7 @@
 """NodePrepareResources / NodeUnprepareResources without gRPC: validate, revalidate, act, record.
 
-Order per request (compute, then act, then record; DESIGN.md §6):
+Order per request (compute, then act, then record; docs/architecture.md §3, "The claim's state in
+the plugin"):
 1. outside the lock: validate the names and fetch every claim (API latency must not serialise);
 2. under the lock: idempotent answers for claims already prepared in this boot (recreating a lost
    CDI spec); for the rest check allocation/UID/driver/pool/device existence, parse opaque config

@@ -1,4 +1,4 @@
-"""Claim source backed by the local object store (the embedded default, DESIGN.md §5).
+"""Claim source backed by the local object store (the embedded default, docs/architecture.md §4).
 
 The API-server source lives in driver.kube.claims (the only kubernetes importer); both satisfy
 driver.state.types.ClaimSource. Reads parse with libyaml plus a lean constructor

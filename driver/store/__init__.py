@@ -1,4 +1,4 @@
-"""Local object store: a directory of YAML objects standing in for the API server (DESIGN.md §5)."""
+"""Local object store: a directory of YAML objects standing in for the API server (docs/architecture.md §4)."""
 
 from driver.store.objectstore import CLUSTER_SCOPE, ObjectStore
 

@@ -22,7 +22,7 @@ API_VERSION = f"{GROUP}/{VERSION}"
 @dataclass(frozen=True)
 class Kind:
     kind: str  # ResourceClaim
-    plural: str  # resourceclaims: the store's directory name (DESIGN §5)
+    plural: str  # resourceclaims: the store's directory name (docs/architecture.md §4)
     namespaced: bool
     # kube-apiserver refuses updates that change the spec (pkg/apis/resource/validation:
     # ValidateResourceClaimUpdate / ValidateResourceClaimTemplateUpdate use ValidateImmutableField).

@@ -1,4 +1,4 @@
-"""Every ```console example in docs/*.md (and, once rewritten, README.md) runs and prints what it shows.
+"""Every ```console example in README.md and docs/*.md runs and prints what it shows.
 
 The convention (TEAM.md, implemented in tests/docs/console.py): `$ ` lines run in one bash per page,
 in a fresh temporary directory with the venv's `fake-dra` on PATH; the lines below a command are
@@ -15,9 +15,8 @@ import pytest
 from tests.docs.console import parse_page, run_page
 
 ROOT = Path(__file__).resolve().parents[2]
-# The README is being rewritten around the local-mode tour (docs/local-mode.md); the rewrite turns
-# this on so its examples are held to the same standard as the docs pages.
-RUN_README_EXAMPLES = False
+# The README's tour is held to the same standard as the docs pages.
+RUN_README_EXAMPLES = True
 
 
 def pages() -> list[Path]:
@@ -40,5 +39,6 @@ def test_page_examples(page: Path) -> None:
 
 
 def test_docs_pages_exist() -> None:
-    # The tour the README will link to must be there (and is run above).
+    # The README's tour and the longer one it links to are both run above.
+    assert (ROOT / "README.md") in pages()
     assert (ROOT / "docs" / "local-mode.md") in pages()

@@ -1,26 +1,40 @@
-"""docs/hardware.md lists exactly the table rows marked as not confirmed, and the profiles that exist."""
+"""docs/hardware.md and the README list exactly the table rows marked as not confirmed, and the
+hardware page describes every profile that exists (issue 10: the README lists those rows too)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from driver.discovery import PROFILES
 from driver.hardware import load_catalog
 from driver.hardware.catalog import unconfirmed_rows
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "hardware.md"
-HEADING = "## Rows not confirmed against NVIDIA's documentation or a real capture"
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "hardware.md"
+TITLE = "Rows not confirmed against NVIDIA's documentation or a real capture"
 
 
-def listed_rows() -> list[str]:
-    section = DOC.read_text().split(HEADING, 1)[1].split("\n## ", 1)[0]
-    return [line[2:] for line in section.splitlines() if line.startswith("- ")]
+def listed_rows(page: Path) -> list[str]:
+    """The bullet lines of the page's section titled TITLE (at any heading level), up to the next heading."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("#") and line.lstrip("#").strip() == TITLE]
+    assert len(starts) == 1, f"{page.name}: expected one heading '{TITLE}', found {len(starts)}"
+    rows = []
+    for line in lines[starts[0] + 1:]:
+        if line.startswith("#"):
+            break
+        if line.startswith("- "):
+            rows.append(line[2:])
+    return rows
 
 
-def test_the_unconfirmed_list_matches_the_tables() -> None:
+@pytest.mark.parametrize("page", [DOC, ROOT / "README.md"], ids=lambda p: p.name)
+def test_the_unconfirmed_list_matches_the_tables(page: Path) -> None:
     rows = unconfirmed_rows(load_catalog())
     assert rows, "the tables mark some rows; an empty list would mean the marks were lost"
-    assert listed_rows() == rows
+    assert listed_rows(page) == rows
 
 
 def test_every_profile_is_described() -> None:
