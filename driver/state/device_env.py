@@ -28,8 +28,27 @@ def _env_value(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def granted(result: Mapping[str, Any], device: Mapping[str, Any], name: str,
+            unrequested: Mapping[str, str] | None = None) -> str | None:
+    """What the claim was given of capacity `name`: its consumable-capacity share, else the amount
+    recorded from a request-driven counter (KEP-5941), else what such a counter gives a claim that
+    records nothing (`unrequested`), else the device's whole capacity."""
+    share = (result.get("consumedCapacity") or {}).get(name)
+    if share is not None:
+        return str(share)
+    for entry in result.get("consumedCounters") or ():
+        counters = entry.get("counters") if isinstance(entry, Mapping) else None
+        counter = counters.get(name) if isinstance(counters, Mapping) else None  # shape: revalidation
+        if counter is not None:
+            return str(counter.get("value") if isinstance(counter, Mapping) else counter)
+    if unrequested and name in unrequested:
+        return unrequested[name]
+    return capacity(dict(device), name)
+
+
 def device_env(
-    claim: ClaimRef, result: Mapping[str, Any], device: Mapping[str, Any], config: DeviceConfig | None, driver_name: str
+    claim: ClaimRef, result: Mapping[str, Any], device: Mapping[str, Any], config: DeviceConfig | None, driver_name: str,
+    unrequested: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     prefix = f"FAKE_DRA_{env_token(str(result['device']))}_"
     env = {prefix + "CLAIM": f"{claim.namespace}/{claim.name}", prefix + "REQUEST": str(result.get("request", ""))}
@@ -37,19 +56,11 @@ def device_env(
         value = attr(dict(device), name, driver_name)
         if value is not None:
             env[prefix + key] = _env_value(value)
-    mem = capacity(dict(device), "memory")
-    if mem is not None:
-        env[prefix + "MEMORY"] = mem
-    # What the claim was granted wins over the device's full capacity (consumable capacity).
-    granted = (result.get("consumedCapacity") or {}).get("bandwidth")
-    for entry in result.get("consumedCounters") or ():  # KEP-5941: bandwidth drawn from the PF
-        counters = entry.get("counters") if isinstance(entry, Mapping) else None
-        counter = counters.get("bandwidth") if isinstance(counters, Mapping) else None  # shape: revalidation
-        if granted is None and counter is not None:
-            granted = counter.get("value") if isinstance(counter, Mapping) else counter
-    bw = str(granted) if granted is not None else capacity(dict(device), "bandwidth")
-    if bw is not None:
-        env[prefix + "BANDWIDTH"] = bw
+    # What the claim was granted, not the device's full capacity (shared GPUs, VF bandwidth).
+    for key, name in (("MEMORY", "memory"), ("BANDWIDTH", "bandwidth")):
+        amount = granted(result, device, name, unrequested)
+        if amount is not None:
+            env[prefix + key] = amount
     if result.get("shareID"):
         env[prefix + "SHARE_ID"] = str(result["shareID"])
     if config is not None:

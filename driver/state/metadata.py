@@ -43,6 +43,7 @@ from typing import Any
 
 from driver.errors import InputError, PrepareError
 from driver.fsutil import atomic_write
+from driver.state.device_env import granted
 from driver.state.names import check_label, check_uid
 from driver.state.types import ClaimRef, PreparedDevice
 
@@ -103,25 +104,20 @@ def container_path(driver_name: str, claim: Mapping[str, Any], request: str) -> 
     return f"{CONTAINER_DIR}/{CLAIMS_SUBDIR}/{meta.get('name')}/{request}/{driver_name}-metadata.json"
 
 
-def granted_attributes(result: Mapping[str, Any] | None, device: Mapping[str, Any]) -> dict[str, dict[str, str]]:
-    """`granted<Capacity>` string attributes: consumedCapacity of the allocation result when the
-    device is shared, else a KEP-5941 counter draw, else the device's whole capacity."""
+def granted_attributes(result: Mapping[str, Any] | None, device: Mapping[str, Any],
+                       unrequested: Mapping[str, str] | None = None) -> dict[str, dict[str, str]]:
+    """`granted<Capacity>` string attributes: for each capacity of the device, what the claim was
+    given (driver.state.device_env.granted: the same figure the workload's env carries)."""
     out: dict[str, dict[str, str]] = {}
-    consumed = (result or {}).get("consumedCapacity") or {}
-    drawn: dict[str, Any] = {}
-    for entry in (result or {}).get("consumedCounters") or ():
-        if isinstance(entry, Mapping):
-            for name, counter in (entry.get("counters") or {}).items():
-                drawn[name] = counter.get("value") if isinstance(counter, Mapping) else counter
-    for name, cap in (device.get("capacity") or {}).items():
+    for name in device.get("capacity") or {}:
         if "/" in name:
             continue
         key = "granted" + name[:1].upper() + name[1:]
         if not _IDENTIFIER.fullmatch(key):
             continue
-        value = consumed.get(name, drawn.get(name, cap.get("value") if isinstance(cap, Mapping) else None))
+        value = granted(result or {}, device, name, unrequested)
         if value is not None:
-            out[key] = {"string": str(value)}
+            out[key] = {"string": value}
     return out
 
 
@@ -133,8 +129,10 @@ def build_files(
     devices: Sequence[PreparedDevice],
     pool_devices: Mapping[str, Mapping[str, Any]],
     network_data: NetworkData | None = None,
+    unrequested: Callable[[str], Mapping[str, str]] | None = None,
 ) -> list[MetadataFile]:
-    """The files of one claim (pure apart from `network_data`'s sysfs reads), one per request."""
+    """The files of one claim (pure apart from `network_data`'s sysfs reads), one per request.
+    `unrequested(device)`: what a request-driven counter grants a claim that records no amount."""
     pod_claim = pod_claim_name(claim)
     results = {(r.get("request"), r.get("device")): r
                for r in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
@@ -145,7 +143,8 @@ def build_files(
             published = pool_devices.get(dev.device) or {}
             entry: dict[str, Any] = {"driver": driver_name, "pool": dev.pool, "name": dev.device}
             attributes = dict(published.get("attributes") or {})
-            for key, value in granted_attributes(results.get((full, dev.device)), published).items():
+            grants = unrequested(dev.device) if unrequested is not None else None
+            for key, value in granted_attributes(results.get((full, dev.device)), published, grants).items():
                 attributes.setdefault(key, value)
             if attributes:
                 entry["attributes"] = attributes
@@ -215,12 +214,13 @@ class DeviceMetadataWriter:
         self._network_data = network_data
 
     def files(self, ref: ClaimRef, claim: Mapping[str, Any], devices: Sequence[PreparedDevice],
-              pool_devices: Mapping[str, Mapping[str, Any]], *, network: bool = True) -> list[MetadataFile]:
+              pool_devices: Mapping[str, Mapping[str, Any]], *, network: bool = True,
+              unrequested: Callable[[str], Mapping[str, str]] | None = None) -> list[MetadataFile]:
         """The claim's files ([] when disabled); `network=False` skips the sysfs reads (paths only)."""
         if not self.enabled:
             return []
         net = self._network_data if network else None
-        return build_files(self.driver_name, self.root, ref, claim, devices, pool_devices, net)
+        return build_files(self.driver_name, self.root, ref, claim, devices, pool_devices, net, unrequested)
 
     @staticmethod
     def mounts(files: Sequence[MetadataFile], devices: Sequence[PreparedDevice]) -> dict[str, list[dict[str, Any]]]:
@@ -238,23 +238,26 @@ class DeviceMetadataWriter:
         return out
 
     def write(self, ref: ClaimRef, claim: Mapping[str, Any], devices: Sequence[PreparedDevice],
-              pool_devices: Mapping[str, Mapping[str, Any]]) -> list[MetadataFile]:
+              pool_devices: Mapping[str, Mapping[str, Any]],
+              unrequested: Callable[[str], Mapping[str, str]] | None = None) -> list[MetadataFile]:
         """Write the claim's files at prepare; returns them (for the CDI mounts). Raises OSError, or
         PrepareError for a claim whose files cannot be named (the caller fails the claim)."""
-        files = self.files(ref, claim, devices, pool_devices)
+        files = self.files(ref, claim, devices, pool_devices, unrequested=unrequested)
         self._write(files)
         return files
 
     def ensure(self, ref: ClaimRef, claim: Mapping[str, Any], devices: Sequence[PreparedDevice],
-               pool_devices: Mapping[str, Mapping[str, Any]]) -> list[MetadataFile]:
+               pool_devices: Mapping[str, Mapping[str, Any]],
+               unrequested: Callable[[str], Mapping[str, str]] | None = None) -> list[MetadataFile]:
         """For an already prepared claim: recreate files that went missing; cheap when none did
         (no sysfs reads). Returns the files (for the CDI mounts)."""
-        files = self.files(ref, claim, devices, pool_devices, network=False)
+        files = self.files(ref, claim, devices, pool_devices, network=False, unrequested=unrequested)
         missing = {f.request for f in files if not f.host_path.is_file()}
         if missing:
             log.warning("device metadata file missing for a prepared claim; recreating it",
                         extra={"claim": f"{ref.namespace}/{ref.name}", "requests": sorted(missing)})
-            self._write([f for f in self.files(ref, claim, devices, pool_devices) if f.request in missing])
+            self._write([f for f in self.files(ref, claim, devices, pool_devices, unrequested=unrequested)
+                         if f.request in missing])
         return files
 
     def _write(self, files: Sequence[MetadataFile]) -> None:

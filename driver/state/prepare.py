@@ -331,7 +331,7 @@ class DeviceState:
             if entry is not None and entry.state == COMPLETED and entry.boot_id == boot:
                 step = "writing device metadata"
                 try:
-                    files = self._metadata.ensure(ref, claim, entry.devices, devices)
+                    files = self._metadata.ensure(ref, claim, entry.devices, devices, self._pool.unrequested)
                     step = "writing CDI spec"
                     if not self._cdi.exists(ref.uid):
                         log.warning("CDI spec missing for a prepared claim; recreating it", extra={"claim": ref.uid})
@@ -421,7 +421,7 @@ class DeviceState:
                 cdi_device_ids=(self._cdi.device_id(ref.uid, name),),
                 consumed_counters=tuple(r["consumedCounters"]) if r.get("consumedCounters") else None,
                 share_id=r.get("shareID"),
-                env=device_env(ref, r, devices[name], cfg, self.driver_name),
+                env=device_env(ref, r, devices[name], cfg, self.driver_name, self._pool.unrequested(name)),
                 admin_access=r.get("adminAccess") is True,
             ))
         return mine, prepared, positions
@@ -449,7 +449,7 @@ class DeviceState:
         for ref, devs in batch:
             step = "writing device metadata"
             try:
-                files = self._metadata.write(ref, claims[ref.uid], devs, pool_devices)
+                files = self._metadata.write(ref, claims[ref.uid], devs, pool_devices, self._pool.unrequested)
                 step = "writing CDI spec"
                 self._cdi.write(ref, devs, self._metadata.mounts(files, devs))
                 ok.append((ref, devs))
