@@ -236,7 +236,7 @@ class Allocator:
             for ckey in [k for k in groups if k[0] == pid[0] and k[1] == pid[1]]:
                 del groups[ckey]
             pool, held = self._holders[pid]
-            position = pool.position()
+            position = pool.position
             for dev in sorted(held.values(), key=lambda d: position.get(d.key, -1)):
                 for cons in dev.consumes:
                     ckey = dev.counter_key(cons.counter_set)
