@@ -34,6 +34,31 @@ def value_from_names(device: DeviceInfo) -> set[str]:
     return {qualify(name, device.driver) for cons in device.consumes for name in cons.value_from.values()}
 
 
+def _requested_capacity(
+    device: DeviceInfo, request: Request, shared_counters_on: bool
+) -> tuple[dict[str, Fraction], str | None]:
+    """The request's capacity amounts keyed by the device capacity they name (qualified), and the
+    first request key the device has no capacity for (None when every key resolves).
+
+    A key that names a `valueFrom` capacity of the device (KEP-5941) is satisfied by counters, not
+    by a capacity, and is left out. Raises FatalRequestError for a capacity requested twice.
+    """
+    resolved: dict[str, Fraction] = {}
+    if not request.capacity:  # most requests: this runs per candidate
+        return resolved, None
+    via_counters = value_from_names(device) if shared_counters_on else set()
+    for key, amount in request.capacity.items():
+        name = resolve_capacity_name(key, device)
+        if name is None:
+            if qualify(key, device.driver) in via_counters:
+                continue
+            return resolved, key
+        if name in resolved:
+            raise FatalRequestError(f"capacity {name.split('/', 1)[1]!r} requested twice (as {key!r} and another spelling)")
+        resolved[name] = amount
+    return resolved, None
+
+
 def capacity_consumption(
     device: DeviceInfo,
     request: Request,
@@ -44,22 +69,12 @@ def capacity_consumption(
 ) -> dict[str, Fraction] | None:
     """What the request consumes of each device capacity, or None when it does not fit.
 
-    `caps` are the device capacities keyed by qualified name. A request key that names a
-    `valueFrom` capacity of the device (KEP-5941) is satisfied by counters, not by a capacity.
-    Raises FatalRequestError for requests upstream rejects outright.
+    `caps` are the device capacities keyed by qualified name. Raises FatalRequestError for
+    requests upstream rejects outright.
     """
-    resolved: dict[str, Fraction] = {}
-    # Only needed to resolve request keys: most requests have none, and this runs per candidate.
-    via_counters = value_from_names(device) if shared_counters_on and request.capacity else set()
-    for key, amount in (request.capacity or {}).items():
-        name = resolve_capacity_name(key, device)
-        if name is None:
-            if qualify(key, device.driver) in via_counters:
-                continue
-            return None
-        if name in resolved:
-            raise FatalRequestError(f"capacity {name.split('/', 1)[1]!r} requested twice (as {key!r} and another spelling)")
-        resolved[name] = amount
+    resolved, missing = _requested_capacity(device, request, shared_counters_on)
+    if missing is not None:
+        return None
     consumed = {}
     for name, cap in caps.items():
         amount = consumed_amount(resolved.get(name), cap.value, cap.policy)
@@ -84,15 +99,9 @@ def capacity_shortfall(
     shared_counters_on: bool,
 ) -> str | None:
     """Why `capacity_consumption` said no, with amounts: what was asked and what is allowed or left."""
-    via_counters = value_from_names(device) if shared_counters_on and request.capacity else set()
-    resolved: dict[str, Fraction] = {}
-    for key, amount in (request.capacity or {}).items():
-        name = resolve_capacity_name(key, device)
-        if name is None:
-            if qualify(key, device.driver) in via_counters:
-                continue
-            return f"asks for capacity {key}, which the device does not have"
-        resolved[name] = amount
+    resolved, missing = _requested_capacity(device, request, shared_counters_on)
+    if missing is not None:
+        return f"asks for capacity {missing}, which the device does not have"
     for name, cap in caps.items():
         short = name.split("/", 1)[1] if name.startswith(device.driver + "/") else name
         asked = resolved.get(name)

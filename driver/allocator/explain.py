@@ -49,7 +49,7 @@ def _describe(code: str, count: int, alloc: Any, details: dict[str, str]) -> str
     return f"{count} {code}"
 
 
-def _detail(alloc: Any, search: Any, code: str, req: Request, dev: Any, pool: Any) -> str | None:
+def _detail(alloc: Any, code: str, req: Request, dev: Any, pool: Any) -> str | None:
     """Amounts behind a counters / capacity / requestPolicy blocker, for the first device it hit."""
     st = alloc.state
     if code == "capacity":
@@ -111,7 +111,7 @@ def _request_report(alloc: Any, claim: Claim, req: Request, search: Any, ci: int
             blockers.update(reasons)
             for code in reasons:
                 if code not in details:
-                    text = _detail(alloc, search, code, req, dev, pool)
+                    text = _detail(alloc, code, req, dev, pool)
                     if text:
                         details[code] = text
                 if code.startswith("groups:"):

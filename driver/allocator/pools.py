@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from driver.allocator.devices import Counter, CounterKey, DeviceInfo, parse_counter_sets, parse_device
@@ -108,12 +109,10 @@ class Pool:
     def label(self) -> str:
         return f"{self.driver}/{self.name}"
 
+    @cached_property
     def position(self) -> dict[tuple[str, str, str], int]:
         """Device key -> index in `in_order` (built once; pools are immutable once gathered)."""
-        found = self.__dict__.get("_position")
-        if found is None:
-            found = self.__dict__["_position"] = {dev.key: i for i, dev in enumerate(self.in_order)}
-        return found
+        return {dev.key: i for i, dev in enumerate(self.in_order)}
 
     def counter_totals(self) -> dict[CounterKey, dict[str, Counter]]:
         return {(self.driver, self.name, cs): counters for cs, counters in self.counter_sets.items()}
@@ -132,8 +131,6 @@ def _relevant(name: str, spec: Mapping[str, Any], node: Node) -> bool:
             for i, d in enumerate(spec.get("devices") or ())
         )
     return False
-
-
 
 
 class ParsedSlice:

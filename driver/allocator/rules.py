@@ -269,7 +269,7 @@ def recorded_counters(
                 raise InputError(f"{here}: the published counter set has no such counter")
             if enforce_policy and counter.policy is not None and not _policy_allows(counter.policy, amount):
                 raise InputError(f"{here}: recorded amount {format_quantity(amount, like=counter.text or None)} is not "
-                                 f"allowed by the counter's requestPolicy ({_describe_policy(counter)})")
+                                 f"allowed by the counter's requestPolicy ({counter.policy.describe(counter.text or None)})")
             driven[name] = amount
         out.append((counter_set, driven))
     return out
@@ -286,22 +286,6 @@ def _policy_allows(policy: RequestPolicy, amount: Fraction) -> bool:
     if policy.valid_values:
         return amount in policy.valid_values
     return True
-
-
-def _describe_policy(counter: Counter) -> str:
-    policy = counter.policy
-    assert policy is not None
-    like = counter.text or None
-    parts = []
-    if policy.default is not None:
-        parts.append(f"default {format_quantity(policy.default, like=like)}")
-    if policy.has_range:
-        rng = [f"{k} {format_quantity(v, like=like)}" for k, v in (("min", policy.min), ("max", policy.max),
-                                                                   ("step", policy.step)) if v is not None]
-        parts.append("validRange " + ", ".join(rng))
-    elif policy.valid_values:
-        parts.append("validValues " + ", ".join(format_quantity(v, like=like) for v in policy.valid_values))
-    return "; ".join(parts)
 
 
 def index_slices(slices: Sequence[Mapping[str, Any]]) -> tuple[dict[DeviceKey, DeviceInfo], dict[CounterKey, dict[str, Counter]]]:

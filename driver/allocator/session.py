@@ -189,18 +189,12 @@ class Allocator:
                 continue  # admin access never makes a device unavailable
             key = (str(r["driver"]), str(r["pool"]), str(r["device"]))
             where = f"ResourceClaim {label}: status.allocation.devices.results[{i}]"
-            if r.get("shareID") is not None:
-                self.state.shared.add(key)
-                bucket = self.state.capacity_used.setdefault(key, {})
-                for name, value in (r.get("consumedCapacity") or {}).items():
-                    try:
-                        amount = parse_quantity(value)
-                    except InputError as exc:
-                        raise InputError(f"{where}.consumedCapacity[{name}]: {exc}") from None
-                    qn = qualify(str(name), key[0])
-                    bucket[qn] = bucket.get(qn, 0) + amount
-            else:
-                self.state.in_use.add(key)
+            shared = r.get("shareID") is not None
+            consumed: dict[str, Fraction] = {}
+            for name, value in (r.get("consumedCapacity") or {}).items() if shared else ():
+                qn = qualify(str(name), key[0])
+                consumed[qn] = consumed.get(qn, 0) + parse_quantity(value, where=f"{where}.consumedCapacity[{name}]")
+            self._mark_allocated(key, shared, consumed)
             found = self.index.get(key)
             if found is None:
                 continue  # no longer published: charges no counters and holds no groups (upstream)
@@ -242,7 +236,7 @@ class Allocator:
             for ckey in [k for k in groups if k[0] == pid[0] and k[1] == pid[1]]:
                 del groups[ckey]
             pool, held = self._holders[pid]
-            position = pool.position()
+            position = pool.position
             for dev in sorted(held.values(), key=lambda d: position.get(d.key, -1)):
                 for cons in dev.consumes:
                     ckey = dev.counter_key(cons.counter_set)
@@ -252,46 +246,44 @@ class Allocator:
     def _commit(self, search: Search) -> None:
         """Keep a successful attempt as the next cycle would see it.
 
-        The search's own bookkeeping (counters, groups, marks) is undone and the placements are
-        charged the way existing allocations are: an adminAccess placement then holds nothing,
-        exactly as kube-scheduler does not count adminAccess results as allocated
+        The placements are charged the way existing allocations are: an adminAccess placement
+        holds nothing, exactly as kube-scheduler does not count adminAccess results as allocated
         (dynamicresources foreachAllocatedDevice), and groups are refolded in pool order.
         """
         placements = [p for results in search.results for p in results]
-        if not any(p.request.admin_access for p in placements):
-            # Fast path, same outcome: without adminAccess placements the search's counters and
-            # group state are exactly what the next cycle charges, because every placement was
-            # admitted against that state (refolding them in pool order gives the same groups).
-            for p in placements:
-                key = p.device.key
-                if p.share_id is not None:
-                    self.state.shared.add(key)
-                    bucket = self.state.capacity_used.setdefault(key, {})
-                    for name, amount in (p.consumed_capacity or {}).items():
-                        bucket[name] = bucket.get(name, 0) + amount
-                else:
-                    self.state.in_use.add(key)
-                if p.device.consumes and key not in self._charged and self.features.partitionable_devices:
-                    self._charged.add(key)
-                    self._hold_groups(p.device, p.pool, refold=False)
-            self._over.clear()
-            return
-        search.rollback()
+        # Without adminAccess placements the search's counters and group state are exactly what
+        # the next cycle charges, because every placement was admitted against that state
+        # (refolding them in pool order gives the same groups): keep them. Otherwise undo the
+        # search's bookkeeping and charge the placements that count from scratch.
+        keep_search_state = not any(p.request.admin_access for p in placements)
+        if not keep_search_state:
+            search.rollback()
         for p in placements:
             if p.request.admin_access:
                 continue
             key = p.device.key
-            if p.share_id is not None:
-                self.state.shared.add(key)
-                bucket = self.state.capacity_used.setdefault(key, {})
-                for name, amount in (p.consumed_capacity or {}).items():
-                    bucket[name] = bucket.get(name, 0) + amount
-            else:
-                self.state.in_use.add(key)
-            if p.device.consumes:
+            self._mark_allocated(key, p.share_id is not None, p.consumed_capacity)
+            if not p.device.consumes:
+                continue
+            if not keep_search_state:
                 self._charge_allocated(p.device, p.pool, p.request_counters)
+            elif key not in self._charged and self.features.partitionable_devices:
+                self._charged.add(key)
+                self._hold_groups(p.device, p.pool, refold=False)
         self._over.clear()
-        self._fold_holders()
+        if not keep_search_state:
+            self._fold_holders()
+
+    def _mark_allocated(self, key: DeviceKey, shared: bool, consumed: Mapping[str, Fraction] | None) -> None:
+        """An allocated placement makes its device in use; a share instead adds what it consumed
+        of the device's capacity."""
+        if not shared:
+            self.state.in_use.add(key)
+            return
+        self.state.shared.add(key)
+        bucket = self.state.capacity_used.setdefault(key, {})
+        for name, amount in (consumed or {}).items():
+            bucket[name] = bucket.get(name, 0) + amount
 
     # ---- public --------------------------------------------------------------------------------
     def check_claim(self, claim: Claim) -> None:

@@ -165,6 +165,9 @@ def _split_name(name: str, driver: str) -> tuple[str, str]:
     return (domain, ident) if sep else (driver, name)
 
 
+_LIST_ELEMENTS = (("ints", int), ("bools", bool), ("strings", str))  # list attribute -> element type
+
+
 def _attribute_value(value: Mapping[str, Any]) -> Any:
     if "int" in value:
         return int(value["int"])
@@ -182,10 +185,9 @@ def _attribute_value(value: Mapping[str, Any]) -> Any:
             return [semver_value(str(v)) for v in value["versions"]]
         except (CelValueError, ValueError):
             raise CelRuntimeError(f"invalid semantic version in {value['versions']!r}") from None
-    for key in ("ints", "bools", "strings"):
+    for key, element in _LIST_ELEMENTS:
         if value.get(key):
-            items = list(value[key])
-            return [int(v) for v in items] if key == "ints" else [bool(v) for v in items] if key == "bools" else [str(v) for v in items]
+            return [element(v) for v in value[key]]
     raise CelRuntimeError(f"unsupported attribute value {dict(value)!r} (needs one of bool, int, string, version, "
                           "or a non-empty bools, ints, strings, versions list)")
 

@@ -141,14 +141,20 @@ def _hgx_gpus(device: int, **sriov) -> list[FakeFunction]:
     return [_gpu(g, device, 0 if i < 4 else 1, r, total_vfs=32, **sriov) for i, (g, r) in enumerate(zip(gpus, roots))]
 
 
-def _h100() -> SysfsProfile:
-    fns = _hgx_gpus(0x2330)
-    for bdf in ["0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"]:
-        fns.append(FakeFunction(bdf, NVIDIA, 0x22A3, CLASS_BRIDGE_OTHER, 0, "0000:00", ("0000:00:01.1",)))
+def _hgx_switches_and_nics() -> list[FakeFunction]:
+    """What the HGX H100 and H200 profiles share besides the GPUs: 4 NVSwitches, 4 ConnectX-7 400G (8 VFs each)."""
+    fns = [FakeFunction(bdf, NVIDIA, 0x22A3, CLASS_BRIDGE_OTHER, 0, "0000:00", ("0000:00:01.1",))
+           for bdf in ["0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"]]
     for k, (bdf, root) in enumerate([("0000:1d:00.0", "0000:15"), ("0000:45:00.0", "0000:37"),
                                      ("0000:9f:00.0", "0000:97"), ("0000:c5:00.0", "0000:b7")]):
         fns.append(_nic(bdf, MELLANOX, 0x1021, 0 if k < 2 else 1, root, f"ens{k + 1}np0", 400000,
                         total_vfs=16, num_vfs=8, vf_device=0x101E, vf_offset=1))
+    return fns
+
+
+def _h100() -> SysfsProfile:
+    fns = _hgx_gpus(0x2330)
+    fns.extend(_hgx_switches_and_nics())
     fns.append(_BMC("0000:00"))
     return SysfsProfile("h100", "HGX-H100-like: 8x H100 80GB HBM3 (SXM5), 4 NVSwitches, 4x ConnectX-7 400G "
                         "(8 VFs each), BMC VGA", tuple(fns))
@@ -163,12 +169,7 @@ def _h200_vgpu() -> SysfsProfile:
                   for type_id, name, fb, max_instance in H200X_TIME_SLICED)
     fns = _hgx_gpus(0x2335, num_vfs=32, vf_device=0x2335, vf_offset=4, mdev=types, mdev_on_vfs=True,
                     vgpu_framework="vendor-vfio")
-    for bdf in ["0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"]:
-        fns.append(FakeFunction(bdf, NVIDIA, 0x22A3, CLASS_BRIDGE_OTHER, 0, "0000:00", ("0000:00:01.1",)))
-    for k, (bdf, root) in enumerate([("0000:1d:00.0", "0000:15"), ("0000:45:00.0", "0000:37"),
-                                     ("0000:9f:00.0", "0000:97"), ("0000:c5:00.0", "0000:b7")]):
-        fns.append(_nic(bdf, MELLANOX, 0x1021, 0 if k < 2 else 1, root, f"ens{k + 1}np0", 400000,
-                        total_vfs=16, num_vfs=8, vf_device=0x101E, vf_offset=1))
+    fns.extend(_hgx_switches_and_nics())
     fns.append(_nic("0000:e1:00.0", MELLANOX, 0x1021, 1, "0000:e0", "ens9np0", 200000,
                     total_vfs=16, num_vfs=0, vf_device=0x101E, vf_offset=1, switch=False))
     fns.append(_nic("0000:02:00.0", INTEL, 0x1521, 0, "0000:00", "eno1", 1000,

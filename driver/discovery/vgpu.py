@@ -67,8 +67,7 @@ def vendor_vfio_types(walker: SysfsReader, vf_path: str, address: str) -> list[M
     if not free:
         # The VF's own vGPU: its type stays offered by this VF (0 free), even though a busy VF need not
         # list it; the name comes from another VF's list (merge), so an allocated device keeps its slot.
-        out.append(MdevType(current, "", 0, "vfio-pci", "NVIDIA vendor-specific VFIO", parents=(address,),
-                            framework=VENDOR_VFIO))
+        out.append(_vfio_type(current, "", 0, address))
     for n, line in enumerate(raw.splitlines(), start=1):
         match = _CREATABLE_LINE.match(line)
         if match is None:
@@ -77,16 +76,16 @@ def vendor_vfio_types(walker: SysfsReader, vf_path: str, address: str) -> list[M
                             "ignoring that line")
             continue
         if not free and match.group(1) == current:
-            out[0] = MdevType(current, match.group(2), 0, "vfio-pci", "NVIDIA vendor-specific VFIO",
-                              parents=(address,), framework=VENDOR_VFIO)
+            out[0] = _vfio_type(current, match.group(2), 0, address)
             continue
-        out.append(
-            MdevType(
-                match.group(1), match.group(2), 1 if free else 0, "vfio-pci",
-                "NVIDIA vendor-specific VFIO", parents=(address,), framework=VENDOR_VFIO,
-            )
-        )
+        out.append(_vfio_type(match.group(1), match.group(2), 1 if free else 0, address))
     return out
+
+
+def _vfio_type(type_id: str, name: str, available: int, address: str) -> MdevType:
+    """A vGPU type one VF offers under the vendor-specific VFIO framework (bound to vfio-pci)."""
+    return MdevType(type_id, name, available, "vfio-pci", "NVIDIA vendor-specific VFIO", parents=(address,),
+                    framework=VENDOR_VFIO)
 
 
 def merge(types: list[MdevType], walker: SysfsReader, gpu_address: str, paths: dict[str, str]) -> tuple[MdevType, ...]:

@@ -92,10 +92,10 @@ def load_catalog(overrides: Mapping[str, Any] | None = None) -> HardwareCatalog:
             for sub_vendor, sub_device in model.subsystems:
                 ids = (model.device_id, sub_vendor, sub_device)
                 shown = f"0x{model.device_id:04x} with subsystem {sub_vendor:04x}:{sub_device:04x}"
-                _claim(owner, ids, key, f"subsystem: {shown}")
+                _claim(owner, ids, key, "subsystem", shown)
                 variants[ids] = model
         else:
-            _claim(owner, (model.device_id,), key, f"device_id: 0x{model.device_id:04x}")
+            _claim(owner, (model.device_id,), key, "device_id", f"0x{model.device_id:04x}")
             gpus[model.device_id] = model
     nics = {}
     for key, entry in sorted((raw.get("nics") or {}).items()):
@@ -104,10 +104,9 @@ def load_catalog(overrides: Mapping[str, Any] | None = None) -> HardwareCatalog:
     return HardwareCatalog(gpus=dict(sorted(gpus.items())), nics=nics, variants=dict(sorted(variants.items())))
 
 
-def _claim(owner: dict[tuple[int, ...], str], ids: tuple[int, ...], key: str, what: str) -> None:
+def _claim(owner: dict[tuple[int, ...], str], ids: tuple[int, ...], key: str, field_name: str, shown: str) -> None:
     """One model per device ID (and per subsystem variant): a second one is a config error."""
     if ids in owner:
-        field_name, _, shown = what.partition(": ")
         raise ConfigError(f"hardware.gpus.{key}.{field_name}: {shown} already used by model {owner[ids]!r}")
     owner[ids] = key
 

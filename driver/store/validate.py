@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from driver.allocator.devices import parse_counter_sets, parse_device
 from driver.allocator.inputs import allocated_results, parse_claim, parse_class
 from driver.allocator.pools import index_slices
 from driver.errors import InputError
@@ -56,7 +55,6 @@ def _check_template(obj: Mapping[str, Any]) -> None:
 
 
 def _check_slice(obj: Mapping[str, Any]) -> None:
-    ((name, spec),) = index_slices([obj])
-    parse_counter_sets(spec, name)
-    for i in range(len(spec.get("devices") or ())):
-        parse_device(spec, i, name)
+    (parsed,) = index_slices([obj])
+    # A ParsedSlice parses its counter sets and devices on first access, raising InputError there.
+    _ = parsed.counter_sets, parsed.devices

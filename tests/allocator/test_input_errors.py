@@ -37,6 +37,10 @@ SLICE_ERRORS = [
      "consumesCounters[0].counters[u]: needs value or valueFrom"),
     (dict(devices=[{"name": "x", "consumesCounters": [{"counterSet": "cs", "counters": {"u": {"value": "1", "valueFrom": {"capacityName": "b"}}}}]}]),
      "consumesCounters[0].counters[u]: set exactly one of value and valueFrom"),
+    (dict(devices=[{"name": "x", "bindingConditions": "Attached"}]),
+     "ResourceSlice s: spec.devices[0].bindingConditions: must be a list of strings"),
+    (dict(devices=[{"name": "x", "bindingFailureConditions": [1]}]),
+     "ResourceSlice s: spec.devices[0].bindingFailureConditions: must be a list of strings"),
     (dict(devices="nope"), "ResourceSlice s: spec.devices: must be a list"),
     (dict(driver=""), "ResourceSlice s: spec.driver: required"),
     (dict(pool={"name": "p", "generation": -1, "resourceSliceCount": 1}), "spec.pool.generation: must be a non-negative integer"),
@@ -164,7 +168,8 @@ def test_input_objects_are_not_modified():
 
 @pytest.mark.parametrize(
     "value,message",
-    [({"version": "not-a-version"}, "invalid semantic version"), ({"weird": 1}, "unsupported attribute value")],
+    [({"version": "not-a-version"}, "invalid semantic version"), ({"weird": 1}, "unsupported attribute value"),
+     ({"versions": ["1.0.0", "1.x"]}, r"invalid semantic version in \['1.0.0', '1.x'\]")],
 )
 def test_bad_attribute_value_is_input_error_naming_slice_device_and_attribute(value, message):
     bad = slice_with(devices=[{"name": "x", "attributes": {"fw": value}}])

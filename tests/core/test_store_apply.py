@@ -111,6 +111,34 @@ def test_claim_spec_is_immutable_and_status_rules(tmp_path):
     assert "allocation" not in c.obj["status"], "clearing the allocation (deallocation) is allowed"
 
 
+SLICE = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s}
+spec:
+  driver: d.example.com
+  pool: {name: p, generation: 1, resourceSliceCount: 1}
+  nodeName: node-1
+  sharedCounters:
+  - name: gpu-0
+    counters: {memory: {value: COUNTER}}
+  devices:
+  - name: gpu-0
+    capacity: {memory: {value: 40Gi}}
+    consumesCounters: [{counterSet: gpu-0, counters: {memory: {value: 40Gi}}}]
+"""
+
+
+def test_resource_slices_are_stored_after_their_devices_and_counters_parse(tmp_path):
+    store = ObjectStore(tmp_path)
+    (a,) = apply(store, SLICE.replace("COUNTER", "40Gi"))
+    assert a.action == "created" and files(store) == ["resourceslices/_cluster/s.yaml"]
+    with pytest.raises(InputError, match=r"ResourceSlice s: spec.sharedCounters\[0\].counters.memory.*invalid quantity 'lots'"):
+        apply(store, SLICE.replace("COUNTER", "lots"))
+    with pytest.raises(InputError, match=r"ResourceSlice s: spec.devices\[0\].capacity.memory.*invalid quantity '40 Gi'"):
+        apply(store, SLICE.replace("COUNTER", "40Gi").replace("value: 40Gi}}\n    consumes", "value: 40 Gi}}\n    consumes"))
+
+
 def test_status_allocation_is_checked(tmp_path):
     store = ObjectStore(tmp_path)
     broken = CLAIM.format(name="c") + "status:\n  allocation:\n    devices:\n      results:\n      - {request: gpu}\n"

@@ -7,14 +7,13 @@ name, and slices the 1.37 apiserver accepts under every gate mix.
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 
 import pytest
 import truth_boards as boards
-from truth import MiB, attr, by_type, fits_together, groups, per_gpu_profiles, qty, render, validate_137
-
-from driver.features import Features
+from truth import (
+    GATE_MIXES, MiB, all_warnings, attr, by_type, fits_together, groups, per_gpu_profiles, qty, render, validate_137,
+)
 
 GiB = 1024 * MiB
 
@@ -22,10 +21,6 @@ GiB = 1024 * MiB
 H100_80_MIG = {"1g.10gb": 7, "1g.10gb+me": 7, "1g.20gb": 4, "2g.20gb": 3, "3g.40gb": 2, "4g.40gb": 1, "7g.80gb": 1}
 H100_NVL_MIG = {"1g.12gb": 7, "1g.12gb+me": 7, "1g.24gb": 4, "2g.24gb": 3, "3g.47gb": 2, "4g.47gb": 1, "7g.94gb": 1}
 H200_MIG = {"1g.18gb": 7, "1g.18gb+me": 7, "1g.35gb": 4, "2g.35gb": 3, "3g.71gb": 2, "4g.71gb": 1, "7g.141gb": 1}
-
-
-def _warnings(inventory, pool) -> list[str]:
-    return [*inventory.warnings, *pool.warnings]
 
 
 def _mig(pool, address: str) -> dict[str, dict]:
@@ -56,7 +51,7 @@ def test_h100_pcie_publishes_its_gpus_and_mig_with_114_sms(tmp_path):
     assert fits_together(pool, ["gpu-0-mig-4g40gb-0", "gpu-0-mig-3g40gb-4"])
     assert not fits_together(pool, ["gpu-0", "gpu-0-mig-1g10gb-0"])
     assert "vgpu" not in types and "0000:03:00.0" not in {attr(d, "pciBusID") for d in pool.devices().values()}
-    assert _warnings(inventory, pool) == []
+    assert all_warnings(inventory, pool) == []
 
 
 # --- H100 NVL ----------------------------------------------------------------------------------------
@@ -83,7 +78,7 @@ def test_h100_nvl_mig_and_h100l_vgpu(tmp_path):
     assert groups(full) == [["vgpu-h100l-94c"]]
     assert fits_together(pool, [f"gpu-1-vgpu-h100l-4c-{k}" for k in range(23)])
     assert not fits_together(pool, ["gpu-1-vgpu-h100l-94c-0", "gpu-1-vgpu-h100l-4c-0"])
-    assert _warnings(inventory, pool) == []
+    assert all_warnings(inventory, pool) == []
 
 
 # --- H200 NVL ----------------------------------------------------------------------------------------
@@ -97,7 +92,7 @@ def test_h200_nvl_uses_the_h200_names_not_the_sxm_h200x(tmp_path):
     for address, got in per_gpu_profiles(types["vgpu"]).items():
         assert dict(got) == {f"H200-{t}": n for t, _, n in boards.H200_TS}, address
     assert _cap(pool.devices()["gpu-0-vgpu-h200-141c-0"], "memory") == 144384 * MiB  # the guide's framebuffer
-    assert _warnings(inventory, pool) == []
+    assert all_warnings(inventory, pool) == []
 
 
 def test_h200x_names_on_an_nvl_board_are_not_its_types(tmp_path):
@@ -106,7 +101,7 @@ def test_h200x_names_on_an_nvl_board_are_not_its_types(tmp_path):
     inventory, pool = render(tmp_path, fns)
     assert "vgpu" not in by_type(pool)
     assert any("'NVIDIA H200X-4C' is not a vGPU type of h200-141gb-nvl" in w and "H200-*" in w
-               for w in _warnings(inventory, pool))
+               for w in all_warnings(inventory, pool))
 
 
 # --- Ampere / Ada PCIe boards, A16 and A2 ------------------------------------------------------------
@@ -130,7 +125,7 @@ def test_vdi_host_boards_memory_and_compute_types(tmp_path):
         assert dict(got[address]) == boards.A16_C, address  # the guide's maxima are per GPU of the board
     assert "mig" not in types  # none of these boards has MIG
     # Their B/Q/A (graphics) types are not this driver's and are no problem: no warning per type.
-    assert _warnings(inventory, pool) == []
+    assert all_warnings(inventory, pool) == []
 
 
 def test_a16_vgpus_fill_one_gpu_of_the_board(tmp_path):
@@ -202,10 +197,8 @@ HOSTS = ["h100_pcie_host", "h100_nvl_host", "h200_nvl_host", "vdi_host"]
 
 
 @pytest.mark.parametrize("host", HOSTS)
-@pytest.mark.parametrize("gates", list(itertools.product([True, False], repeat=3)))
-def test_every_slice_validates_against_the_137_schema(tmp_path, host, gates):
-    features = Features(partitionable_devices=gates[0], compatibility_groups=gates[1],
-                        consumable_capacity=gates[2], shared_consumable_capacity=False)
+@pytest.mark.parametrize("features", GATE_MIXES)
+def test_every_slice_validates_against_the_137_schema(tmp_path, host, features):
     _, pool = render(tmp_path, getattr(boards, host)(), features)
     validate_137(pool)
     assert Counter(attr(d, "type") for d in pool.devices().values())["gpu"] >= 1

@@ -5,14 +5,13 @@ published, no noise in the warnings, and slices the 1.37 apiserver accepts.
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 
 import pytest
 import truth_hosts as hosts
 from truth import (
-    FEATURES, MiB, attr, by_type, fits_together, groups, per_gpu_profiles, published_addresses, qty, render,
-    validate_137,
+    FEATURES, GATE_MIXES, MiB, all_warnings, attr, by_type, fits_together, groups, per_gpu_profiles,
+    published_addresses, qty, render, validate_137,
 )
 
 from driver.features import Features
@@ -34,10 +33,6 @@ H100XM_TS = {f"H100XM-{t}": n for t, n in hosts.H100XM_TS}
 L40S_C = {"L40S-48C": 1, "L40S-24C": 2, "L40S-16C": 3, "L40S-12C": 4, "L40S-8C": 6, "L40S-6C": 8, "L40S-4C": 12}
 L4_C = {"L4-24C": 1, "L4-12C": 2, "L4-8C": 3, "L4-6C": 4, "L4-4C": 6}
 T4_C = {"T4-16C": 1, "T4-8C": 2, "T4-4C": 4}
-
-
-def _all_warnings(inventory, pool) -> list[str]:
-    return [*inventory.warnings, *pool.warnings]
 
 
 # --- DGX H100 ------------------------------------------------------------------------------------------
@@ -71,7 +66,7 @@ def test_dgx_h100_devices_memory_and_what_stays_hidden(tmp_path):
     assert len(vfs) == 8 and {attr(v, "pfPciBusID") for v in vfs} == {"0000:aa:00.0"}
     assert {qty(v["capacity"]["bandwidth"]["value"]) for v in vfs} == {200_000 * 10**6 // 8}
     assert "nic" not in types
-    assert _all_warnings(inventory, pool) == []
+    assert all_warnings(inventory, pool) == []
 
 
 def test_h100_mig_counters_allow_what_nvidia_smi_allows(tmp_path):
@@ -110,7 +105,7 @@ def test_hgx_a100_80gb_vgpu_types_per_gpu(tmp_path):
     # NVSwitches 10de:1af1 and the BMC are not devices.
     assert not {f"0000:{0xc4 + k:02x}:00.0" for k in range(6)} & published_addresses(pool)
     assert "0000:63:00.0" not in published_addresses(pool)
-    assert _all_warnings(inventory, pool) == []
+    assert all_warnings(inventory, pool) == []
 
 
 def test_vgpu_groups_keep_modes_apart(tmp_path):
@@ -150,7 +145,7 @@ def test_vendor_vfio_hosts_both_line_forms_and_busy_vfs(tmp_path):
     # Three VFs already hold an H100XM-4C: only that type is still creatable on the other 29 VFs.
     assert dict(got[gpu2]) == {"H100XM-4C": 20}
     assert dict(got[gpu3]) == H100XM_TS
-    assert _all_warnings(inventory, pool) == []
+    assert all_warnings(inventory, pool) == []
 
 
 # --- Ada PCIe host: L40S (mdev on VFs) and L4 (vendor VFIO) --------------------------------------------
@@ -166,7 +161,7 @@ def test_ada_host_publishes_only_compute_types(tmp_path):
     assert "mig" not in types  # Ada has no MIG
     # The B/Q/A (graphics) types every Ada board also offers are not this driver's, and not a problem:
     # no warning per type on every publish pass.
-    assert _all_warnings(inventory, pool) == []
+    assert all_warnings(inventory, pool) == []
 
 
 # --- T4: mdev types on the PF ---------------------------------------------------------------------------
@@ -179,7 +174,7 @@ def test_t4_host_types_on_the_pf(tmp_path):
     assert {qty(d["capacity"]["memory"]["value"]) for d in types["gpu"]} == {15360 * MiB}
     sixteen = pool.devices()["gpu-0-vgpu-t4-16c-0"]
     assert attr(sixteen, "mdevType") == "nvidia-321" and qty(sixteen["capacity"]["memory"]["value"]) == 16 * GiB
-    assert _all_warnings(inventory, pool) == []
+    assert all_warnings(inventory, pool) == []
 
 
 # --- Mixed server ---------------------------------------------------------------------------------------
@@ -205,7 +200,7 @@ def test_mixed_server(tmp_path):
     assert not {"0000:31:00.0", "0000:31:00.1", "0000:4b:00.1", "0000:05:00.0", "0000:03:00.0",
                 "10000:01:00.0"} & published_addresses(pool)
     assert "nic" not in types
-    assert _all_warnings(inventory, pool) == []
+    assert all_warnings(inventory, pool) == []
 
 
 # --- Every host, every gate combination: valid 1.37 ResourceSlices --------------------------------------
@@ -215,10 +210,8 @@ HOSTS = ["dgx_h100", "hgx_a100_80gb_vgpu", "hgx_h100_vendor_vfio", "ada_vgpu_hos
 
 
 @pytest.mark.parametrize("host", HOSTS)
-@pytest.mark.parametrize("gates", list(itertools.product([True, False], repeat=3)))
-def test_every_slice_validates_against_the_137_schema(tmp_path, host, gates):
-    features = Features(partitionable_devices=gates[0], compatibility_groups=gates[1],
-                        consumable_capacity=gates[2], shared_consumable_capacity=False)
+@pytest.mark.parametrize("features", GATE_MIXES)
+def test_every_slice_validates_against_the_137_schema(tmp_path, host, features):
     _, pool = render(tmp_path, getattr(hosts, host)(), features)
     validate_137(pool)
 
@@ -236,7 +229,7 @@ def test_nic_product_names_are_the_pci_ids_names(tmp_path):
         "0000:61:00.0": "BCM57508 NetXtreme-E 10Gb/25Gb/40Gb/50Gb/100Gb/200Gb Ethernet",
         "0000:81:00.0": "Ethernet Controller X710 for 10GbE SFP+",
     }
-    assert len(by_type(pool)["vf"]) == 10 and _all_warnings(inventory, pool) == []
+    assert len(by_type(pool)["vf"]) == 10 and all_warnings(inventory, pool) == []
 
 
 def test_vendor_vfio_vgpus_in_use_keep_their_devices(tmp_path):

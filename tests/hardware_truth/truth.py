@@ -6,6 +6,7 @@ driver.model.quantity), so a rounding bug there cannot make both sides agree.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from fractions import Fraction
@@ -25,6 +26,10 @@ CATALOG = load_catalog()
 MiB = 2**20
 # The 1.37 schema has no KEP-5941 valueFrom: render what a 1.37 cluster accepts.
 FEATURES = Features(shared_consumable_capacity=False)
+# Every mix of the gates that change what a GPU publishes (partitionable devices, compatibility groups,
+# consumable capacity), each as a 1.37 cluster would run it.
+GATE_MIXES = [Features(partitionable_devices=p, compatibility_groups=g, consumable_capacity=c, shared_consumable_capacity=False)
+              for p, g, c in itertools.product([True, False], repeat=3)]
 
 _SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
            "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
@@ -45,6 +50,11 @@ def render(tmp_path: Path, fns, features: Features = FEATURES, config=None):
     inventory = discover(root, CATALOG)
     kwargs = {"config": config} if config is not None else {}
     return inventory, render_pool(inventory, features, node_name=NODE, driver_name=DRIVER, **kwargs)
+
+
+def all_warnings(inventory, pool) -> list[str]:
+    """Discovery's warnings, then rendering's."""
+    return [*inventory.warnings, *pool.warnings]
 
 
 def attr(dev: dict, name: str):

@@ -60,7 +60,7 @@ def test_negative_bandwidth_does_not_put_200g_of_vfs_on_a_100g_pf(env):
     (_bw("1", counter_set="gpu-0-counters", counter="memory"),
      "counter set gpu-0-counters): device nic-0-vf-0 does not consume from this counter set"),
     (_bw("1G", counter="bogus"), "counter set nic-0-counters, counter bogus): device nic-0-vf-0 does not consume this counter"),
-    (_bw("150M"), "150M is not allowed by the counter's requestPolicy (default 12500M; validRange min 100M, max 100G, step 100M)"),
+    (_bw("150M"), "150M is not allowed by the counter's requestPolicy (validRange min 100M, max 100G, step 100M; default 12500M)"),
     (_bw("50M"), "50M is not allowed by the counter's requestPolicy"),
     (_bw("101G"), "101G is not allowed by the counter's requestPolicy"),
     (_bw("1e10000000"), "invalid quantity '1e10000000'"),
