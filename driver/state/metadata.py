@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from driver.errors import InputError, PrepareError
-from driver.fsutil import atomic_write
+from driver.fsutil import atomic_write, make_dirs
 from driver.state.names import check_label, check_uid
 from driver.state.types import ClaimRef, PreparedDevice
 
@@ -264,7 +264,7 @@ class DeviceMetadataWriter:
             if previous is not None and _without_generation(previous) == _without_generation(f.body):
                 continue
             generation = _generation(previous) + 1
-            f.host_path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            make_dirs(f.host_path.parent, DIR_MODE, DIR_MODE)
             atomic_write(f.host_path, encode(f.body, generation), FILE_MODE, fsync=False)
 
     def remove(self, claim_uid: str) -> None:
