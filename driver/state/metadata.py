@@ -36,7 +36,7 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ from typing import Any
 from driver.errors import InputError, PrepareError
 from driver.fsutil import atomic_write, make_dirs
 from driver.state.names import check_label, check_uid
-from driver.state.types import ClaimRef, PreparedDevice
+from driver.state.types import ClaimRef, NetworkData, PreparedDevice
 
 log = logging.getLogger("fake-dra.metadata")
 
@@ -59,8 +59,6 @@ HOST_SUBDIR = "dra-device-metadata"
 FILE_MODE = 0o644  # read inside containers running as any user
 DIR_MODE = 0o755
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")  # a ResourceSlice attribute name
-
-NetworkData = Callable[[Mapping[str, Any]], "dict[str, str] | None"]
 
 
 @dataclass(frozen=True)
