@@ -93,12 +93,12 @@ def pod_claim_name(claim: Mapping[str, Any]) -> str | None:
         raise PrepareError(f"claim {meta.get('namespace')}/{meta.get('name')}: {exc}") from None
 
 
-def container_path(driver_name: str, claim: Mapping[str, Any], request: str) -> str:
-    meta = claim.get("metadata") or {}
-    pod_claim = pod_claim_name(claim)
+def container_path(driver_name: str, claim_name: str, request: str, pod_claim: str | None = None) -> str:
+    """Where a container reads the file of `request` (top-level name): under the pod's name for a
+    claim from a template (`pod_claim`), else under the claim's name."""
     if pod_claim:
         return f"{CONTAINER_DIR}/{TEMPLATES_SUBDIR}/{pod_claim}/{request}/{driver_name}-metadata.json"
-    return f"{CONTAINER_DIR}/{CLAIMS_SUBDIR}/{meta.get('name')}/{request}/{driver_name}-metadata.json"
+    return f"{CONTAINER_DIR}/{CLAIMS_SUBDIR}/{claim_name}/{request}/{driver_name}-metadata.json"
 
 
 def granted_attributes(result: Mapping[str, Any] | None, device: Mapping[str, Any]) -> dict[str, dict[str, str]]:
@@ -160,7 +160,7 @@ def build_files(
         files.append(MetadataFile(
             request=request,
             host_path=host_dir / check_uid(ref.uid) / request / f"{driver_name}-metadata.json",
-            container_path=container_path(driver_name, claim, request),
+            container_path=container_path(driver_name, ref.name, request, pod_claim),
             body=body,
         ))
     return files
