@@ -71,8 +71,11 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise InputError(f"--wait: must be zero or positive, got {args.wait!r}")
     if (args.device or args.until) and not args.health:
         raise InputError("--device and --until go with --health")
+    from driver.plugin.server import SocketPaths
+
     node = getattr(args, "node_name", None)
     args.dirs = common.node_dirs(args, args.driver_name, node, sockets_only=not (args.prepare or args.unprepare))
+    args.sockets = SocketPaths.for_driver(args.dirs.plugins, args.dirs.registry, args.driver_name, args.dirs.defaults)
     if args.prepare or args.unprepare:
         common.store_dir(args, write=False)  # a bad --store is named before the plugin is called
 
@@ -81,8 +84,7 @@ def _client(args: argparse.Namespace):
     """A KubeletClient on the plugin's DRA socket, once both sockets exist and an empty call answers."""
     from driver.plugin.client import KubeletClient
 
-    reg = args.dirs.registry / f"{args.driver_name}-reg.sock"
-    dra = args.dirs.plugins / args.driver_name / "dra.sock"
+    reg, dra = args.sockets.registration, args.sockets.dra
     deadline = time.monotonic() + args.wait
     while True:
         missing = next((s for s in (reg, dra) if not s.exists()), None)

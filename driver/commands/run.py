@@ -205,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     publish_interval = common.positive_seconds(args.publish_interval, "--publish-interval")
     grace_s = common.positive_seconds(args.grace_period, "--grace-period")
     dirs = _node_dirs(args, driver_name, node)
-    paths = SocketPaths.for_driver(dirs.plugins, dirs.registry, driver_name)
+    paths = SocketPaths.for_driver(dirs.plugins, dirs.registry, driver_name, dirs.defaults)
     claims = _claim_source(args, common.positive_seconds(args.api_deadline, "--api-deadline"))
     from driver.commands.publish import renderer_from_args
 
