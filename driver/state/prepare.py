@@ -353,6 +353,11 @@ class DeviceState:
                     devices = self._pool.get(refresh_if_stale=False)[1]
                     prepared = self._compute(ref, claim, pool.name, devices, final=True)
                 assert prepared is not None
+                if not prepared[1]:
+                    # Nothing of ours to prepare: no record and no CDI spec (runtimes reject a spec
+                    # without devices), so a retry or an unprepare finds nothing to undo either.
+                    results[ref.uid] = PrepareResult()
+                    continue
                 placed.check(ref, prepared[:2], pool.slices, devices, self._features, positions=prepared[2])
             except FakeDraError as exc:
                 results[ref.uid] = PrepareResult(error=str(exc))
