@@ -26,10 +26,10 @@ from typing import Any
 from driver import DEFAULT_DRIVER_NAME
 from driver.allocator.session import Allocator
 from driver.e2e import partition_map
-from driver.e2e.local import devices_by_claim, flatten, skewed_view
 from driver.e2e.manifests import NAMESPACE, class_name, namespace_object, pod_object, podgroup_object
 from driver.e2e.observe import Observation
 from driver.e2e.scenario import Scenario
+from driver.e2e.views import devices_by_claim, flatten, skewed_view
 from driver.errors import AllocationError, FakeDraError, InputError
 from driver.features import Features, parse_features
 from driver.kube import e2e_client as k
