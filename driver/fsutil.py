@@ -85,19 +85,29 @@ def remove_stale_temps(directory: Path, name_glob: str) -> list[Path]:
 def make_dirs(path: Path, mode: int, parents_mode: int = 0o755) -> bool:
     """mkdir -p with exact modes whatever the umask (umask 000 must not make a directory
     world-writable, nor 077 one the container runtime cannot read). Existing directories keep
-    their mode. True if `path` itself was created."""
-    created = False
-    for part in [*reversed(path.parents), path]:
-        want = mode if part == path else parents_mode
+    their mode. True if `path` itself was created. The leaf is tried first, so the common case
+    (everything but the leaf exists: a prepare's metadata directory) costs one mkdir."""
+    path = Path(path)
+    try:
+        os.mkdir(path, 0o700)  # narrow until the chmod below
+    except FileNotFoundError:
+        if path.parent == path:
+            raise
+        make_dirs(path.parent, parents_mode, parents_mode)
         try:
-            os.mkdir(part, 0o700)  # narrow until the chmod below
-        except FileExistsError:
-            continue
-        os.chmod(part, want)
-        created = part == path
+            os.mkdir(path, 0o700)
+        except FileExistsError:  # created by someone else meanwhile
+            return _existing_dir(path)
+    except FileExistsError:
+        return _existing_dir(path)
+    os.chmod(path, mode)
+    return True
+
+
+def _existing_dir(path: Path) -> bool:
     if not path.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
-    return created
+    return False
 
 
 def read_text_file(path: str | os.PathLike[str], what: str) -> str:

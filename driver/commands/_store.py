@@ -1,10 +1,16 @@
 """Flags and helpers shared by the commands that read and write the local object store (get, apply,
-delete, probe --prepare): where the store is and which namespace a name lives in, kubectl-style."""
+delete, probe --prepare): where the store is, which namespace a name lives in and how `-f` is read,
+kubectl-style."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
 from driver.commands import common
+from driver.errors import InputError
+from driver.fsutil import decode_text
 from driver.store.objectstore import ObjectStore
 
 DEFAULT_NAMESPACE = "default"
@@ -28,3 +34,16 @@ def open_store(args: argparse.Namespace, *, write: bool) -> ObjectStore:
     """The store named by --store (or the default `run` uses), checked like every output path when
     the command writes to it (common.store_dir)."""
     return ObjectStore(common.store_dir(args, write=write))
+
+
+def read_manifest(path: str) -> str:
+    """The text of one `-f` argument (`-` is stdin); InputError naming it when it cannot be read or
+    is not UTF-8 text."""
+    try:
+        return sys.stdin.read() if path == "-" else decode_text(Path(path).read_bytes(), f"-f {path}")
+    except UnicodeDecodeError:  # stdin, decoded by Python
+        raise InputError(f"-f {path}: not UTF-8 text") from None
+    except IsADirectoryError:
+        raise InputError(f"-f {path}: is a directory; give a YAML file") from None
+    except OSError as exc:
+        raise InputError(f"-f {path}: cannot read: {exc.strerror or exc}") from None

@@ -47,22 +47,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _read(path: str) -> str:
-    try:
-        return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"-f {path}: not UTF-8 text") from None
-    except IsADirectoryError:
-        raise InputError(f"-f {path}: is a directory; give a YAML file") from None
-    except OSError as exc:
-        raise InputError(f"-f {path}: cannot read: {exc.strerror or exc}") from None
-
-
 def run(args: argparse.Namespace) -> int:
     documents: list[tuple[str, int, Any]] = []
     for path in args.filename:
         source = "stdin" if path == "-" else path
-        documents.extend((source, index, doc) for index, doc in load_documents(_read(path), source))
+        documents.extend((source, index, doc) for index, doc in load_documents(_store.read_manifest(path), source))
     if not documents:
         raise InputError(f"-f {', '.join(args.filename)}: no objects found")
     store = _store.open_store(args, write=True)

@@ -10,7 +10,7 @@ import argparse
 import contextlib
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from driver import DEFAULT_DRIVER_NAME
@@ -200,6 +200,9 @@ class NodeDirs:
     state: Path
     origin: str  # "--kubelet-root", "in-cluster" or "local": where the defaults came from
     local_root: Path | None = None
+    # Socket directory flag -> how its directory came about when the flag was not given, and what to
+    # change instead (the socket length check names these rather than a flag the user never typed).
+    defaults: dict[str, str] = field(default_factory=dict)
 
     def flags(self) -> list[tuple[str, Path]]:
         return [("--kubelet-plugins-dir", self.plugins), ("--kubelet-registry-dir", self.registry),
@@ -240,6 +243,7 @@ def node_dirs(args: argparse.Namespace, driver_name: str, node: str | None, *, s
 
     plugins = pick("plugins", base / "plugins" if base else None)
     state = getattr(args, "state_dir", None)
+    flags = {"plugins": "--kubelet-plugins-dir", "registry": "--kubelet-registry-dir"}
     return NodeDirs(
         plugins=plugins,
         registry=pick("registry", base / "plugins_registry" if base else None),
@@ -247,7 +251,21 @@ def node_dirs(args: argparse.Namespace, driver_name: str, node: str | None, *, s
         state=Path(state) if state else plugins / driver_name,
         origin=origin,
         local_root=local,
+        defaults={flags[k]: _default_origin(origin, base, flags[k]) for k in ("plugins", "registry")
+                  if not given[k] and base},
     )
+
+
+def _default_origin(origin: str, base: Path, flag: str) -> str:
+    """Why a defaulted directory is where it is, and what to give instead (for error messages)."""
+    if origin == "local":
+        xdg = os.environ.get("XDG_STATE_HOME", "")
+        home = f"XDG_STATE_HOME={xdg}" if os.path.isabs(xdg) else "XDG_STATE_HOME is not set, so ~/.local/state"
+        return (f"it is under the local state directory {base} ({LOCAL_STATE_HINT}; {home}); pass --kubelet-root "
+                f"(or {flag}) with a shorter directory, or set a shorter XDG_STATE_HOME")
+    if origin == "--kubelet-root":
+        return f"it is under --kubelet-root {base}; give a shorter --kubelet-root (or {flag})"
+    return f"it is under the kubelet's {base}; pass {flag} with a shorter directory"
 
 
 # --- output paths: checked before the work starts -------------------------------------------------

@@ -8,8 +8,6 @@ allowed, as on a cluster: the kubelet's unprepare still reaches the plugin witho
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 from driver.commands import _store
 from driver.errors import InputError, NotFoundError
@@ -37,7 +35,7 @@ def _targets(args: argparse.Namespace) -> list[tuple[Kind, str | None, str]]:
             raise InputError("give either KIND NAME... or -f FILE, not both")
         out = []
         for path in args.filename:
-            for index, doc in load_documents(_read(path), path):
+            for index, doc in load_documents(_store.read_manifest(path), path):
                 where = f"{path}: document {index}"
                 if not isinstance(doc, dict):
                     raise InputError(f"{where}: expected an object with apiVersion, kind and metadata")
@@ -55,15 +53,6 @@ def _targets(args: argparse.Namespace) -> list[tuple[Kind, str | None, str]]:
         raise InputError(f"NAME: which {kind.plural} to delete? (deleting all is not supported)")
     ns = _store.namespace(args) if kind.namespaced else None
     return [(kind, ns, name) for name in args.names]
-
-
-def _read(path: str) -> str:
-    try:
-        return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"-f {path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(f"-f {path}: cannot read: {exc.strerror or exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -71,18 +71,20 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise InputError(f"--wait: must be zero or positive, got {args.wait!r}")
     if (args.device or args.until) and not args.health:
         raise InputError("--device and --until go with --health")
+    from driver.plugin.server import SocketPaths
+
     node = getattr(args, "node_name", None)
     args.dirs = common.node_dirs(args, args.driver_name, node, sockets_only=not (args.prepare or args.unprepare))
+    args.sockets = SocketPaths.for_driver(args.dirs.plugins, args.dirs.registry, args.driver_name, args.dirs.defaults)
     if args.prepare or args.unprepare:
         common.store_dir(args, write=False)  # a bad --store is named before the plugin is called
 
 
 def _client(args: argparse.Namespace):
     """A KubeletClient on the plugin's DRA socket, once both sockets exist and an empty call answers."""
-    from driver.plugin.client import KubeletClient
+    from driver.plugin.client import KubeletClient, rpc_error_text
 
-    reg = args.dirs.registry / f"{args.driver_name}-reg.sock"
-    dra = args.dirs.plugins / args.driver_name / "dra.sock"
+    reg, dra = args.sockets.registration, args.sockets.dra
     deadline = time.monotonic() + args.wait
     while True:
         missing = next((s for s in (reg, dra) if not s.exists()), None)
@@ -95,7 +97,7 @@ def _client(args: argparse.Namespace):
                 return client
             except Exception as exc:  # noqa: BLE001 - any transport failure means "not (yet) alive"
                 client.close()
-                problem = f"DRA call on {dra} failed: {exc}"
+                problem = f"DRA call on {dra} failed: {rpc_error_text(exc) or f'{type(exc).__name__}: {exc}'}"
         if time.monotonic() >= deadline:
             waited = f" (waited {args.wait:g} s)" if args.wait else ""
             raise ProbeFailed(f"{problem}{waited}")
@@ -103,6 +105,8 @@ def _client(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from driver.plugin.client import rpc_error_text
+
     _check_flags(args)
     client = _client(args)
     try:
@@ -113,6 +117,11 @@ def run(args: argparse.Namespace) -> int:
         if args.health:
             return _health(client, args)
         return 0
+    except Exception as exc:
+        problem = rpc_error_text(exc)  # the plugin went away or refused after the liveness call
+        if problem is None:
+            raise
+        raise ProbeFailed(f"call on {args.sockets.dra} failed: {problem}") from None
     finally:
         client.close()
 

@@ -20,6 +20,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from driver.commands import common
@@ -171,7 +173,8 @@ def _log_inventory(pool: Any, driver_name: str) -> None:
         log.warning(warning)
 
 
-def start_publisher(args: argparse.Namespace, render, interval_s: float, registry: Any):
+def start_publisher(args: argparse.Namespace, render: Callable[[Features], Any], interval_s: float,
+                    registry: Any) -> Any | None:
     """The single place `run` wires slice publishing; the flag -> backend/detector/Publisher
     translation is shared with `fake-dra publish` (driver.commands.publish). None when disabled."""
     if args.no_publish:
@@ -205,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     publish_interval = common.positive_seconds(args.publish_interval, "--publish-interval")
     grace_s = common.positive_seconds(args.grace_period, "--grace-period")
     dirs = _node_dirs(args, driver_name, node)
-    paths = SocketPaths.for_driver(dirs.plugins, dirs.registry, driver_name)
+    paths = SocketPaths.for_driver(dirs.plugins, dirs.registry, driver_name, dirs.defaults)
     claims = _claim_source(args, common.positive_seconds(args.api_deadline, "--api-deadline"))
     from driver.commands.publish import renderer_from_args
 

@@ -16,13 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from driver.state.metadata import API_VERSIONS, CLAIMS_SUBDIR, CONTAINER_DIR, KIND, TEMPLATES_SUBDIR, decode
-
-
-def expected_path(claim_name: str, request: str, driver: str, pod_claim_name: str | None = None) -> str:
-    if pod_claim_name:
-        return f"{CONTAINER_DIR}/{TEMPLATES_SUBDIR}/{pod_claim_name}/{request}/{driver}-metadata.json"
-    return f"{CONTAINER_DIR}/{CLAIMS_SUBDIR}/{claim_name}/{request}/{driver}-metadata.json"
+from driver.state.metadata import API_VERSIONS, KIND, container_path, decode
 
 
 def protocol_problems(path: str, text: str) -> tuple[dict[str, Any] | None, list[str]]:
@@ -54,7 +48,7 @@ def protocol_problems(path: str, text: str) -> tuple[dict[str, Any] | None, list
         problems.append(f"{path}: want one request served by one driver, got {len(requests)} / {len(drivers)}")
     else:
         request = str(requests[0].get("name", "")).split("/", 1)[0]
-        want = expected_path(str(meta.get("name")), request, str(next(iter(drivers))), first.get("podClaimName"))
+        want = container_path(str(next(iter(drivers))), str(meta.get("name")), request, first.get("podClaimName"))
         if path != want:
             problems.append(f"{path}: content says it belongs at {want}")
     return first, problems

@@ -25,14 +25,15 @@ from typing import Any
 
 from driver import DEFAULT_DRIVER_NAME
 from driver.allocator.session import Allocator
-from driver.e2e import devicemeta, partition_map
-from driver.e2e.local import devices_by_claim, flatten, skewed_view
+from driver.e2e import partition_map
 from driver.e2e.manifests import NAMESPACE, class_name, namespace_object, pod_object, podgroup_object
 from driver.e2e.observe import Observation
 from driver.e2e.scenario import Scenario
+from driver.e2e.views import devices_by_claim, flatten, skewed_view
 from driver.errors import AllocationError, FakeDraError, InputError
 from driver.features import Features, parse_features
 from driver.kube import e2e_client as k
+from driver.state.metadata import container_path
 
 PLUGIN_NS = "fake-dra"
 PLUGIN_SELECTOR = "app.kubernetes.io/name=fake-dra,app.kubernetes.io/component=kubelet-plugin"
@@ -217,7 +218,7 @@ class KindBackend:
         files: dict[str, str] = {}
         for claim in claims:
             for req in (self._claim(claim).get("spec") or {}).get("devices", {}).get("requests") or []:
-                path = devicemeta.expected_path(claim, str(req.get("name")), self.driver_name)
+                path = container_path(self.driver_name, claim, str(req.get("name")))
                 text = self._kubectl(["exec", "-n", NAMESPACE, pod, "-c", "ctr", "--", "cat", path], check=False)
                 if text is not None:
                     files[path] = text

@@ -15,8 +15,6 @@ Roles, each played by the component a real cluster uses for it where we have one
 
 from __future__ import annotations
 
-import copy
-import json
 import os
 import shutil
 import tempfile
@@ -31,17 +29,18 @@ from driver.allocator.cache import AllocatorCache
 from driver.allocator.session import Allocator
 from driver.discovery import discover, make_sysfs, set_fault
 from driver.e2e import partition_map
+from driver.e2e.container import container_view
 from driver.e2e.manifests import NAMESPACE, device_classes
 from driver.e2e.observe import Observation
 from driver.e2e.plugin_proc import PluginDirs, PluginProcess
 from driver.e2e.scenario import Scenario
+from driver.e2e.views import devices_by_claim, flatten, skewed_view
 from driver.errors import AllocationError, InputError, NotFoundError
-from driver.features import Features
 from driver.hardware import load_catalog
 from driver.plugin.client import ClaimResult
 from driver.publish.backend import LocalGateConfig
 from driver.slices import render_pool
-from driver.state.metadata import CONTAINER_DIR, HOST_SUBDIR
+from driver.state.metadata import HOST_SUBDIR
 from driver.store.objectstore import ObjectStore
 
 NODE = "node-1"
@@ -72,38 +71,6 @@ class _Prepared:
     ref: tuple[str, str, str]
     result: ClaimResult
     pods: set[str] = field(default_factory=set)
-
-
-def flatten(dev: Mapping[str, Any]) -> dict[str, Any]:
-    """Device dict -> {name, attribute: value} with the driver's own (unqualified) attributes."""
-    out: dict[str, Any] = {"name": dev["name"]}
-    for key, value in (dev.get("attributes") or {}).items():
-        if "/" not in key and value:
-            out[key] = next(iter(value.values()))
-    return out
-
-
-def devices_by_claim(claims: Sequence[Mapping[str, Any]], published: Sequence[Mapping[str, Any]],
-                     driver: str) -> dict[str, list[dict[str, Any]]]:
-    """Claim name -> flattened devices allocated to it from `driver` (a bare name if no longer published)."""
-    devices = {d["name"]: d for d in published}
-    out = {}
-    for claim in claims:
-        results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
-        out[claim["metadata"]["name"]] = [devices.get(r["device"], {"name": r["device"]}) for r in results
-                                          if r.get("driver") == driver]
-    return out
-
-
-def skewed_view(slices: Sequence[Mapping[str, Any]], features: Features) -> tuple[list[dict[str, Any]], Features]:
-    """Slices and gates as a scheduler from before KEP-5963 sees them: it decodes slices without
-    the field it does not know, so compatibility groups are gone (copies; the input is untouched)."""
-    stripped = copy.deepcopy(list(slices))
-    for s in stripped:
-        for d in s["spec"].get("devices") or []:
-            for cc in d.get("consumesCounters") or []:
-                cc.pop("compatibilityGroups", None)
-    return stripped, features.with_gates({"DRADeviceCompatibilityGroups": False})
 
 
 class LocalBackend:
@@ -266,34 +233,6 @@ class LocalBackend:
         self.store.update(CLAIMS, claim)
 
     # ---- kubelet ---------------------------------------------------------------------------
-    def _cdi_env(self, cdi_ids: Sequence[str]) -> dict[str, str]:
-        wanted = {i.split("=", 1)[1] for i in cdi_ids if "=" in i}
-        env: dict[str, str] = {}
-        for path in sorted(self.dirs.cdi.glob("*.json")):
-            spec = json.loads(path.read_text())
-            for dev in spec.get("devices") or []:
-                if dev.get("name") in wanted:
-                    for item in (dev.get("containerEdits") or {}).get("env") or []:
-                        key, _, value = item.partition("=")
-                        env[key] = value
-        return env
-
-    def _cdi_mounted_metadata(self, cdi_ids: Sequence[str]) -> dict[str, str]:
-        """Container path -> content of every device metadata file the runtime would bind-mount for
-        these CDI devices (what the container reads under /var/run/kubernetes.io/...)."""
-        wanted = {i.split("=", 1)[1] for i in cdi_ids if "=" in i}
-        files: dict[str, str] = {}
-        for path in sorted(self.dirs.cdi.glob("*.json")):
-            for dev in json.loads(path.read_text()).get("devices") or []:
-                if dev.get("name") in wanted:
-                    for mount in (dev.get("containerEdits") or {}).get("mounts") or []:
-                        if mount.get("containerPath", "").startswith(CONTAINER_DIR + "/"):
-                            try:
-                                files[mount["containerPath"]] = Path(mount["hostPath"]).read_text()
-                            except OSError as exc:  # judged as "not a JSON stream", naming the problem
-                                files[mount["containerPath"]] = f"<host file unreadable: {exc}>"
-        return files
-
     def _prepare(self, pod: _Pod, obs: Observation) -> None:
         errors, same = [], True
         cdi: list[str] = []
@@ -317,8 +256,8 @@ class LocalBackend:
         obs.prepared = not errors
         obs.prepare_error = "; ".join(errors)
         obs.cdi_devices = cdi
-        obs.env = self._cdi_env(cdi)
-        obs.metadata = self._cdi_mounted_metadata(cdi)
+        seen = container_view(self.dirs.cdi, cdi)
+        obs.env, obs.metadata = seen.env, seen.metadata
         obs.prepare_calls_same = same
         pod.running = not errors
 

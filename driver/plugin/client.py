@@ -55,6 +55,17 @@ class DeviceHealth:
     message: str = ""
 
 
+def rpc_error_text(exc: BaseException) -> str | None:
+    """A failed gRPC call in one line (`UNAVAILABLE: failed to connect to all addresses; ...`), or
+    None when `exc` is not a gRPC error. grpc's own str() spans five lines of debug detail."""
+    if not isinstance(exc, grpc.RpcError):
+        return None
+    code, details = getattr(exc, "code", None), getattr(exc, "details", None)
+    name = code().name if callable(code) and code() is not None else type(exc).__name__
+    text = " ".join(str(details() or "").split()) if callable(details) else ""
+    return f"{name}: {text}" if text else name
+
+
 @dataclass
 class KubeletClient:
     """`KubeletClient(registry_dir, driver_name)`; call `register()` first (or pass `endpoint`)."""

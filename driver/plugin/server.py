@@ -24,7 +24,7 @@ import os
 import socket
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,16 +67,19 @@ class SocketPaths:
 
     @classmethod
     def for_driver(cls, plugins_dir: str | os.PathLike[str], registry_dir: str | os.PathLike[str],
-                   driver_name: str) -> SocketPaths:
+                   driver_name: str, origins: Mapping[str, str] | None = None) -> SocketPaths:
+        """The sockets of `driver_name`; InputError when a path exceeds the AF_UNIX limit. `origins`
+        (flag -> sentence) says how a directory nobody gave by its flag came about and what to
+        change instead; without one the message names the flag."""
         paths = cls(Path(plugins_dir).absolute() / driver_name / "dra.sock",
                     Path(registry_dir).absolute() / f"{driver_name}-reg.sock")
         for flag, path in (("--kubelet-plugins-dir", paths.dra), ("--kubelet-registry-dir", paths.registration)):
             n = len(os.fsencode(path))
-            if n > UNIX_PATH_MAX:
-                raise InputError(
-                    f"{flag}: socket path {path} is {n} bytes, over the AF_UNIX limit of {UNIX_PATH_MAX}; "
-                    "use a shorter directory"
-                )
+            if n <= UNIX_PATH_MAX:
+                continue
+            problem = f"socket path {path} is {n} bytes, over the AF_UNIX limit of {UNIX_PATH_MAX}"
+            origin = (origins or {}).get(flag)
+            raise InputError(f"{problem}: {origin}" if origin else f"{flag}: {problem}; use a shorter directory")
         return paths
 
 

@@ -32,14 +32,13 @@ from driver.deadline import Deadline
 from driver.errors import ConflictError, FakeDraError, ForbiddenError, NotFoundError
 from driver.state.names import env_token
 from driver.state.pool import attr
-from driver.state.types import ClaimRef, PreparedDevice
+from driver.state.types import ClaimRef, NetworkData, PreparedDevice
 
 log = logging.getLogger("fake-dra.claimstatus")
 
 READY = "Ready"
 REASON = "Prepared"
 MESSAGE = "VF prepared for the claim's containers by the kubelet plugin"
-NetworkData = Callable[[Mapping[str, Any]], "dict[str, str] | None"]
 REQUIRED_PERMISSION = ("patch on resourceclaims/status and associated-node:patch on resourceclaims/driver "
                        "(resourceNames: [<driver name>])")
 

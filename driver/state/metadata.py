@@ -36,16 +36,16 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from driver.errors import InputError, PrepareError
-from driver.fsutil import atomic_write
+from driver.fsutil import atomic_write, make_dirs
 from driver.state.device_env import granted
 from driver.state.names import check_label, check_uid
-from driver.state.types import ClaimRef, PreparedDevice
+from driver.state.types import ClaimRef, NetworkData, PreparedDevice
 
 log = logging.getLogger("fake-dra.metadata")
 
@@ -60,8 +60,6 @@ HOST_SUBDIR = "dra-device-metadata"
 FILE_MODE = 0o644  # read inside containers running as any user
 DIR_MODE = 0o755
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")  # a ResourceSlice attribute name
-
-NetworkData = Callable[[Mapping[str, Any]], "dict[str, str] | None"]
 
 
 @dataclass(frozen=True)
@@ -96,12 +94,12 @@ def pod_claim_name(claim: Mapping[str, Any]) -> str | None:
         raise PrepareError(f"claim {meta.get('namespace')}/{meta.get('name')}: {exc}") from None
 
 
-def container_path(driver_name: str, claim: Mapping[str, Any], request: str) -> str:
-    meta = claim.get("metadata") or {}
-    pod_claim = pod_claim_name(claim)
+def container_path(driver_name: str, claim_name: str, request: str, pod_claim: str | None = None) -> str:
+    """Where a container reads the file of `request` (top-level name): under the pod's name for a
+    claim from a template (`pod_claim`), else under the claim's name."""
     if pod_claim:
         return f"{CONTAINER_DIR}/{TEMPLATES_SUBDIR}/{pod_claim}/{request}/{driver_name}-metadata.json"
-    return f"{CONTAINER_DIR}/{CLAIMS_SUBDIR}/{meta.get('name')}/{request}/{driver_name}-metadata.json"
+    return f"{CONTAINER_DIR}/{CLAIMS_SUBDIR}/{claim_name}/{request}/{driver_name}-metadata.json"
 
 
 def granted_attributes(result: Mapping[str, Any] | None, device: Mapping[str, Any],
@@ -161,7 +159,7 @@ def build_files(
         files.append(MetadataFile(
             request=request,
             host_path=host_dir / check_uid(ref.uid) / request / f"{driver_name}-metadata.json",
-            container_path=container_path(driver_name, claim, request),
+            container_path=container_path(driver_name, ref.name, request, pod_claim),
             body=body,
         ))
     return files
@@ -267,7 +265,7 @@ class DeviceMetadataWriter:
             if previous is not None and _without_generation(previous) == _without_generation(f.body):
                 continue
             generation = _generation(previous) + 1
-            f.host_path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            make_dirs(f.host_path.parent, DIR_MODE, DIR_MODE)
             atomic_write(f.host_path, encode(f.body, generation), FILE_MODE, fsync=False)
 
     def remove(self, claim_uid: str) -> None:

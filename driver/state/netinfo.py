@@ -10,13 +10,12 @@ the claim's status.devices alike.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from driver.discovery.netdev import netdev_for_pci
 from driver.state.pool import attr
-
-NetworkData = Callable[[Mapping[str, Any]], "dict[str, str] | None"]
+from driver.state.types import NetworkData
 
 
 def sysfs_network_data(sysfs_root: str | os.PathLike[str], driver_name: str) -> NetworkData:

@@ -30,19 +30,18 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from driver.deadline import KUBELET_CALL_TIMEOUT_S, Deadline
-from driver.errors import CallAborted, FakeDraError, InputError, NotFoundError, PrepareError
+from driver.errors import CallAborted, FakeDraError, NotFoundError, PrepareError
 from driver.features import Features
 from driver.model.claimshape import check_claim_shape
 from driver.state.cdi import CdiWriter
+from driver.state.allocation import devices_to_prepare
 from driver.state.checkpoint import COMPLETED, STARTED, Checkpoint, CheckpointStore, ClaimEntry
 from driver.state.claimstatus import ClaimStatusReporter
-from driver.state.config import configs_for_results
-from driver.state.device_env import device_env
 from driver.state.metadata import DeviceMetadataWriter
 from driver.state.names import check_label, check_subdomain, check_uid
 from driver.state.names import shorten as _short
 from driver.state.ownership import CallGate, StateDirLock, startup_io
-from driver.state.pool import PoolCache, attr
+from driver.state.pool import PoolCache
 from driver.state.revalidate import PlacedIndex
 from driver.state.types import ClaimRef, ClaimSource, PreparedDevice, PrepareResult
 
@@ -219,12 +218,21 @@ class DeviceState:
 
     def prepare(self, refs: Sequence[ClaimRef], timeout_s: float | None = None) -> dict[str, PrepareResult]:
         """`timeout_s`: how long the caller still waits (its gRPC deadline); never more than max_call_s."""
+        return self._call(refs, timeout_s, self._prepare, lambda error: PrepareResult(error=error))
+
+    def _call(self, refs: Sequence[ClaimRef], timeout_s: float | None,
+              work: Callable[[Sequence[ClaimRef], Deadline], dict[str, Any]],
+              refused: Callable[[str], Any]) -> dict[str, Any]:
+        """One kubelet call: bounded by its deadline and counted by the call gate, so a shutdown can
+        drain or cancel it. A call refused before it changed anything (CallAborted: the plugin is
+        closing, the deadline passed) answers every claim with `refused(reason)`; the names in it
+        are shortened, since a claim whose names failed validation may be among them."""
         deadline = self._calls.deadline(timeout_s)
         with self._calls.call():
             try:
-                return self._prepare(refs, deadline)
-            except CallAborted as exc:  # refused before it recorded anything
-                return {ref.uid: PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {exc}") for ref in refs}
+                return work(refs, deadline)
+            except CallAborted as exc:
+                return {ref.uid: refused(f"claim {_short(ref.namespace)}/{_short(ref.name)}: {exc}") for ref in refs}
 
     def _prepare(self, refs: Sequence[ClaimRef], deadline: Deadline) -> dict[str, PrepareResult]:
         results: dict[str, PrepareResult] = {}
@@ -348,13 +356,21 @@ class DeviceState:
                     results[ref.uid] = PrepareResult(devices=tuple(entry.devices))
                 continue
             try:
-                prepared = self._compute(ref, claim, pool.name, devices)
-                if prepared is None:  # the known devices might be stale: rediscover once
+                mine = devices_to_prepare(ref, claim, self.driver_name, pool.name, devices, self._cdi.device_id,
+                                          unrequested=self._pool.unrequested)
+                if mine is None:  # the known devices might be stale: rediscover once
                     pool = self._pool.refresh()
                     devices = self._pool.get(refresh_if_stale=False)[1]
-                    prepared = self._compute(ref, claim, pool.name, devices, final=True)
-                assert prepared is not None
-                placed.check(ref, prepared[:2], pool.slices, devices, self._features, positions=prepared[2])
+                    mine = devices_to_prepare(ref, claim, self.driver_name, pool.name, devices, self._cdi.device_id,
+                                              final=True, unrequested=self._pool.unrequested)
+                assert mine is not None
+                if not mine.devices:
+                    # Nothing of ours to prepare: no record and no CDI spec (runtimes reject a spec
+                    # without devices), so a retry or an unprepare finds nothing to undo either.
+                    results[ref.uid] = PrepareResult()
+                    continue
+                placed.check(ref, (mine.results, mine.devices), pool.slices, devices, self._features,
+                             positions=mine.positions)
             except FakeDraError as exc:
                 results[ref.uid] = PrepareResult(error=str(exc))
                 continue
@@ -363,68 +379,8 @@ class DeviceState:
                 results[ref.uid] = PrepareResult(
                     error=f"claim {ref.namespace}/{ref.name}: malformed allocation: {type(exc).__name__}: {exc}")
                 continue
-            placed.add(ref, prepared[1])  # later claims of this call are checked against it
-            batch.append((ref, prepared[1]))
-
-    def _compute(
-        self, ref: ClaimRef, claim: dict[str, Any], pool_name: str, devices: Mapping[str, dict[str, Any]], final: bool = False
-    ) -> tuple[list[dict[str, Any]], list[PreparedDevice], list[int]] | None:
-        """This driver's results, the devices to prepare for them and the results' positions in
-        status.allocation.devices.results; None when a device is unknown (rediscover, then final)."""
-        where = f"claim {ref.namespace}/{ref.name}"
-        alloc = claim["status"]["allocation"].get("devices") or {}
-        all_results = alloc.get("results") or []
-        positions = [i for i, r in enumerate(all_results) if r.get("driver") == self.driver_name]
-        mine = [all_results[i] for i in positions]
-        if not mine:
-            others = sorted({str(r.get("driver"))[:80] for r in all_results})
-            log.warning("claim has no results for this driver; nothing to prepare",
-                        extra={"claim": f"{ref.namespace}/{ref.name}", "drivers": others[:10]})
-        types: list[str] = []
-        first: dict[str, int] = {}
-        for i, r in zip(positions, mine, strict=True):
-            name = r.get("device")
-            try:
-                check_label(name, f"status.allocation.devices.results[{i}].device")
-                for part in str(r.get("request", "")).split("/"):
-                    check_label(part, f"status.allocation.devices.results[{i}].request")
-            except InputError as exc:
-                raise PrepareError(f"{where}: {exc}") from None
-            if name in first:  # upstream never gives one claim a device twice, even with adminAccess
-                raise PrepareError(f"{where}: device {name} is allocated twice in this claim (status.allocation."
-                                   f"devices.results[{first[name]}] and [{i}]); a claim gets each device at most once")
-            first[name] = i
-            if r.get("pool") != pool_name:
-                raise PrepareError(f"{where}: device {name} is in pool {r.get('pool')!r}, not this node's pool {pool_name!r}")
-            if name not in devices:
-                if not final:
-                    return None
-                raise PrepareError(f"{where}: device {name} of pool {pool_name} is not in the current inventory")
-            types.append(str(attr(devices[name], "type", self.driver_name) or ""))
-        try:
-            configs = configs_for_results(alloc.get("config"), self.driver_name, mine, types)
-        except PrepareError as exc:
-            raise PrepareError(f"{where}: {exc}") from None
-        prepared: list[PreparedDevice] = []
-        for i, r, cfg in zip(positions, mine, configs, strict=True):
-            name = r["device"]
-            at = f"{where}: status.allocation.devices.results[{i}]"
-            consumed = r.get("consumedCounters")
-            if consumed is not None and (not isinstance(consumed, list) or not all(isinstance(c, Mapping) for c in consumed)):
-                raise PrepareError(f"{at}.consumedCounters: expected a list of objects")
-            if r.get("shareID") is not None and not isinstance(r.get("shareID"), str):
-                raise PrepareError(f"{at}.shareID: expected a string")
-            prepared.append(PreparedDevice(
-                request_names=(str(r["request"]),),
-                pool=pool_name,
-                device=name,
-                cdi_device_ids=(self._cdi.device_id(ref.uid, name),),
-                consumed_counters=tuple(r["consumedCounters"]) if r.get("consumedCounters") else None,
-                share_id=r.get("shareID"),
-                env=device_env(ref, r, devices[name], cfg, self.driver_name, self._pool.unrequested(name)),
-                admin_access=r.get("adminAccess") is True,
-            ))
-        return mine, prepared, positions
+            placed.add(ref, mine.devices)  # later claims of this call are checked against it
+            batch.append((ref, mine.devices))
 
     def _act(self, batch: list[Batch], before: dict[str, ClaimEntry | None],
              results: dict[str, PrepareResult], recorded: int,
@@ -518,12 +474,7 @@ class DeviceState:
 
     def unprepare(self, refs: Sequence[ClaimRef], timeout_s: float | None = None) -> dict[str, str]:
         """claim UID -> error ("" on success). Works for deleted claims and unknown UIDs."""
-        deadline = self._calls.deadline(timeout_s)
-        with self._calls.call():
-            try:
-                return self._unprepare(refs, deadline)
-            except CallAborted as exc:  # refused before it removed anything
-                return {ref.uid: f"claim {ref.namespace}/{ref.name}: {exc}" for ref in refs}
+        return self._call(refs, timeout_s, self._unprepare, str)
 
     def _unprepare(self, refs: Sequence[ClaimRef], deadline: Deadline) -> dict[str, str]:
         results: dict[str, str] = {}

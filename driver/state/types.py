@@ -7,11 +7,15 @@ here as Protocols so tests can hand in plain objects.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from driver.deadline import Deadline
+
+# A published device -> its resource.k8s.io/v1 NetworkDeviceData (interfaceName, hardwareAddress),
+# or None when it has no network interface (driver.state.netinfo reads it from sysfs).
+NetworkData = Callable[[Mapping[str, Any]], "dict[str, str] | None"]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import fcntl
+import logging
 import os
 import re
 import secrets
@@ -25,7 +26,9 @@ from typing import Any
 import yaml
 
 from driver.errors import ConflictError, InputError, NotFoundError
-from driver.fsutil import atomic_write
+from driver.fsutil import atomic_write, make_dirs
+
+log = logging.getLogger("fake-dra.store")
 
 CLUSTER_SCOPE = "_cluster"
 # libyaml's C loader/dumper are ~10x faster than the pure-Python ones; a store holding a node's
@@ -40,6 +43,8 @@ MAX_FILE_NAME = 255  # bytes (NAME_MAX): a valid 253-character object name does 
 MAX_OBJECT_BYTES = 3 * 1024 * 1024  # twice etcd's default request limit (1.5 MiB): no real object is larger
 MAX_NESTING = 100  # Kubernetes objects nest ~15 deep; libyaml's C composer overflows the stack at ~30,000
 _NESTING_CHARS = "[{-?:"  # every nesting level needs one of these or a new line (a cheap upper bound)
+DIR_MODE = 0o755  # whatever the umask: readable by every local user of the store, writable by its owner
+FILE_MODE = 0o644
 
 
 def _check_segment(value: str, what: str, pattern: re.Pattern[str]) -> str:
@@ -84,7 +89,7 @@ class ObjectStore:
                 self._depth.n = depth
             return
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.root, DIR_MODE)
             lock = open(self.root / ".lock", "a+")
         except OSError as exc:
             raise InputError(f"local store {self.root}: cannot write there ({exc.strerror or exc})") from None
@@ -97,8 +102,6 @@ class ObjectStore:
                 self._depth.n = 0
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
-    _locked = locked
-
     def _next_resource_version(self) -> str:
         counter = self.root / ".resourceVersion"
         try:
@@ -106,7 +109,7 @@ class ObjectStore:
         except (FileNotFoundError, ValueError):
             current = 0
         nxt = current + 1
-        atomic_write(counter, f"{nxt}\n".encode(), 0o644)
+        atomic_write(counter, f"{nxt}\n".encode(), FILE_MODE)
         return str(nxt)
 
     # -- reads -----------------------------------------------------------------------------
@@ -121,7 +124,11 @@ class ObjectStore:
         return _load(path, text)
 
     def list(self, resource: str, namespace: str | None = None, all_namespaces: bool = False) -> list[dict[str, Any]]:
-        """Objects of one namespace (or cluster scope), or of every namespace, sorted by path."""
+        """Objects of one namespace (or cluster scope), or of every namespace, sorted by path.
+
+        A file that cannot be read or parsed is left out with a warning naming it (`get` of that
+        object still fails): one hostile or broken file must not hide every other object from the
+        publisher, the allocator or `fake-dra get`."""
         base = self.root / _check_segment(resource, "resource", _RESOURCE_RE)
         if all_namespaces:
             dirs = sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
@@ -136,6 +143,8 @@ class ObjectStore:
                     out.append(_load(path, read_object_text(path)))
                 except FileNotFoundError:  # deleted between glob and read
                     continue
+                except InputError as exc:
+                    log.warning("leaving out an unreadable object: %s", exc)
         return out
 
     # -- writes ----------------------------------------------------------------------------
@@ -148,7 +157,7 @@ class ObjectStore:
             if not prefix:
                 raise InputError(f"local store: {resource} object has neither metadata.name nor generateName")
             meta["name"] = prefix + secrets.token_hex(3)[:5]
-        with self._locked():
+        with self.locked():
             path = self.path_of(resource, meta.get("namespace"), meta["name"])
             if path.exists():
                 raise ConflictError(f"{resource} {meta['name']} already exists in local store")
@@ -156,15 +165,15 @@ class ObjectStore:
             meta["creationTimestamp"] = _now()
             meta["resourceVersion"] = self._next_resource_version()
             meta.setdefault("generation", 1)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, _dump(obj), 0o644)
+            make_dirs(path.parent, DIR_MODE, DIR_MODE)
+            atomic_write(path, _dump(obj), FILE_MODE)
         return obj
 
     def update(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
         """Replace an object. A set metadata.resourceVersion must match the stored one."""
         obj = copy.deepcopy(obj)
         meta = obj.setdefault("metadata", {})
-        with self._locked():
+        with self.locked():
             current = self.get(resource, meta.get("namespace"), meta.get("name", ""))
             cur_meta = current["metadata"]
             wanted = meta.get("resourceVersion")
@@ -180,11 +189,11 @@ class ObjectStore:
             else:
                 meta["generation"] = cur_meta.get("generation", 1)
             meta["resourceVersion"] = self._next_resource_version()
-            atomic_write(self.path_of(resource, meta.get("namespace"), meta["name"]), _dump(obj), 0o644)
+            atomic_write(self.path_of(resource, meta.get("namespace"), meta["name"]), _dump(obj), FILE_MODE)
         return obj
 
     def delete(self, resource: str, namespace: str | None, name: str, resource_version: str | None = None) -> None:
-        with self._locked():
+        with self.locked():
             current = self.get(resource, namespace, name)
             if resource_version and resource_version != current["metadata"].get("resourceVersion"):
                 raise ConflictError(f"{resource} {name}: resourceVersion {resource_version} is stale")

@@ -60,6 +60,7 @@ CASES = [
     Case(("get", "resourceclaims", "x", "-A"), ("across all namespaces",)),
     Case(("delete", "resourceclaims"), ("NAME",)),
     Case(("delete", "-f", "binary.yaml"), ("binary.yaml", "not UTF-8")),
+    Case(("delete", "-f", "adir"), ("adir", "is a directory")),
     Case(("delete", "resourceclaim", "x", "--store", "/proc/store"), ("--store", "/proc/store", "cannot write")),
     # demo (every check fires before the minute of scenarios)
     Case(("demo", "--junit", "adir"), ("--junit", "adir", "is a directory")),

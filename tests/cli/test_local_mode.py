@@ -109,3 +109,36 @@ def test_run_without_directory_flags_stays_in_the_state_directory(short_state_ho
     assert "restored 0 prepared claims" in text
     assert (node_dir / "plugins" / DRIVER).is_dir() and (node_dir / "cdi").is_dir()
     assert {p: p.exists() for p in system_paths} == existed
+
+
+@pytest.mark.parametrize("command", ["run", "probe"])
+def test_a_too_long_default_socket_path_names_what_made_it_long(tmp_path, monkeypatch, capsys, command):
+    from driver.cli import main
+
+    monkeypatch.setattr(common, "in_cluster", lambda: False)
+    long_home = tmp_path / ("s" * 90)
+    monkeypatch.setenv("XDG_STATE_HOME", str(long_home))
+    assert main([command, "--node-name", "n1", "--sysfs-root", str(tmp_path)] if command == "run"
+                else [command, "--node-name", "n1"]) == 2
+    err = capsys.readouterr().err
+    assert f"fake-dra {command}: socket path {long_home}/fake-dra/nodes/n1/" in err
+    assert "over the AF_UNIX limit of 107" in err
+    assert f"XDG_STATE_HOME={long_home}" in err and "--kubelet-root" in err and "shorter XDG_STATE_HOME" in err
+    assert f"fake-dra {command}: --kubelet-plugins-dir:" not in err, "the user gave no such flag"
+    assert not (long_home / "fake-dra" / "nodes" / "n1" / "plugins").exists()
+
+
+def test_a_too_long_socket_path_under_kubelet_root_names_kubelet_root(tmp_path, capsys):
+    from driver.cli import main
+
+    root = tmp_path / ("k" * 100)
+    assert main(["probe", "--kubelet-root", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert f"it is under --kubelet-root {root}; give a shorter --kubelet-root" in err
+
+
+def test_a_too_long_socket_path_from_a_flag_still_names_the_flag(tmp_path, capsys):
+    from driver.cli import main
+
+    assert main(["probe", "--node-name", "n1", "--kubelet-plugins-dir", str(tmp_path / ("p" * 100))]) == 2
+    assert "fake-dra probe: --kubelet-plugins-dir: socket path" in capsys.readouterr().err

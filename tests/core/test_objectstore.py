@@ -71,3 +71,35 @@ def test_generate_name(tmp_path):
     assert obj["metadata"]["name"].startswith("n1-fake-dra-")
     with pytest.raises(InputError, match="generateName"):
         store.create("resourceslices", {"metadata": {}})
+
+
+@pytest.mark.parametrize("mask", [0o000, 0o077])
+def test_directories_have_fixed_modes_whatever_the_umask(tmp_path, mask):
+    import os
+    import stat
+
+    root = tmp_path / "parent" / "store"
+    old = os.umask(mask)
+    try:
+        ObjectStore(root).create("resourceclaims", claim())
+    finally:
+        os.umask(old)
+    mode = lambda p: stat.S_IMODE(p.stat().st_mode)  # noqa: E731
+    dirs = [root.parent, root, root / "resourceclaims", root / "resourceclaims" / "default"]
+    assert [oct(mode(d)) for d in dirs] == [oct(0o755)] * 4
+    assert mode(root / "resourceclaims" / "default" / "c1.yaml") == 0o644
+
+
+@pytest.mark.parametrize("content", [b"{ not yaml", b"\xff\xfe binary", b"- a list\n", b"[" * 5000 + b"]" * 5000],
+                         ids=["not-yaml", "not-utf8", "not-an-object", "nested-5000"])
+def test_list_leaves_out_a_broken_file_and_names_it(tmp_path, caplog, content):
+    store = ObjectStore(tmp_path)
+    for name in ("a", "b", "c"):
+        store.create("resourceclaims", claim(name))
+    bad = tmp_path / "resourceclaims" / "default" / "b.yaml"
+    bad.write_bytes(content)
+    assert [o["metadata"]["name"] for o in store.list("resourceclaims", "default")] == ["a", "c"]
+    assert [o["metadata"]["name"] for o in store.list("resourceclaims", all_namespaces=True)] == ["a", "c"]
+    assert str(bad) in caplog.text and "leaving out" in caplog.text
+    with pytest.raises(InputError, match="b.yaml"):
+        store.get("resourceclaims", "default", "b")

@@ -243,8 +243,7 @@ def test_unreadable_store_files_are_named(tmp_path):
     path.write_bytes(b"name: caf\xe9\n")
     with pytest.raises(InputError, match="c.yaml is not UTF-8 text"):
         store.get("resourceclaims", "default", "c")
-    with pytest.raises(InputError, match="c.yaml is not UTF-8 text"):
-        store.list("resourceclaims", "default")
+    assert store.list("resourceclaims", "default") == []  # left out with a warning, not the whole list
     path.unlink()
     path.mkdir()
     with pytest.raises(InputError, match="cannot read .*c.yaml"):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from driver.e2e.devicemeta import check, expected_path
+from driver.e2e.devicemeta import check
+from driver.state.metadata import container_path
 from driver.e2e.observe import Observation, check_step
 from driver.e2e.scenario import Step
 from driver.state.metadata import encode
@@ -30,7 +31,7 @@ def vf(name="nic-0-vf-0", net=True) -> dict:
 
 def files(b: dict, generation: int = 1, path: str | None = None) -> dict[str, str]:
     request = b["requests"][0]["name"].split("/")[0]
-    where = path or expected_path(b["metadata"]["name"], request, DRIVER, b.get("podClaimName"))
+    where = path or container_path(DRIVER, b["metadata"]["name"], request, b.get("podClaimName"))
     return {where: encode(b, generation).decode()}
 
 
@@ -69,7 +70,7 @@ def test_protocol_violations_fail_even_without_keys() -> None:
     assert "differ in content" in check({}, {path: "\n".join(json.dumps(o) for o in objects)})[1]
     assert "not a JSON stream" in check({}, {path: text[:-30]})[1]
     assert "empty" in check({}, {path: ""})[1]
-    wrong = files(b, path=expected_path("other-claim", "net", DRIVER))
+    wrong = files(b, path=container_path(DRIVER, "other-claim", "net"))
     ok, seen = check({}, wrong)
     assert not ok and "belongs at" in seen
     assert "generation 0 is not a positive integer" in check({}, files(b, generation=0))[1]

@@ -194,7 +194,7 @@ def test_counters_and_unobservable_on_kind(backend) -> None:
 
 
 def test_skewed_view_strips_groups_from_a_copy_and_turns_the_gate_off() -> None:
-    from driver.e2e.local import skewed_view
+    from driver.e2e.views import skewed_view
     from driver.features import Features
 
     cc = {"counterSet": "c", "counters": {}, "compatibilityGroups": ["g"]}

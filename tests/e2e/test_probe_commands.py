@@ -143,3 +143,43 @@ def test_wait_retries_then_gives_up(tmp_path, capsys):
 def test_flag_errors(tmp_path, capsys, argv, message):
     code, _, err = cli(capsys, "probe", *argv, "--kubelet-plugins-dir", str(tmp_path))
     assert code == 2 and message in err
+
+
+def test_a_dead_plugin_is_one_line_naming_the_socket(capsys):
+    import socket
+
+    root = Path(tempfile.mkdtemp(prefix="fdra-dead-", dir="/tmp"))
+    try:
+        dra = root / DEFAULT_DRIVER_NAME / "dra.sock"
+        dra.parent.mkdir()
+        for path in (dra, root / f"{DEFAULT_DRIVER_NAME}-reg.sock"):  # left by a SIGKILLed plugin
+            with socket.socket(socket.AF_UNIX) as s:
+                s.bind(str(path))
+        code, out, err = cli(capsys, "probe", "--kubelet-plugins-dir", str(root), "--kubelet-registry-dir", str(root))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"fake-dra probe: DRA call on {dra} failed: UNAVAILABLE: ")
+
+
+def test_a_plugin_that_fails_after_the_liveness_call_is_one_line(plugin, capsys, monkeypatch):
+    import grpc
+
+    from driver.plugin.client import KubeletClient
+
+    class Gone(grpc.RpcError):
+        def code(self):
+            return grpc.StatusCode.UNAVAILABLE
+
+        def details(self):
+            return "Socket closed\n(the plugin restarted)"
+
+    def fail(self, timeout, version=None):
+        raise Gone()
+        yield  # a generator, like the real watch_health
+
+    monkeypatch.setattr(KubeletClient, "watch_health", fail)
+    code, _, err = cli(capsys, "probe", "--health", *flags(plugin))
+    assert code == 1 and err == (f"fake-dra probe: call on {plugin.plugins / DEFAULT_DRIVER_NAME / 'dra.sock'} "
+                                 "failed: UNAVAILABLE: Socket closed (the plugin restarted)\n")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from driver.e2e.report import Check, RunReport, ScenarioResult, render_summary, render_table, write_junit
 
 
@@ -40,7 +42,7 @@ def test_summary_lists_failed_checks() -> None:
 
 
 def test_junit(tmp_path) -> None:
-    path = tmp_path / "out" / "e2e.xml"
+    path = tmp_path / "e2e.xml"
     write_junit(_report(), path)
     suite = ET.parse(path).getroot().find("testsuite")
     assert suite.get("tests") == "4" and suite.get("failures") == "2" and suite.get("skipped") == "1"
@@ -49,6 +51,14 @@ def test_junit(tmp_path) -> None:
     assert "unschedulable" in cases["bad"].find("failure").text
     assert "plugin exited" in cases["crashed"].find("failure").get("message")
     assert cases["skipped"].find("skipped").get("message") == "needs valueFrom"
+
+
+def test_junit_never_creates_a_missing_directory(tmp_path) -> None:
+    # The CLI checks --junit's directory before the run (commands.common.output_file); a directory
+    # that vanished meanwhile is an error for the boundary, not a tree grown from a typo.
+    with pytest.raises(FileNotFoundError):
+        write_junit(_report(), tmp_path / "typo" / "e2e.xml")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_tables_fit_100_columns_and_never_cut_a_token() -> None:

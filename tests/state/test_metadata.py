@@ -72,6 +72,20 @@ def test_one_file_per_request_with_the_published_attributes(env, writer):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o644, "readable by any container user"
 
 
+@pytest.mark.parametrize("mask", [0o000, 0o077])
+def test_directories_have_fixed_modes_whatever_the_umask(env, writer, mask):
+    ref = env.claims.add("c", [result("gpu-1", "gpu")])
+    st = env.state(metadata=writer)
+    old = os.umask(mask)
+    try:
+        assert st.prepare([ref])[ref.uid].error == ""
+    finally:
+        os.umask(old)
+    path = host_file(env, ref, "gpu")
+    dirs = [path.parent, path.parent.parent, path.parent.parent.parent]  # request, claim, metadata root
+    assert [oct(stat.S_IMODE(os.stat(d).st_mode)) for d in dirs] == [oct(0o755)] * 3
+
+
 def test_cdi_spec_bind_mounts_each_request_file_read_only(env, writer):
     ref = env.claims.add("train", [result("gpu-0-mig-1g5gb-0", "a"), result("gpu-0-mig-1g5gb-1", "a"),
                                    result("gpu-1", "b")])

@@ -26,6 +26,18 @@ class _Waiting:
         return self.inner.get_claim(namespace, name)
 
 
+def _cancelled_at(env, step: str, **kw):
+    """A DeviceState whose calls are cancelled (as by a shutdown) when a prepare reaches `step`."""
+    holder: list = []
+
+    def hook(current: str) -> None:
+        if current == step:
+            holder[0]._calls.cancel.set()
+
+    holder.append(env.state(crash_hook=hook, **kw))
+    return holder[0]
+
+
 def _cp(env) -> dict:
     try:
         return json.loads((env.state_dir / "checkpoint.json").read_text())["claims"]
@@ -61,16 +73,19 @@ def test_no_call_starts_after_shutdown(env):
     assert st.prepared() == {} and env.cdi_files() == []
 
 
+def test_a_refused_call_shortens_names_that_failed_validation(env):
+    from driver.state.types import ClaimRef
+
+    st = env.state()
+    assert st.shutdown(grace_s=0.1, cancel_s=0.1)
+    huge = ClaimRef("default", "n" * 1_000_000, "0d6c1f3e-5f3c-4b1e-9e7a-2b1d3c4e5f60")
+    for answer in (st.prepare([huge])[huge.uid].error, st.unprepare([huge])[huge.uid]):
+        assert "shutting down" in answer and "(1000000 chars)" in answer and len(answer) < 400
+
+
 def test_a_prepare_cancelled_before_its_commit_is_rolled_back_and_flushed(env):
     ref = env.claims.add("c1", [result("gpu-0")])
-    holder: list = []
-
-    def hook(step: str) -> None:  # the cancellation arrives while the CDI spec is being written
-        if step == "prepare-cdi-written":
-            holder[0]._calls.cancel.set()
-
-    st = env.state(crash_hook=hook)
-    holder.append(st)
+    st = _cancelled_at(env, "prepare-cdi-written")  # while the CDI spec is being written
     out = st.prepare([ref])[ref.uid]
     assert "cancelled" in out.error
     assert st.prepared() == {} and env.cdi_files() == []
@@ -81,14 +96,7 @@ def test_a_prepare_cancelled_before_its_commit_is_rolled_back_and_flushed(env):
 
 def test_a_spec_that_cannot_be_removed_keeps_its_claim_reserved(env, monkeypatch):
     ref = env.claims.add("c1", [result("gpu-0")])
-    holder: list = []
-
-    def hook(step: str) -> None:
-        if step == "prepare-cdi-written":
-            holder[0]._calls.cancel.set()
-
-    st = env.state(crash_hook=hook)
-    holder.append(st)
+    st = _cancelled_at(env, "prepare-cdi-written")
 
     def refuse(uid: str) -> bool:
         raise OSError(30, "Read-only file system")
@@ -120,14 +128,7 @@ def test_shutdown_reports_a_call_still_writing_after_the_cancel_window(env):
 
 def test_a_failed_final_flush_is_logged_and_shutdown_still_completes(env, monkeypatch, caplog):
     ref = env.claims.add("c1", [result("gpu-0")])
-    holder: list = []
-
-    def hook(step: str) -> None:
-        if step == "prepare-cdi-written":
-            holder[0]._calls.cancel.set()
-
-    st = env.state(crash_hook=hook)
-    holder.append(st)
+    st = _cancelled_at(env, "prepare-cdi-written")
     st.prepare([ref])
 
     def full(*args, **kw):

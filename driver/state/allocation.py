@@ -1,0 +1,100 @@
+"""This driver's part of a claim's allocation, checked and turned into the devices to prepare.
+
+Why a module of its own: it is the one step of a prepare that judges what the scheduler wrote
+(device and request names, pool, duplicates, opaque config, recorded counters and share IDs)
+without touching the disk or the state's locks, so driver.state.prepare keeps only the ordering
+of records, CDI specs and checkpoint writes. Everything here raises PrepareError naming the claim
+and the `status.allocation.devices.results[i]` it is about; revalidation against what is already
+prepared on the node is driver.state.revalidate's.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from driver.errors import InputError, PrepareError
+from driver.state.config import configs_for_results
+from driver.state.device_env import device_env
+from driver.state.names import check_label
+from driver.state.pool import attr
+from driver.state.types import ClaimRef, PreparedDevice
+
+log = logging.getLogger("fake-dra.state")
+
+
+@dataclass(frozen=True)
+class ClaimDevices:
+    """This driver's results of one claim and what to prepare for them."""
+
+    results: list[dict[str, Any]]  # this driver's entries of status.allocation.devices.results
+    devices: list[PreparedDevice]  # one per result, in the same order
+    positions: list[int]  # each result's index in status.allocation.devices.results (for messages)
+
+
+def devices_to_prepare(ref: ClaimRef, claim: Mapping[str, Any], driver_name: str, pool_name: str,
+                       devices: Mapping[str, dict[str, Any]], cdi_device_id: Callable[[str, str], str],
+                       final: bool = False,
+                       unrequested: Callable[[str], Mapping[str, str]] | None = None) -> ClaimDevices | None:
+    """The claim's results for `driver_name` on pool `pool_name` as devices to prepare (`devices`:
+    the node's published devices by name; `cdi_device_id(claim uid, device)`). None when a device
+    is not in `devices` and not `final`: the caller rediscovers once and asks again with final=True.
+    `unrequested(device)`: what a request-driven counter grants a claim that records no amount.
+    A claim without results for this driver gives empty lists (a warning: nothing to prepare)."""
+    where = f"claim {ref.namespace}/{ref.name}"
+    alloc = claim["status"]["allocation"].get("devices") or {}
+    all_results = alloc.get("results") or []
+    positions = [i for i, r in enumerate(all_results) if r.get("driver") == driver_name]
+    mine = [all_results[i] for i in positions]
+    if not mine:
+        others = sorted({str(r.get("driver"))[:80] for r in all_results})
+        log.warning("claim has no results for this driver; nothing to prepare",
+                    extra={"claim": f"{ref.namespace}/{ref.name}", "drivers": others[:10]})
+    types: list[str] = []
+    first: dict[str, int] = {}
+    for i, r in zip(positions, mine, strict=True):
+        name = r.get("device")
+        try:
+            check_label(name, f"status.allocation.devices.results[{i}].device")
+            for part in str(r.get("request", "")).split("/"):
+                check_label(part, f"status.allocation.devices.results[{i}].request")
+        except InputError as exc:
+            raise PrepareError(f"{where}: {exc}") from None
+        if name in first:  # upstream never gives one claim a device twice, even with adminAccess
+            raise PrepareError(f"{where}: device {name} is allocated twice in this claim (status.allocation."
+                               f"devices.results[{first[name]}] and [{i}]); a claim gets each device at most once")
+        first[name] = i
+        if r.get("pool") != pool_name:
+            raise PrepareError(f"{where}: device {name} is in pool {r.get('pool')!r}, not this node's pool {pool_name!r}")
+        if name not in devices:
+            if not final:
+                return None
+            raise PrepareError(f"{where}: device {name} of pool {pool_name} is not in the current inventory")
+        types.append(str(attr(devices[name], "type", driver_name) or ""))
+    try:
+        configs = configs_for_results(alloc.get("config"), driver_name, mine, types)
+    except PrepareError as exc:
+        raise PrepareError(f"{where}: {exc}") from None
+    prepared: list[PreparedDevice] = []
+    for i, r, cfg in zip(positions, mine, configs, strict=True):
+        name = r["device"]
+        at = f"{where}: status.allocation.devices.results[{i}]"
+        consumed = r.get("consumedCounters")
+        if consumed is not None and (not isinstance(consumed, list) or not all(isinstance(c, Mapping) for c in consumed)):
+            raise PrepareError(f"{at}.consumedCounters: expected a list of objects")
+        if r.get("shareID") is not None and not isinstance(r.get("shareID"), str):
+            raise PrepareError(f"{at}.shareID: expected a string")
+        prepared.append(PreparedDevice(
+            request_names=(str(r["request"]),),
+            pool=pool_name,
+            device=name,
+            cdi_device_ids=(cdi_device_id(ref.uid, name),),
+            consumed_counters=tuple(r["consumedCounters"]) if r.get("consumedCounters") else None,
+            share_id=r.get("shareID"),
+            env=device_env(ref, r, devices[name], cfg, driver_name,
+                           unrequested(name) if unrequested is not None else None),
+            admin_access=r.get("adminAccess") is True,
+        ))
+    return ClaimDevices(mine, prepared, positions)
