@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import fcntl
 import logging
 import os
 import re
 import secrets
+import stat
 import threading
 import uuid
 from collections.abc import Iterator
@@ -220,12 +222,25 @@ def _now() -> str:
 def read_object_text(path: Path) -> str:
     """The text of one store file. FileNotFoundError passes through (the object does not exist);
     any other problem (a directory, a path component that is a file, no permission, too large,
-    not UTF-8) is an InputError naming the file."""
+    not UTF-8, not a regular file) is an InputError naming the file.
+
+    Opened non-blocking and checked to be a regular file before reading: a FIFO (or a symlink to
+    one) would otherwise block the reading thread forever, and each such claim would hold one of
+    the plugin's few state-gate slots until every prepare was refused."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_OBJECT_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise
+    except OSError as exc:
+        raise InputError(f"local store: cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        with open(fd, "rb", closefd=True) as f:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+            if not stat.S_ISREG(mode):
+                raise InputError(f"local store: {path} is not a regular file (a FIFO, socket or device)")
+            data = f.read(MAX_OBJECT_BYTES + 1)
     except OSError as exc:
         raise InputError(f"local store: cannot read {path}: {exc.strerror or exc}") from None
     if len(data) > MAX_OBJECT_BYTES:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -70,6 +71,7 @@ class Input:
     raw_codes: tuple[str, ...] = ()  # gRPC status codes a raw call may end with ("OK" included if fine)
     dirs: list[tuple[str, str]] = field(default_factory=list)  # (namespace, name) made a directory
     blockers: list[str] = field(default_factory=list)  # namespaces made a plain file
+    fifos: list[tuple[str, str]] = field(default_factory=list)  # (namespace, name) made a FIFO
 
 
 @dataclass
@@ -251,6 +253,9 @@ def _store_objects(b: Builder) -> None:
     b.add("store/directory-instead-of-file", ("default", name, uid), dirs=[("default", name)],
           fragments=("Is a directory",))
     b.add("store/namespace-is-a-file", ("blocked", "c", _uid()), blockers=["blocked"], fragments=("Not a directory",))
+    name = b._name("fifo")  # used to block the reading thread forever (and with it a state-gate slot)
+    b.add("store/fifo-instead-of-file", ("default", name, _uid()), fifos=[("default", name)],
+          fragments=("not a regular file",))
 
 
 def _allocations(b: Builder) -> None:
@@ -482,6 +487,11 @@ def _write_objects(target: Target, inp: Input) -> list[Path]:
     for ns, name in inp.dirs:
         path = claims / ns / f"{name}.yaml"
         path.mkdir(parents=True, exist_ok=True)
+        written.append(path)
+    for ns, name in inp.fifos:
+        path = claims / ns / f"{name}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(path)
         written.append(path)
     for ns in inp.blockers:
         path = claims / ns
