@@ -260,6 +260,12 @@ class DeviceState:
                 ok, done = self._act(batch, before, results, recorded, dict((r.uid, c) for r, c in fetched), deadline)
                 need = done if not pending else None
                 pending.extend(ok)
+                if not pending and done:
+                    # Every claim failed (no spec, no metadata) and was rolled back in memory: let
+                    # the file say so too (best effort, no fsync), or a restart would reserve their
+                    # devices again. (A cancelled call leaves that to shutdown's final flush.)
+                    with contextlib.suppress(OSError, CallAborted):
+                        self._write_current(durable=False)
             if pending:
                 try:
                     self._flush(need)
