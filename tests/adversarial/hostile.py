@@ -288,6 +288,11 @@ def _allocations(b: Builder) -> None:
         "request-number": ([r(request=5)], OK, ()),  # "5" is a DNS label: the number's text is used
         "share-id-map": ([r(shareID={"a": 1})], ERROR, ("shareID",)),
         "share-id-number": ([r(shareID=3)], ERROR, ("shareID",)),
+        # the API allows only a lowercase UUID (format=k8s-uuid); the value reaches the CDI env
+        "share-id-not-uuid": ([r(shareID="s1")], ERROR, ("shareID", "lowercase UUID")),
+        "share-id-upper": ([r(shareID="123E4567-E89B-12D3-A456-426614174000")], ERROR, ("lowercase UUID",)),
+        "share-id-newline": ([r(shareID="123e4567-e89b-12d3-a456-426614174000\nX=1")], ERROR, ("lowercase UUID",)),
+        "share-id-huge": ([r(shareID="a" * 1_000_000)], ERROR, ("lowercase UUID",)),
         "consumed-capacity-list": ([r(consumedCapacity=[1])], ERROR, ("malformed allocation",)),
         "same-device-twice": ([r(), r(request="s")], ERROR, ("allocated twice in this claim",)),
         "same-device-twice-admin": ([r(adminAccess=True), r(adminAccess=True)], ERROR, ("allocated twice",)),

@@ -200,7 +200,7 @@ def test_one_bad_claim_does_not_fail_the_others(env):
 
 def test_thousands_of_claims_in_one_request(env):
     # gpu-0-timeslicing allows multiple allocations: 2000 claims can share it.
-    refs = [env.claims.add(f"c{i}", [result("gpu-0-timeslicing", shareID=f"share-{i}")]) for i in range(2000)]
+    refs = [env.claims.add(f"c{i}", [result("gpu-0-timeslicing", shareID=f"00000000-0000-0000-0000-{i:012d}")]) for i in range(2000)]
     refs += [ClaimRef("default", f"missing-{i}", f"m-{i}") for i in range(500)]
     st = env.state()
     out = st.prepare(refs)
