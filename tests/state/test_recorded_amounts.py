@@ -163,3 +163,25 @@ def test_a_share_id_that_is_not_a_lowercase_uuid_is_refused(env, share):
     assert error.endswith("is not a lowercase UUID in 8-4-4-4-12 format") and len(error) < 400
     good = env.claims.add("good", [result("gpu-0-timeslicing", shareID="123e4567-e89b-12d3-a456-426614174000")])
     assert st.prepare([good])[good.uid].error == ""
+
+
+@pytest.mark.parametrize("bad", [{"shareID": {"a": 1}}, {"shareID": [1]}, {"consumedCounters": {"counterSet": "x"}},
+                                 {"consumedCounters": ["x"]}, {"device": 7}],
+                         ids=["share-dict", "share-list", "counters-map", "counters-strings", "device-number"])
+def test_a_checkpoint_record_of_the_wrong_shape_is_corrupt_not_blamed_on_the_next_claim(env, caplog, bad):
+    """A non-string shareID in a checkpoint record used to be loaded as is: revalidation then
+    failed every later claim on the same counters with 'malformed allocation: TypeError:
+    unhashable type', naming the new claim. Such a file is now corrupt: moved aside, state
+    rebuilt from the CDI specs."""
+    env.state().close()  # creates the directories
+    env.states.clear()
+    record = {"requestNames": ["r"], "pool": NODE, "device": "gpu-0-timeslicing", "cdiDeviceIDs": ["x"], **bad}
+    doc = {"kind": "FakeDraCheckpoint", "version": 1, "driver": DRIVER, "node": NODE, "bootID": env.boot_id,
+           "claims": {"old-uid": {"namespace": "default", "name": "old", "state": "PrepareCompleted",
+                                  "bootID": env.boot_id, "devices": [record]}}}
+    (env.state_dir / "checkpoint.json").write_text(json.dumps(doc))
+    st = env.state()
+    assert "is corrupt" in caplog.text and list(env.state_dir.glob("checkpoint.json.corrupt-*"))
+    assert st.prepared() == {}
+    new = env.claims.add("new", [result("gpu-0-timeslicing", shareID="00000000-0000-0000-0000-000000000002")])
+    assert st.prepare([new])[new.uid].error == ""
