@@ -19,6 +19,7 @@ import re
 import secrets
 import stat
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -79,9 +80,11 @@ class ObjectStore:
         return self._dir(resource, namespace) / file_name
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self, timeout_s: float | None = None) -> Iterator[None]:
         """Hold the store's writer lock (re-entrant within a thread): reads and writes made inside
-        see and change the store as one step, as a multi-object apply needs."""
+        see and change the store as one step, as a multi-object apply needs. With `timeout_s`,
+        an InputError when another process holds it that long (a kubelet call must never wait
+        on a stuck or hostile process for ever)."""
         depth = getattr(self._depth, "n", 0)
         if depth:
             self._depth.n = depth + 1
@@ -96,7 +99,7 @@ class ObjectStore:
         except OSError as exc:
             raise InputError(f"local store {self.root}: cannot write there ({exc.strerror or exc})") from None
         with lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            _flock(lock, timeout_s, self.root)
             self._depth.n = 1
             try:
                 yield
@@ -171,11 +174,12 @@ class ObjectStore:
             atomic_write(path, _dump(obj), FILE_MODE)
         return obj
 
-    def update(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
-        """Replace an object. A set metadata.resourceVersion must match the stored one."""
+    def update(self, resource: str, obj: dict[str, Any], lock_timeout_s: float | None = None) -> dict[str, Any]:
+        """Replace an object. A set metadata.resourceVersion must match the stored one.
+        `lock_timeout_s`: see `locked`."""
         obj = copy.deepcopy(obj)
         meta = obj.setdefault("metadata", {})
-        with self.locked():
+        with self.locked(lock_timeout_s):
             current = self.get(resource, meta.get("namespace"), meta.get("name", ""))
             cur_meta = current["metadata"]
             wanted = meta.get("resourceVersion")
@@ -207,6 +211,22 @@ class ObjectStore:
             return (self.root / ".resourceVersion").read_text().strip() or "0"
         except FileNotFoundError:
             return "0"
+
+
+def _flock(lock: Any, timeout_s: float | None, root: Path) -> None:
+    if timeout_s is None:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return
+    give_up = time.monotonic() + timeout_s
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= give_up:
+                raise InputError(f"local store {root}: another process has held its writer lock ({root / '.lock'}) "
+                                 f"for more than {timeout_s:g} s") from None
+            time.sleep(0.01)
 
 
 def _without_status(obj: dict[str, Any]) -> dict[str, Any]:

@@ -152,3 +152,18 @@ def test_a_directory_in_place_of_an_object_still_says_so(tmp_path):
     (tmp_path / "resourceclaims" / "default" / "d.yaml").mkdir(parents=True)
     with pytest.raises(InputError, match="cannot read .*d.yaml: Is a directory"):
         store.get("resourceclaims", "default", "d")
+
+
+def test_the_writer_lock_can_be_waited_for_with_a_timeout(tmp_path):
+    import fcntl
+    import time
+
+    store = ObjectStore(tmp_path)
+    obj = store.create("resourceclaims", claim("a"))
+    with open(tmp_path / ".lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        started = time.monotonic()
+        with pytest.raises(InputError, match=r"another process has held its writer lock .*\.lock\) for more than 0.2 s"):
+            store.update("resourceclaims", obj, lock_timeout_s=0.2)
+        assert 0.2 <= time.monotonic() - started < 2
+    assert store.update("resourceclaims", obj, lock_timeout_s=0.2)["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]
