@@ -340,6 +340,7 @@ class DeviceState:
                       boot: str, pending: list[Batch], batch: list[Batch]) -> None:
         pool, devices = self._pool.get(refresh_if_stale=False)
         placed = self._placed
+        refreshed = False  # rediscover at most once per call: it runs under the global lock
         for ref, claim in fetched:
             entry = self._cp.claims.get(ref.uid)
             if entry is not None and entry.state == COMPLETED and entry.boot_id == boot:
@@ -363,9 +364,9 @@ class DeviceState:
                 continue
             try:
                 mine = devices_to_prepare(ref, claim, self.driver_name, pool.name, devices, self._cdi.device_id,
-                                          unrequested=self._pool.unrequested)
+                                          final=refreshed, unrequested=self._pool.unrequested)
                 if mine is None:  # the known devices might be stale: rediscover once
-                    pool = self._pool.refresh()
+                    pool, refreshed = self._pool.refresh(), True
                     devices = self._pool.get(refresh_if_stale=False)[1]
                     mine = devices_to_prepare(ref, claim, self.driver_name, pool.name, devices, self._cdi.device_id,
                                               final=True, unrequested=self._pool.unrequested)
