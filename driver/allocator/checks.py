@@ -66,24 +66,25 @@ def capacity_consumption(
     allocating: Mapping[str, Fraction],
     caps: Mapping[str, Capacity],
     shared_counters_on: bool,
+    whole_units: bool = False,
 ) -> dict[str, Fraction] | None:
     """What the request consumes of each device capacity, or None when it does not fit.
 
-    `caps` are the device capacities keyed by qualified name. Raises FatalRequestError for
-    requests upstream rejects outright.
+    `caps` are the device capacities keyed by qualified name. `whole_units`: DRAFractionalCapacityRange
+    is off (RequestPolicy.round_up). Raises FatalRequestError for requests upstream rejects outright.
     """
     resolved, missing = _requested_capacity(device, request, shared_counters_on)
     if missing is not None:
         return None
     consumed = {}
     for name, cap in caps.items():
-        amount = consumed_amount(resolved.get(name), cap.value, cap.policy)
+        amount = consumed_amount(resolved.get(name), cap.value, cap.policy, whole_units)
         if amount < 0:
             raise FatalRequestError(f"capacity {name!r}: capacity value is negative")
         consumed[name] = amount
     for name, cap in caps.items():
         amount = consumed[name]
-        if cap.policy is not None and cap.policy.violated_by(amount):
+        if cap.policy is not None and cap.policy.violated_by(amount, whole_units):
             return None
         if used.get(name, 0) + allocating.get(name, 0) + amount > cap.value:
             return None
@@ -97,6 +98,7 @@ def capacity_shortfall(
     allocating: Mapping[str, Fraction],
     caps: Mapping[str, Capacity],
     shared_counters_on: bool,
+    whole_units: bool = False,
 ) -> str | None:
     """Why `capacity_consumption` said no, with amounts: what was asked and what is allowed or left."""
     resolved, missing = _requested_capacity(device, request, shared_counters_on)
@@ -105,9 +107,9 @@ def capacity_shortfall(
     for name, cap in caps.items():
         short = name.split("/", 1)[1] if name.startswith(device.driver + "/") else name
         asked = resolved.get(name)
-        amount = consumed_amount(asked, cap.value, cap.policy)
+        amount = consumed_amount(asked, cap.value, cap.policy, whole_units)
         asked_text = f"asks {format_quantity(asked, like=cap.text)}" if asked is not None else "asks nothing (takes the default)"
-        if cap.policy is not None and cap.policy.violated_by(amount):
+        if cap.policy is not None and cap.policy.violated_by(amount, whole_units):
             rounded = f" (rounded to {format_quantity(amount, like=cap.text)})" if asked is not None and amount != asked else ""
             return f"capacity {short}: {asked_text}{rounded}, requestPolicy allows {cap.policy.describe(cap.text)}"
         taken = used.get(name, 0) + allocating.get(name, 0)
