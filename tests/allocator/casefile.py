@@ -13,7 +13,7 @@ Shorthands (all expand into plain API objects):
 * `allocatedDevices: [driver/pool/device, ...]` and `allocatedShares: [{device, consumedCapacity}]`:
   devices already allocated by other claims (one claim object holds them).
 * `upstreamFeatures: [PartitionableDevices, ...]`: the upstream allocator test's Features value —
-  every listed feature on, every other one of the seven off (`features` may still add gates).
+  every listed feature on, every other one of UPSTREAM_FEATURES off (`features` may still add gates).
 """
 
 from __future__ import annotations
@@ -153,6 +153,7 @@ UPSTREAM_FEATURES = {
     "ConsumableCapacity": ["DRAConsumableCapacity"],
     "DeviceBindingAndStatus": ["DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"],
     "DeviceTaints": ["DRADeviceTaints"],
+    "FractionalCapacityRange": ["DRAFractionalCapacityRange"],
     "ListTypeAttributes": ["DRAListTypeAttributes"],
     "PartitionableDevices": ["DRAPartitionableDevices"],
     "PrioritizedList": ["DRAPrioritizedList"],
