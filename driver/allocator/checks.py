@@ -78,9 +78,15 @@ def capacity_consumption(
         return None
     consumed = {}
     for name, cap in caps.items():
-        amount = consumed_amount(resolved.get(name), cap.value, cap.policy, whole_units)
+        asked = resolved.get(name)
+        amount = consumed_amount(asked, cap.value, cap.policy, whole_units)
         if amount < 0:
             raise FatalRequestError(f"capacity {name!r}: capacity value is negative")
+        if whole_units and asked is not None and _int64_step_overflow(asked, amount, cap):
+            # Upstream rounds on Quantity.Value() here, which wraps past int64: it aborts the
+            # allocation ("cannot be represented") rather than skip to another device.
+            raise FatalRequestError(f"capacity {name!r}: request {format_quantity(asked)} rounded on the step "
+                                    f"range cannot be represented as a 64-bit integer")
         consumed[name] = amount
     for name, cap in caps.items():
         amount = consumed[name]
@@ -89,6 +95,17 @@ def capacity_consumption(
         if used.get(name, 0) + allocating.get(name, 0) + amount > cap.value:
             return None
     return consumed
+
+
+INT64_MAX = 2**63 - 1
+
+
+def _int64_step_overflow(asked: Fraction, amount: Fraction, cap: Capacity) -> bool:
+    """Whole-unit step rounding of `asked` leaves int64 (DRAFractionalCapacityRange off)."""
+    policy = cap.policy
+    if policy is None or policy.min is None or policy.step is None or asked < policy.min:
+        return False
+    return asked > INT64_MAX or amount > INT64_MAX
 
 
 def capacity_shortfall(
