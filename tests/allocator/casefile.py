@@ -150,6 +150,7 @@ def _device_result(device_id: str, **extra: Any) -> dict:
 
 UPSTREAM_FEATURES = {
     "AdminAccess": ["DRAAdminAccess"],
+    "CompatibilityGroups": ["DRADeviceCompatibilityGroups"],
     "ConsumableCapacity": ["DRAConsumableCapacity"],
     "DeviceBindingAndStatus": ["DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"],
     "DeviceTaints": ["DRADeviceTaints"],
