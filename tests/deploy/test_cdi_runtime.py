@@ -125,7 +125,9 @@ def _podman(device_ids: list[str], script: str) -> subprocess.CompletedProcess[s
     args = ["podman", "run", "--rm", "--network=none"]
     for device_id in device_ids:
         args += ["--device", device_id]
-    return subprocess.run([*args, IMAGE, "sh", "-c", script], capture_output=True, text=True, timeout=120)
+    # --entrypoint: the fake-dra image itself (entrypoint fake-dra) works as the workload too.
+    return subprocess.run([*args, "--entrypoint", "sh", IMAGE, "-c", script], capture_output=True, text=True,
+                          timeout=120)
 
 
 def _sections(out: str) -> dict[str, str]:
