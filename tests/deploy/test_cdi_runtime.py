@@ -25,7 +25,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,7 +88,7 @@ spec:
 
 
 def _run(*args: str, env: dict[str, str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(args, env=env, cwd=cwd, check=False, capture_output=True, text=True, timeout=120)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -126,8 +125,8 @@ def _podman(device_ids: list[str], script: str) -> subprocess.CompletedProcess[s
     for device_id in device_ids:
         args += ["--device", device_id]
     # --entrypoint: the fake-dra image itself (entrypoint fake-dra) works as the workload too.
-    return subprocess.run([*args, "--entrypoint", "sh", IMAGE, "-c", script], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([*args, "--entrypoint", "sh", IMAGE, "-c", script],
+                          check=False, capture_output=True, text=True, timeout=120)
 
 
 def _sections(out: str) -> dict[str, str]:
@@ -183,7 +182,7 @@ def test_container_sees_env_and_read_only_metadata(plugin, claim: str) -> None:
     ])
     proc = _podman(device_ids, script)
     if proc.returncode != 0 and "unresolvable CDI devices" in proc.stderr:
-        version = subprocess.run(["podman", "--version"], capture_output=True, text=True).stdout.strip()
+        version = subprocess.run(["podman", "--version"], check=False, capture_output=True, text=True).stdout.strip()
         warnings.warn(f"{version} rejects CDI {spec['cdiVersion']} specs; checked a 0.5.0 copy instead", stacklevel=1)
         proc = _podman(_legacy_copy(spec, uid), script)
     assert proc.returncode == 0, proc.stderr
