@@ -9,7 +9,8 @@ out quietly, since a warning per type on every publish pass would bury real prob
 board's name that is a C-series type missing from the table, or another board's name, is warned about.
 
 - Time-sliced types (`A100X-4C`): `max_instances` devices, the table's figure (never memory //
-  framebuffer: the guide's framebuffers are nominal and may exceed what nvidia-smi reports), capped by
+  framebuffer: the guide's framebuffers are nominal and may exceed what nvidia-smi reports; with
+  `vgpuHomogeneous: false`, NVIDIA's mixed-size mode, the guide's mixed-size maximum), capped by
   the SR-IOV VFs that offer the type on Ampere and later (one vGPU per VF). Each instance holds 1/max of
   the GPU's memory and SMs, so a full set of one type exactly fills the counter set and a full GPU never
   fits beside any of them. Group `vgpu-<type>` (homogeneous: one type per GPU, as NVIDIA's equal-size
@@ -42,10 +43,12 @@ class OfferedType:
     mdev: MdevType
     slots: int | None  # SR-IOV VFs offering it (one vGPU each); None when offered on the PF (pre-Ampere)
 
-    @property
-    def count(self) -> int:
-        """Time-sliced instances to publish."""
-        return self.profile.max_instances if self.slots is None else min(self.profile.max_instances, self.slots)
+    def count(self, mixed_size: bool) -> int:
+        """Time-sliced instances to publish: the guide's maximum for the mode (equal-size: one type per
+        GPU; mixed-size: types of different sizes together, where most boards hold fewer small vGPUs),
+        capped by the VFs that offer the type."""
+        limit = self.profile.instances(mixed_size)
+        return limit if self.slots is None else min(limit, self.slots)
 
 
 # NVIDIA's type names end in the series letter: C (compute) or, MIG-backed, C plus the ME media suffix.
@@ -130,7 +133,8 @@ def _time_sliced(gpu: Gpu, offered: OfferedType, ctx: RenderContext, parent: Vgp
              "multiprocessors": str(max(1, model.multiprocessors // profile.max_instances))}
     used = static_counters(share)
     label, devices = profile_label(profile.name), []
-    for k in range(offered.count):
+    # vgpuHomogeneous: false puts every time-sliced type in one group: NVIDIA's mixed-size mode.
+    for k in range(offered.count(mixed_size=not ctx.config.vgpu_homogeneous)):
         name = f"gpu-{gpu.index}-vgpu-{label}-{k}"
         devices.append(device(name, _attrs(gpu, offered, ctx, parent, name),
                               {"memory": {"value": mib_quantity(profile.framebuffer_mib)}},

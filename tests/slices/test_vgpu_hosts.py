@@ -214,3 +214,24 @@ def _config(data):
     from driver.slices import SliceConfig
 
     return SliceConfig.from_dict(data)
+
+
+def test_mixed_size_mode_publishes_the_guides_mixed_size_maxima(pools, tmp_path):
+    # vgpuHomogeneous: false lets time-sliced types of different sizes share a GPU: NVIDIA's mixed-size
+    # mode, whose maxima are lower for the small types (vGPU guide, "Maximum vGPUs per GPU in Mixed-Size
+    # Mode": A100X-4C 8 not 10, A100X-8C 4 not 5; H200X the same in both modes).
+    config = _config({"vgpuHomogeneous": False})
+    for profile, gpu, want in (
+        ("dgx-a100-vgpu", "gpu-0", {"A100X-4C": 8, "A100X-5C": 8, "A100X-8C": 4, "A100X-10C": 4, "A100X-20C": 2,
+                                    "A100X-40C": 1, **A100X_MIG_BACKED}),
+        ("h200-vgpu", "gpu-0", H200X),
+        ("vgpu-host", "gpu-0", {"A100D-80C": 1, "A100D-40C": 2, "A100D-20C": 4, "A100D-16C": 4, "A100D-10C": 8,
+                                "A100D-8C": 8, "A100D-4C": 16}),
+        ("vgpu-host", "gpu-1", {"T4-16C": 1, "T4-8C": 2, "T4-4C": 4}),  # no mixed-size column: equal-size
+    ):
+        root = tmp_path / profile
+        if not root.exists():
+            make_sysfs(profile, root)
+        pool = render_pool(discover(root, CATALOG), Features(), node_name="n1", driver_name=DRIVER, config=config)
+        assert dict(vgpus_per_gpu(pool)[gpu]) == want, (profile, gpu)
+        assert pool.warnings == () and check_pool(pool) == []
