@@ -27,7 +27,7 @@ _GPU_KEYS = {
 }
 _MIG_KEYS = {"layout", "profiles"}
 _PROFILE_KEYS = {"shape", "sms", "mib", "ce", "dec", "enc", "jpeg", "ofa", "source", "unconfirmed"}
-_VGPU_KEYS = {"board_gb", "board_mib", "prefix", "profiles", "mig_backed", "source"}
+_VGPU_KEYS = {"board_gb", "board_mib", "prefix", "profiles", "mig_backed", "source", "mixed_size"}
 _VGPU_ROW_KEYS = {"type", "name", "framebuffer_mib", "max_instances", "source", "unconfirmed"}
 # Time-sliced rows only: the guide's "Maximum vGPUs per GPU in Mixed-Size Mode".
 _VGPU_MIXED_KEY = "max_mixed"
@@ -234,6 +234,10 @@ def _gpu(key: str, entry: Mapping[str, Any], layouts: Mapping[str, Any], sources
     vgpu = entry.get("vgpu")
     if vgpu:
         fields["vgpu_profiles"] = _vgpu(where, vgpu, fields, sources)
+        mixed = vgpu.get("mixed_size", True)
+        if not isinstance(mixed, bool):
+            raise ConfigError(f"{where}.vgpu.mixed_size: expected true or false, got {mixed!r}")
+        fields["vgpu_mixed_size"] = mixed
     return GpuModel(**fields)
 
 

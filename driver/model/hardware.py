@@ -81,6 +81,9 @@ class GpuModel:
     mig_memory_slices: int = 0  # 0: no MIG support
     mig_profiles: tuple[MigProfile, ...] = ()
     vgpu_profiles: tuple[VgpuProfile, ...] = ()  # time-sliced and MIG-backed types, table order
+    # False for boards whose time-sliced vGPUs must all be one type (no mixed-size mode: the vGPU guide
+    # says so for the Turing and Volta boards, e.g. the T4), whatever slices.vgpuHomogeneous says.
+    vgpu_mixed_size: bool = True
     source: str = ""  # public source the numbers come from
     unconfirmed: str = ""  # non-empty: model-level numbers not confirmed, and why
     # PCI subsystem (vendor, device) IDs that select this model when several boards share one device ID

@@ -38,7 +38,7 @@ from driver.slices.config import MODE_AUTO, MODE_FULL, MODE_MIG, MODE_MPS, MODE_
 from driver.slices.gpucounters import counter_set_name, fits_layout, gpu_counters, placement_counters
 from driver.slices.names import mib_quantity, profile_label, stable_uuid
 from driver.slices.shared import memory_policy, shared_devices, value_from
-from driver.slices.vgpu import OfferedType, VgpuParent, offered_types, vgpu_devices, vgpu_group
+from driver.slices.vgpu import OfferedType, VgpuParent, mixed_size, offered_types, vgpu_devices, vgpu_group
 
 __all__ = ["counter_set_name", "gpu_counters", "render_gpu"]
 
@@ -133,7 +133,7 @@ def render_gpu(gpu: Gpu, ctx: RenderContext) -> Rendered:
             out.devices.extend(_mig_devices(gpu, profile, ctx, common, gpu_uuid, cs, groups(GROUP_MIG), out))
     parent = VgpuParent(common, gpu_uuid, cs)
     for offer in plan.vgpus:
-        group = groups(vgpu_group(offer.profile, ctx.config.vgpu_homogeneous))
+        group = groups(vgpu_group(offer.profile, homogeneous=not mixed_size(gpu, ctx)))
         out.devices.extend(vgpu_devices(gpu, offer, ctx, parent, group, out.warnings))
     out.devices.extend(shared_devices(gpu, plan.shared, ctx, common, gpu_uuid, cs, groups_on))
     return out

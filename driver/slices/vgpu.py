@@ -95,6 +95,12 @@ class VgpuParent:
     counter_set: str
 
 
+def mixed_size(gpu: Gpu, ctx: RenderContext) -> bool:
+    """Time-sliced types of different sizes may share this GPU: the config allows it
+    (`vgpuHomogeneous: false`) and the board has NVIDIA's mixed-size mode (the T4 has not)."""
+    return not ctx.config.vgpu_homogeneous and gpu.model.vgpu_mixed_size
+
+
 def vgpu_group(profile: VgpuProfile, homogeneous: bool) -> str:
     if profile.mig_backed:
         return GROUP_MIG_VGPU
@@ -133,8 +139,7 @@ def _time_sliced(gpu: Gpu, offered: OfferedType, ctx: RenderContext, parent: Vgp
              "multiprocessors": str(max(1, model.multiprocessors // profile.max_instances))}
     used = static_counters(share)
     label, devices = profile_label(profile.name), []
-    # vgpuHomogeneous: false puts every time-sliced type in one group: NVIDIA's mixed-size mode.
-    for k in range(offered.count(mixed_size=not ctx.config.vgpu_homogeneous)):
+    for k in range(offered.count(mixed_size(gpu, ctx))):
         name = f"gpu-{gpu.index}-vgpu-{label}-{k}"
         devices.append(device(name, _attrs(gpu, offered, ctx, parent, name),
                               {"memory": {"value": mib_quantity(profile.framebuffer_mib)}},

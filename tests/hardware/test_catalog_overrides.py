@@ -100,6 +100,7 @@ BAD = [
     ({"gpus": {"t4": {"vgpu": {"profiles": [{"type": "4C", "framebuffer_mib": 4096, "max_instances": 4,
                                              "max_mixed": 0}]}}}},
      "hardware.gpus.t4.vgpu.profiles[0].max_mixed: must be >= 1"),
+    ({"gpus": {"t4": {"vgpu": {"mixed_size": "no"}}}}, "hardware.gpus.t4.vgpu.mixed_size: expected true or false"),
     ({"gpus": {"a30": {"vgpu": {"mig_backed": [{"type": "1-6C", "mig": "1g.6gb", "framebuffer_mib": 6144,
                                                 "max_instances": 4, "max_mixed": 4}]}}}},
      "hardware.gpus.a30.vgpu.mig_backed[0]: unknown field(s) ['max_mixed']"),

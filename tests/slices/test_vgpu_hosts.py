@@ -227,7 +227,7 @@ def test_mixed_size_mode_publishes_the_guides_mixed_size_maxima(pools, tmp_path)
         ("h200-vgpu", "gpu-0", H200X),
         ("vgpu-host", "gpu-0", {"A100D-80C": 1, "A100D-40C": 2, "A100D-20C": 4, "A100D-16C": 4, "A100D-10C": 8,
                                 "A100D-8C": 8, "A100D-4C": 16}),
-        ("vgpu-host", "gpu-1", {"T4-16C": 1, "T4-8C": 2, "T4-4C": 4}),  # no mixed-size column: equal-size
+        ("vgpu-host", "gpu-1", {"T4-16C": 1, "T4-8C": 2, "T4-4C": 4}),  # no mixed-size mode: equal-size
     ):
         root = tmp_path / profile
         if not root.exists():
@@ -235,3 +235,10 @@ def test_mixed_size_mode_publishes_the_guides_mixed_size_maxima(pools, tmp_path)
         pool = render_pool(discover(root, CATALOG), Features(), node_name="n1", driver_name=DRIVER, config=config)
         assert dict(vgpus_per_gpu(pool)[gpu]) == want, (profile, gpu)
         assert pool.warnings == () and check_pool(pool) == []
+        if profile == "vgpu-host":
+            # The guide: the T4 "does not support mixed-size mode", so its types stay one per GPU.
+            devices = pool.devices()
+            assert groups_of(devices["gpu-0-vgpu-a100d-4c-0"]) == [["vgpu"]]
+            assert groups_of(devices["gpu-1-vgpu-t4-4c-0"]) == [["vgpu-t4-4c"]]
+            assert "groups" in violation_kinds(pool, ["gpu-1-vgpu-t4-4c-0", "gpu-1-vgpu-t4-8c-0"])
+            assert violation_kinds(pool, ["gpu-0-vgpu-a100d-4c-0", "gpu-0-vgpu-a100d-8c-0"]) == set()
