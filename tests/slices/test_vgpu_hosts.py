@@ -242,3 +242,30 @@ def test_mixed_size_mode_publishes_the_guides_mixed_size_maxima(pools, tmp_path)
             assert groups_of(devices["gpu-1-vgpu-t4-4c-0"]) == [["vgpu-t4-4c"]]
             assert "groups" in violation_kinds(pool, ["gpu-1-vgpu-t4-4c-0", "gpu-1-vgpu-t4-8c-0"])
             assert violation_kinds(pool, ["gpu-0-vgpu-a100d-4c-0", "gpu-0-vgpu-a100d-8c-0"]) == set()
+
+
+def test_vgpus_never_outnumber_the_vfs_they_run_on():
+    # One vGPU per SR-IOV VF. With only 4 VFs enabled, 7 MIG-backed 1g.5gb placements are still
+    # published (any 4 of them may be used) but no 5th fits: the VF counter holds them to 4.
+    vfs = tuple(f"0000:07:00.{k + 4}" for k in range(4))
+    pool = render_pool(gpu_with_types(("GRID A100X-1-5C", "GRID A100X-2-10C", "GRID A100X-4C"), parents=vfs),
+                       Features(), node_name="n1", driver_name=DRIVER)
+    assert pool.counter_sets()["gpu-0-counters"]["counters"]["vgpu-vfs"] == {"value": "4"}
+    assert "vgpu-vfs" not in pool.devices()["gpu-0"]["consumesCounters"][0]["counters"]
+    ones = [f"gpu-0-vgpu-a100x-1-5c-{k}" for k in range(7)]
+    assert fits(pool, ones[:4]) and not fits(pool, ones[:5])
+    assert fits(pool, ones[:3] + ["gpu-0-vgpu-a100x-2-10c-4"])
+    assert not fits(pool, ones[:4] + ["gpu-0-vgpu-a100x-2-10c-4"])  # the slices allow it, the 4 VFs do not
+    assert dict(vgpus_per_gpu(pool)["gpu-0"]) == {"A100X-4C": 4, "A100X-1-5C": 7, "A100X-2-10C": 3}
+    # Mixed-size mode: 4 A100X-4C (10% each) and an A100X-8C (20%) fit the memory but not the 4 VFs.
+    mixed = render_pool(gpu_with_types(("GRID A100X-4C", "GRID A100X-8C"), parents=vfs), Features(),
+                        node_name="n1", driver_name=DRIVER, config=_config({"vgpuHomogeneous": False}))
+    four = [f"gpu-0-vgpu-a100x-4c-{k}" for k in range(4)]
+    assert fits(mixed, four) and not fits(mixed, four[:3] + ["gpu-0-vgpu-a100x-8c-0", "gpu-0-vgpu-a100x-8c-1"])
+    assert check_pool(pool) == [] and check_pool(mixed) == []
+
+
+def test_no_vf_counter_where_the_vfs_cannot_run_out(pools):
+    # All 16 VFs of an A100 enabled: more than any set of vGPUs the memory and slices allow.
+    for profile in ("dgx-a100-vgpu", "h200-vgpu", "demo", "vgpu-host"):
+        assert not [cs for cs in pools[profile].counter_sets().values() if "vgpu-vfs" in cs["counters"]], profile
