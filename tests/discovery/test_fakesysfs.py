@@ -42,6 +42,12 @@ def test_kernel_layout(pristine) -> None:
     assert (dev / "class").read_text() == "0x030200\n"
     assert (dev / "numa_node").read_text() == "0\n"
     assert (dev / "sriov_numvfs").read_text() == "16\n"
+    # VF Device ID and First VF Offset are read from the SR-IOV capability at enumeration
+    # (drivers/pci/iov.c sriov_init): the same whether or not VFs are enabled.
+    idle = (root / "bus/pci/devices/0000:07:00.0").resolve()
+    assert (idle / "sriov_numvfs").read_text() == "0\n"
+    for gpu in (dev, idle):
+        assert (gpu / "sriov_vf_device").read_text() == "20b0\n" and (gpu / "sriov_offset").read_text() == "4\n"
     vf = (dev / "virtfn0").resolve()
     assert vf.name == "0000:0f:00.4" and vf.parent == dev.parent
     assert (vf / "physfn").resolve() == dev
