@@ -4,8 +4,10 @@ Layout (documented in docs/internals.md, "CDI spec"):
 - file `<cdi-root>/k8s.<driver>_device_<claimUID>.json`, mode 0644, written atomically; the root
   is created 0755 whatever the umask and is never left group/world-writable (anyone could inject
   a spec);
-- `cdiVersion` 0.6.0 — the lowest spec version with the fields we use (spec annotations), so
-  older runtimes accept it too;
+- `cdiVersion` 0.6.0 — the lowest spec version with the fields we use (spec annotations;
+  container-device-interface specs-go/version.go, requiresV060), so every runtime whose CDI
+  library knows 0.6.0 accepts it; older ones drop the whole spec (Debian 12's podman 4.3 answers
+  "unresolvable CDI devices", see tests/deploy/test_cdi_runtime.py);
 - kind `k8s.<driver>/device`: <class> is the constant `device` because one file holds every
   device of a claim and a CDI file has exactly one kind; the device type (gpu, mig, vf, ...) is
   exported in the env instead;
