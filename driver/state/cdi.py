@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from driver.errors import FakeDraError
-from driver.fsutil import atomic_write, make_dirs, remove, remove_stale_temps
+from driver.fsutil import atomic_write, make_dirs, read_own_file, remove, remove_stale_temps
 from driver.state.names import check_subdomain, check_uid
 from driver.state.ownership import fix_mode
 from driver.state.types import ClaimRef, PreparedDevice
@@ -117,7 +117,7 @@ class CdiWriter:
             return out
         for path in sorted(self.root.glob(f"{self._prefix}*.json")):
             try:
-                spec = json.loads(path.read_text())
+                spec = json.loads(read_own_file(path))  # never a FIFO or a link to /dev/zero
                 data = json.loads(spec["annotations"][f"{self.driver_name}/prepared"])
                 ref = ClaimRef(str(data["namespace"]), str(data["name"]), check_uid(data["uid"]))
                 if path != self.spec_path(ref.uid):
