@@ -67,6 +67,9 @@ CASES = [
     Case(("demo", "--junit", "nodir/report.xml"), ("--junit", "nodir", "does not exist")),
     Case(("demo", "--junit", "/proc/report.xml"), ("--junit", "/proc")),
     Case(("demo", "--profile", "nope", "--inventory-only"), ("nope",)),
+    Case(("demo", "--profile", "dmeo"), ("--profile", "unknown sysfs profile 'dmeo'", "known profiles: demo")),
+    Case(("demo", "--scenario", "tuor"), ("--scenario", "tuor", "known: ")),
+    Case(("demo",), ("--scenario", "tuor", "FAKE_DRA_SCENARIO"), env={"FAKE_DRA_SCENARIO": "tuor"}),
     # discover
     Case(("discover", "--sysfs-root", "afile"), ("--sysfs-root", "afile")),
     Case(("discover", "--sysfs-root", "sys", "--driver-config", "binary.yaml"), ("binary.yaml", "not UTF-8")),
@@ -200,6 +203,7 @@ def test_bad_input_is_a_message_not_a_traceback(case: Case, world: Path, monkeyp
     assert code == case.code, err
     for needle in case.needles:
         assert needle in err, f"{needle!r} not in {err!r}"
-    # Refused before doing the work: nothing new appeared, and no scenario ran.
+    # Refused before doing the work: nothing printed, nothing new appeared, and no scenario ran.
+    assert out == "", out[:300]
     assert sorted(p.name for p in world.iterdir()) == before
     assert elapsed < 10, f"took {elapsed:.1f} s: the check came after the work"
