@@ -11,6 +11,7 @@ from pathlib import Path
 from driver.commands import common
 from driver.errors import InputError
 from driver.fsutil import decode_text
+from driver.slices.names import is_dns_label
 from driver.store.objectstore import ObjectStore
 
 DEFAULT_NAMESPACE = "default"
@@ -27,7 +28,12 @@ def add_namespace_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def namespace(args: argparse.Namespace) -> str:
-    return getattr(args, "namespace", None) or DEFAULT_NAMESPACE
+    """-n/--namespace, checked here so the message names the flag (and FAKE_DRA_NAMESPACE)."""
+    value = getattr(args, "namespace", None) or DEFAULT_NAMESPACE
+    if not is_dns_label(value):
+        raise InputError(f"--namespace: {value!r} is not a valid namespace (a DNS label: at most 63 lower-case "
+                         "letters, digits and '-')")
+    return value
 
 
 def open_store(args: argparse.Namespace, *, write: bool) -> ObjectStore:
