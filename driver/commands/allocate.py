@@ -57,9 +57,17 @@ def load_documents(paths: list[str]) -> list[Any]:
         else:
             text = read_text_file(path, "file")
         try:
-            docs.extend(d for d in yaml.safe_load_all(text) if d is not None)
+            loaded = list(yaml.safe_load_all(text))
         except yaml.YAMLError as exc:
-            raise InputError(f"{path}: invalid YAML: {exc}") from None
+            # One line, as `apply` says it: where, then what (PyYAML's str() spans four lines).
+            mark = getattr(exc, "problem_mark", None)
+            at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            raise InputError(f"{path}: invalid YAML{at}: {getattr(exc, 'problem', None) or exc}") from None
+        for number, doc in enumerate(loaded, 1):
+            if doc is not None and not isinstance(doc, dict):
+                raise InputError(f"{path}: document {number}: expected a mapping with apiVersion and kind, "
+                                 f"got {type(doc).__name__}")
+        docs.extend(d for d in loaded if d is not None)
     return docs
 
 

@@ -43,6 +43,8 @@ CASES = [
     Case(("allocate", "--node", "n1", "classes-only.yaml"), ("classes-only.yaml", "no claims to allocate")),
     Case(("allocate", "--node", "n1", "missing.yaml"), ("missing.yaml", "No such file")),
     Case(("allocate", "--node", "n1", "adir"), ("adir", "Is a directory")),
+    Case(("allocate", "--node", "n1", "broken.yaml"), ("broken.yaml: invalid YAML at line 2, column 1",)),
+    Case(("allocate", "--node", "n1", "classes-only.yaml", "scalar.yaml"), ("scalar.yaml: document 1", "got str")),
     Case(("allocate", "--node", "n1", "--budget", "0", "classes-only.yaml"), ("--budget",)),
     Case(("allocate", "--node", "n1", "classes-only.yaml"), ("FAKE_DRA_BUDGET", "--budget"), env={"FAKE_DRA_BUDGET": "lots"}),
     # apply / get / delete (the local object store)
@@ -193,6 +195,8 @@ def world(tmp_path_factory) -> Path:
     (root / "binary-store" / "featuregates.yaml").write_bytes(b"apiserver: \xff\n")
     (root / "classes-only.yaml").write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: c}\n")
     (root / "pod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n")
+    (root / "broken.yaml").write_text("a: [\n")
+    (root / "scalar.yaml").write_text("just a sentence\n")
     return root
 
 
@@ -213,6 +217,8 @@ def test_bad_input_is_a_message_not_a_traceback(case: Case, world: Path, monkeyp
     assert code == case.code, err
     for needle in case.needles:
         assert needle in err, f"{needle!r} not in {err!r}"
+    # One line naming what to fix (usage errors add a "see --help" line), not a wall of text.
+    assert len([line for line in err.splitlines() if not line.startswith(("INFO ", "WARNING "))]) <= 2, err
     # Refused before doing the work: nothing printed, nothing new appeared, and no scenario ran.
     assert out == "", out[:300]
     assert sorted(p.name for p in world.iterdir()) == before
