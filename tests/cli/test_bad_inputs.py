@@ -57,6 +57,7 @@ CASES = [
          env={"FAKE_DRA_OUTPUT": "table"}),
     Case(("apply", "-f", "pod.yaml", "--store", "store"), ("pod.yaml: document 1 (Pod p)", "kind")),
     Case(("get", "rc"), ('resource type "rc"',)),
+    Case(("get",), ("required: KIND\n",)),  # not "KIND, NAME": the names are optional
     Case(("get", "resourceclaims", "--store", "afile"), ("--store", "afile", "not a directory")),
     Case(("get", "resourceclaims"), ("FAKE_DRA_OUTPUT", "xml"), env={"FAKE_DRA_OUTPUT": "xml"}),
     Case(("get", "resourceclaims", "x", "-A"), ("across all namespaces",)),
