@@ -114,6 +114,7 @@ CASES = [
     Case(("make-sysfs", "--out", "/sys/fake-sys"), ("--out", "/sys/fake-sys", "cannot write")),
     Case(("make-sysfs", "--out", "sys"), ("--out", "sys", "not empty")),
     Case(("make-sysfs", "--profile", "nope", "--out", "new"), ("nope", "known profiles")),
+    Case(("make-sysfs", "--out", "new"), ("--profile", "'dmeo'", "FAKE_DRA_PROFILE"), env={"FAKE_DRA_PROFILE": "dmeo"}),
     # node-sysfs
     Case(("node-sysfs", "--out", "afile", "--profile", "demo"), ("--out", "afile")),
     Case(("node-sysfs", "--out", "/proc/fake-sys", "--profile", "demo"), ("--out", "/proc/fake-sys")),
