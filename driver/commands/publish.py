@@ -154,6 +154,10 @@ def _print(result: Any, backend: Any, output: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     interval = common.positive_seconds(args.interval, "--interval")
+    if args.metrics_addr:
+        from driver.metrics import parse_addr
+
+        parse_addr(args.metrics_addr)  # also with --once, which serves no metrics: a typo is still a typo
     backend = backend_from_args(args)
     publisher = build_publisher(args, backend, renderer_from_args(args), interval)
     if args.once:

@@ -132,6 +132,7 @@ CASES = [
     Case((*PUBLISH, "--store", "/proc/store"), ("--store", "/proc/store", "cannot write")),
     Case((*PUBLISH, "--store", "/sys"), ("--store", "/sys", "cannot write")),
     Case((*PUBLISH, "--store", "store", "--interval", "0"), ("--interval",)),
+    Case((*PUBLISH, "--store", "store", "--metrics-addr", "9090"), ("--metrics-addr", "HOST:PORT")),
     Case((*PUBLISH, "--store", "store", "--scheduler-metrics-url", "http://127.0.0.1:1/metrics",
           "--metrics-token-file", "missing.token"), ("--metrics-token-file", "missing.token")),
     Case((*PUBLISH, "--store", "store"), ("FAKE_DRA_DELETE_SLICES_ON_EXIT", "maybe"),
@@ -147,6 +148,8 @@ CASES = [
     Case((*RUN, "--kubelet-root", "/proc/kubelet"), ("--kubelet-plugins-dir", "/proc/kubelet/plugins")),
     Case(("run", "--sysfs-root", "sys", *NODE, "--store", "afile"), ("--store", "afile")),
     Case(RUN, ("FAKE_DRA_NO_PUBLISH", "maybe", "--no-publish"), env={"FAKE_DRA_NO_PUBLISH": "maybe"}),
+    Case((*RUN, "--metrics-addr", "nonsense"), ("--metrics-addr", "HOST:PORT", "'nonsense'")),
+    Case(RUN, ("--metrics-addr", "FAKE_DRA_METRICS_ADDR"), env={"FAKE_DRA_METRICS_ADDR": "localhost:99999"}),
     Case(RUN, ("FAKE_DRA_HEALTH_INTERVAL", "--health-interval"), env={"FAKE_DRA_HEALTH_INTERVAL": "0"}),
     Case(("run", "--sysfs-root", "sys", "--node-name", "a/b"), ("--node-name", "a/b")),
     # show
