@@ -149,6 +149,7 @@ CASES = [
     Case(("run", "--sysfs-root", "sys", *NODE, "--store", "afile"), ("--store", "afile")),
     Case(RUN, ("FAKE_DRA_NO_PUBLISH", "maybe", "--no-publish"), env={"FAKE_DRA_NO_PUBLISH": "maybe"}),
     Case((*RUN, "--metrics-addr", "nonsense"), ("--metrics-addr", "HOST:PORT", "'nonsense'")),
+    Case((*RUN, "--api-deadline", "0"), ("--api-deadline", "positive")),
     Case(RUN, ("--metrics-addr", "FAKE_DRA_METRICS_ADDR"), env={"FAKE_DRA_METRICS_ADDR": "localhost:99999"}),
     Case(RUN, ("FAKE_DRA_HEALTH_INTERVAL", "--health-interval"), env={"FAKE_DRA_HEALTH_INTERVAL": "0"}),
     Case(("run", "--sysfs-root", "sys", "--node-name", "a/b"), ("--node-name", "a/b")),
@@ -223,8 +224,25 @@ def test_bad_input_is_a_message_not_a_traceback(case: Case, world: Path, monkeyp
     for needle in case.needles:
         assert needle in err, f"{needle!r} not in {err!r}"
     # One line naming what to fix (usage errors add a "see --help" line), not a wall of text.
-    assert len([line for line in err.splitlines() if not line.startswith(("INFO ", "WARNING "))]) <= 2, err
+    assert len(err.strip().splitlines()) <= 2, err
     # Refused before doing the work: nothing printed, nothing new appeared, and no scenario ran.
     assert out == "", out[:300]
     assert sorted(p.name for p in world.iterdir()) == before
     assert elapsed < 10, f"took {elapsed:.1f} s: the check came after the work"
+
+
+@pytest.mark.parametrize("flags", [("--api-deadline", "0"), ("--metrics-addr", "nonsense"), ("--grace-period", "-1")])
+def test_run_refuses_a_bad_flag_before_it_logs_anything(world: Path, tmp_path: Path, flags):
+    # As a user sees it (a process, logging configured): the refusal is the only line, not the
+    # "local mode: ..." start-up line followed by the refusal.
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_DRA_")}
+    proc = subprocess.run([sys.executable, "-m", "driver", "run", "--sysfs-root", str(world / "sys"),
+                           "--node-name", "n1", *flags], env={**env, "XDG_STATE_HOME": str(tmp_path)},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and flags[0] in proc.stderr, proc.stderr
+    assert not (tmp_path / "fake-dra").exists()  # nothing created: no node directory, no store
