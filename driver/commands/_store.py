@@ -46,8 +46,13 @@ def read_manifest(path: str) -> str:
     """The text of one `-f` argument (`-` is stdin); InputError naming it when it cannot be read or
     is not UTF-8 text."""
     try:
-        return sys.stdin.read() if path == "-" else decode_text(Path(path).read_bytes(), f"-f {path}")
-    except UnicodeDecodeError:  # stdin, decoded by Python
+        if path == "-":
+            # The bytes, decoded here: under a C/POSIX locale Python decodes stdin with
+            # surrogateescape, and a bad byte reached the YAML parser as "#xdcff".
+            raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+            return raw if isinstance(raw, str) else decode_text(raw, "-f - (standard input)")
+        return decode_text(Path(path).read_bytes(), f"-f {path}")
+    except UnicodeDecodeError:  # a text stream that decodes itself
         raise InputError(f"-f {path}: not UTF-8 text") from None
     except IsADirectoryError:
         raise InputError(f"-f {path}: is a directory; give a YAML file") from None

@@ -246,3 +246,22 @@ def test_run_refuses_a_bad_flag_before_it_logs_anything(world: Path, tmp_path: P
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and flags[0] in proc.stderr, proc.stderr
     assert not (tmp_path / "fake-dra").exists()  # nothing created: no node directory, no store
+
+
+@pytest.mark.parametrize("command", [("apply", "-f", "-"), ("delete", "-f", "-"), ("allocate", "--node", "n1", "-")])
+def test_binary_stdin_is_named_not_parsed(tmp_path: Path, command):
+    # `... | fake-dra apply -f -` with bytes that are not UTF-8, under the C locale Python gives a
+    # script without a UTF-8 locale: the message names stdin and the byte, in one line.
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_DRA_", "LC_", "LANG"))}
+    proc = subprocess.run([sys.executable, "-m", "driver", *command, *(() if command[0] == "allocate" else
+                                                                         ("--store", str(tmp_path / "store")))],
+                          input=b"kind: ResourceClaim\nmetadata: {name: \xff\xfe}\n",
+                          env={**env, "LC_ALL": "C", "PYTHONUTF8": "0"}, capture_output=True, timeout=60)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert "not UTF-8" in err and "0xff" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "store").exists()
