@@ -27,7 +27,7 @@ from driver.allocator.engine import DEFAULT_BUDGET
 from driver.allocator.pools import node_matches
 from driver.commands.common import add_features, features_from
 from driver.errors import InputError
-from driver.fsutil import decode_text, read_text_file
+from driver.fsutil import decode_text, read_text_file, yaml_problem
 
 log = logging.getLogger("fake-dra.allocator")
 
@@ -59,10 +59,7 @@ def load_documents(paths: list[str]) -> list[Any]:
         try:
             loaded = list(yaml.safe_load_all(text))
         except yaml.YAMLError as exc:
-            # One line, as `apply` says it: where, then what (PyYAML's str() spans four lines).
-            mark = getattr(exc, "problem_mark", None)
-            at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-            raise InputError(f"{path}: invalid YAML{at}: {getattr(exc, 'problem', None) or exc}") from None
+            raise InputError(f"{path}: invalid YAML{yaml_problem(exc)}") from None
         for number, doc in enumerate(loaded, 1):
             if doc is not None and not isinstance(doc, dict):
                 raise InputError(f"{path}: document {number}: expected a mapping with apiVersion and kind, "

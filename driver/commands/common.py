@@ -143,10 +143,9 @@ def load_driver_config(path: str | None) -> dict:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"driver config {path}: invalid YAML{at}: {problem}") from None
+        from driver.fsutil import yaml_problem
+
+        raise ConfigError(f"driver config {path}: invalid YAML{yaml_problem(exc)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

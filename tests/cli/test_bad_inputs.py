@@ -44,6 +44,12 @@ CASES = [
     Case(("allocate", "--node", "n1", "missing.yaml"), ("missing.yaml", "No such file")),
     Case(("allocate", "--node", "n1", "adir"), ("adir", "Is a directory")),
     Case(("allocate", "--node", "n1", "broken.yaml"), ("broken.yaml: invalid YAML at line 2, column 1",)),
+    Case(("allocate", "--node", "n1", "control.yaml"), ("control.yaml: invalid YAML at character offset 38",
+                                                         "#x0001")),
+    Case(("apply", "-f", "control.yaml", "--store", "store"), ("control.yaml: invalid YAML at character offset 38",)),
+    Case(("e2e", "--scenarios-dir", "control-scenarios", "--list"), ("control-scenarios/x.yaml is not valid YAML at character offset",)),
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--driver-config", "control.yaml"),
+         ("driver config control.yaml: invalid YAML at character offset 38",)),
     Case(("allocate", "--node", "n1", "classes-only.yaml", "scalar.yaml"), ("scalar.yaml: document 1", "got str")),
     Case(("allocate", "--node", "n1", "--budget", "0", "classes-only.yaml"), ("--budget",)),
     Case(("allocate", "--node", "n1", "classes-only.yaml"), ("FAKE_DRA_BUDGET", "--budget"), env={"FAKE_DRA_BUDGET": "lots"}),
@@ -202,6 +208,9 @@ def world(tmp_path_factory) -> Path:
     (root / "classes-only.yaml").write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: c}\n")
     (root / "pod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n")
     (root / "broken.yaml").write_text("a: [\n")
+    (root / "control.yaml").write_text("kind: ResourceClaim\nmetadata: {name: a\x01}\n")  # UTF-8, not YAML
+    (root / "control-scenarios").mkdir()
+    (root / "control-scenarios" / "x.yaml").write_text("name: a\x01\n")
     (root / "scalar.yaml").write_text("just a sentence\n")
     return root
 
