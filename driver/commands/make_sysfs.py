@@ -6,6 +6,10 @@ The trees feed `discover`, `slices`, `run` and the e2e harness on machines witho
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
 from driver.commands import common
 from driver.discovery import PROFILES, make_sysfs
@@ -37,6 +41,28 @@ def run(args: argparse.Namespace) -> int:
     if not args.out:
         raise InputError("--out DIR is required (where to write the tree)")
     out = common.output_dir(args.out, "--out", must_be_empty=True)
-    make_sysfs(args.profile, out)
+    _write_whole(args.profile, out)
     print(f"wrote profile {args.profile} to {args.out} (use --sysfs-root {args.out})")
     return 0
+
+
+def _write_whole(profile: str, out: Path) -> None:
+    """Write the tree in a staging directory and move it into place, so an interrupted run (Ctrl-C,
+    a full disk) leaves no half tree that discovery would read as a smaller node and that a second
+    run refuses as "not empty". The tree's symlinks are relative, so moving keeps them valid. An
+    existing (empty) --out is kept, not replaced: it may be someone's working directory."""
+    out = out.absolute()
+    exists = out.is_dir()
+    if not exists:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".make-sysfs.partial-", dir=out if exists else out.parent))
+    try:
+        tree = staging / "tree"
+        make_sysfs(profile, tree)
+        if exists:
+            for entry in sorted(tree.iterdir()):  # bus, class, devices: three renames
+                os.rename(entry, out / entry.name)
+        else:
+            os.rename(tree, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
