@@ -42,7 +42,9 @@ _GATES: tuple[Gate, ...] = (
     Gate("DRAPartitionableDevices", True, "beta", attr="partitionable_devices"),
     Gate("DRAConsumableCapacity", True, "beta", attr="consumable_capacity"),
     Gate("DRADeviceBindingConditions", True, "beta", attr="binding_conditions"),
-    Gate("DRAFractionalCapacityRange", True, "beta"),
+    # Added in 1.37 by kubernetes PR #140161 (milli-unit validRange arithmetic for consumable
+    # capacity) and off by default there: kubernetes issue #140594 plans "on-by-default" for 1.38.
+    Gate("DRAFractionalCapacityRange", False, "alpha", attr="fractional_capacity_range"),
     Gate("DRASchedulerFilterTimeout", True, "beta"),
     Gate("DRAResourceClaimGranularStatusAuthorization", True, "beta"),
     Gate("DRAWorkloadResourceClaims", False, "beta"),
@@ -80,7 +82,8 @@ class Features:
 
     Default: every gate on except those Kubernetes 1.37 does not have (`DRASharedConsumableCapacity`),
     so what the project publishes by default is accepted by a 1.37 cluster. Alpha gates the project is
-    about (compatibility groups, list-typed attributes) are on: the bundled kind config enables them.
+    about (compatibility groups, list-typed attributes, fractional capacity ranges) are on: the bundled
+    kind config enables them.
     `other` records accepted gates that change nothing here, as sorted (name, enabled) pairs.
     """
 
@@ -94,6 +97,7 @@ class Features:
     binding_conditions: bool = True
     device_status: bool = True
     list_type_attributes: bool = True
+    fractional_capacity_range: bool = True
     other: tuple[tuple[str, bool], ...] = ()
 
     @classmethod

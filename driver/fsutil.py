@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 from pathlib import Path
 
 TEMP_SUFFIX = ".tmp"
@@ -31,7 +32,11 @@ def atomic_write(path: Path, data: bytes, mode: int, sync_dir: bool = True, fsyn
     whose loss is equivalent to "the step never happened" (see driver.state.prepare).
     """
     tmp = temp_path(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    # A fresh inode, never through whatever already has the temp name: a symlink planted there
+    # would otherwise have its target truncated and overwritten (O_TRUNC follows links).
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     try:
         try:
             os.fchmod(fd, mode)  # umask must not widen or narrow the intended mode
@@ -49,6 +54,30 @@ def atomic_write(path: Path, data: bytes, mode: int, sync_dir: bool = True, fsyn
         raise
     if sync_dir and fsync:
         fsync_dir(path.parent)
+
+
+class NotRegularFile(ValueError):
+    """A file the plugin writes itself is a symlink, FIFO, socket or device: not ours to read."""
+
+
+def read_own_file(path: Path) -> bytes:
+    """The bytes of a file the plugin itself wrote (atomic_write: always a regular file). Never
+    follows a symlink and never blocks: a FIFO or a link to /dev/zero planted in its place would
+    otherwise hang or exhaust the process (NotRegularFile instead). FileNotFoundError and
+    IsADirectoryError pass through, like any other OSError."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegularFile(f"{path} is a symbolic link") from None
+        raise
+    with open(fd, "rb", closefd=True) as f:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(f"{path} is not a regular file (a FIFO, socket or device)")
+        return f.read()
 
 
 def fsync_dir(directory: Path) -> None:

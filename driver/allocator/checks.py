@@ -66,28 +66,46 @@ def capacity_consumption(
     allocating: Mapping[str, Fraction],
     caps: Mapping[str, Capacity],
     shared_counters_on: bool,
+    whole_units: bool = False,
 ) -> dict[str, Fraction] | None:
     """What the request consumes of each device capacity, or None when it does not fit.
 
-    `caps` are the device capacities keyed by qualified name. Raises FatalRequestError for
-    requests upstream rejects outright.
+    `caps` are the device capacities keyed by qualified name. `whole_units`: DRAFractionalCapacityRange
+    is off (RequestPolicy.round_up). Raises FatalRequestError for requests upstream rejects outright.
     """
     resolved, missing = _requested_capacity(device, request, shared_counters_on)
     if missing is not None:
         return None
     consumed = {}
     for name, cap in caps.items():
-        amount = consumed_amount(resolved.get(name), cap.value, cap.policy)
+        asked = resolved.get(name)
+        amount = consumed_amount(asked, cap.value, cap.policy, whole_units)
         if amount < 0:
             raise FatalRequestError(f"capacity {name!r}: capacity value is negative")
+        if whole_units and asked is not None and _int64_step_overflow(asked, amount, cap):
+            # Upstream rounds on Quantity.Value() here, which wraps past int64: it aborts the
+            # allocation ("cannot be represented") rather than skip to another device.
+            raise FatalRequestError(f"capacity {name!r}: request {format_quantity(asked)} rounded on the step "
+                                    f"range cannot be represented as a 64-bit integer")
         consumed[name] = amount
     for name, cap in caps.items():
         amount = consumed[name]
-        if cap.policy is not None and cap.policy.violated_by(amount):
+        if cap.policy is not None and cap.policy.violated_by(amount, whole_units):
             return None
         if used.get(name, 0) + allocating.get(name, 0) + amount > cap.value:
             return None
     return consumed
+
+
+INT64_MAX = 2**63 - 1
+
+
+def _int64_step_overflow(asked: Fraction, amount: Fraction, cap: Capacity) -> bool:
+    """Whole-unit step rounding of `asked` leaves int64 (DRAFractionalCapacityRange off)."""
+    policy = cap.policy
+    if policy is None or policy.min is None or policy.step is None or asked < policy.min:
+        return False
+    return asked > INT64_MAX or amount > INT64_MAX
 
 
 def capacity_shortfall(
@@ -97,6 +115,7 @@ def capacity_shortfall(
     allocating: Mapping[str, Fraction],
     caps: Mapping[str, Capacity],
     shared_counters_on: bool,
+    whole_units: bool = False,
 ) -> str | None:
     """Why `capacity_consumption` said no, with amounts: what was asked and what is allowed or left."""
     resolved, missing = _requested_capacity(device, request, shared_counters_on)
@@ -105,9 +124,9 @@ def capacity_shortfall(
     for name, cap in caps.items():
         short = name.split("/", 1)[1] if name.startswith(device.driver + "/") else name
         asked = resolved.get(name)
-        amount = consumed_amount(asked, cap.value, cap.policy)
+        amount = consumed_amount(asked, cap.value, cap.policy, whole_units)
         asked_text = f"asks {format_quantity(asked, like=cap.text)}" if asked is not None else "asks nothing (takes the default)"
-        if cap.policy is not None and cap.policy.violated_by(amount):
+        if cap.policy is not None and cap.policy.violated_by(amount, whole_units):
             rounded = f" (rounded to {format_quantity(amount, like=cap.text)})" if asked is not None and amount != asked else ""
             return f"capacity {short}: {asked_text}{rounded}, requestPolicy allows {cap.policy.describe(cap.text)}"
         taken = used.get(name, 0) + allocating.get(name, 0)

@@ -76,13 +76,20 @@ class RequestPolicy:
     def has_range(self) -> bool:
         return self.min is not None or self.max is not None or self.step is not None
 
-    def round_up(self, requested: Fraction) -> Fraction:
-        """Round a requested amount up as upstream does (validRange min/step, else validValues)."""
+    def round_up(self, requested: Fraction, whole_units: bool = False) -> Fraction:
+        """Round a requested amount up as upstream does (validRange min/step, else validValues).
+
+        `whole_units`: DRAFractionalCapacityRange off. Upstream then does the step arithmetic on
+        Quantity.Value(), which rounds request, min and step up to whole units (200m becomes 1).
+        """
         if self.min is not None:
             if requested < self.min:
                 return self.min
             if self.step is None or self.step <= 0:
                 return requested
+            if whole_units:
+                low, step = _ceil(self.min), _ceil(self.step)
+                return Fraction(low + -((-(_ceil(requested) - low)) // step) * step)
             steps = -((-(requested - self.min)) // self.step)
             return self.min + steps * self.step
         for value in self.valid_values:
@@ -90,22 +97,31 @@ class RequestPolicy:
                 return value
         return requested
 
-    def violated_by(self, amount: Fraction) -> bool:
-        """True when a (rounded) amount is not acceptable under this policy."""
+    def violated_by(self, amount: Fraction, whole_units: bool = False) -> bool:
+        """True when a (rounded) amount is not acceptable under this policy (`whole_units`: see round_up)."""
         if self.default is not None and amount == self.default:
             return False
         if self.has_range:
             if self.max is not None and amount > self.max:
                 return True
-            if self.step is not None and self.step > 0 and (amount - (self.min or 0)) % self.step != 0:
-                return True
+            if self.step is not None and self.step > 0:
+                if whole_units:
+                    return (_ceil(amount) - _ceil(self.min or 0)) % _ceil(self.step) != 0
+                if (amount - (self.min or 0)) % self.step != 0:
+                    return True
             return False
         if self.valid_values:
             return amount not in self.valid_values
         return False
 
 
-def consumed_amount(requested: Fraction | None, total: Fraction, policy: RequestPolicy | None) -> Fraction:
+def _ceil(value: Fraction) -> int:
+    """Quantity.Value(): the amount rounded up to a whole unit."""
+    return -((-value) // 1)
+
+
+def consumed_amount(requested: Fraction | None, total: Fraction, policy: RequestPolicy | None,
+                    whole_units: bool = False) -> Fraction:
     """How much a request consumes of a capacity/counter worth `total` (upstream calculateConsumedQuantity).
 
     No request: the policy default, else everything. A request without a policy is consumed as-is.
@@ -114,7 +130,7 @@ def consumed_amount(requested: Fraction | None, total: Fraction, policy: Request
         return policy.default if policy is not None and policy.default is not None else total
     if policy is None:
         return requested
-    return policy.round_up(requested)
+    return policy.round_up(requested, whole_units)
 
 
 @dataclass(frozen=True)

@@ -132,7 +132,8 @@ class Search:
             return True
         used = self.alloc.state.capacity_used.get(dev.key, {})
         try:
-            return capacity_consumption(dev, req, used, {}, self.alloc.caps(dev), self.features.shared_consumable_capacity) is not None
+            return capacity_consumption(dev, req, used, {}, self.alloc.caps(dev), self.features.shared_consumable_capacity,
+                                        not self.features.fractional_capacity_range) is not None
         except FatalRequestError as exc:
             raise AllocationError(f"claim {claim.label}, request {req.name}: device {dev.name}: {exc}") from None
 
@@ -284,7 +285,7 @@ class Search:
             try:
                 consumed = capacity_consumption(
                     dev, req, st.capacity_used.get(dev.key, {}), st.allocating_capacity.get(dev.key, {}),
-                    self.alloc.caps(dev), feats.shared_consumable_capacity,
+                    self.alloc.caps(dev), feats.shared_consumable_capacity, not feats.fractional_capacity_range,
                 )
             except FatalRequestError as exc:
                 fail("capacity")

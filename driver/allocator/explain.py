@@ -54,7 +54,8 @@ def _detail(alloc: Any, code: str, req: Request, dev: Any, pool: Any) -> str | N
     st = alloc.state
     if code == "capacity":
         text = capacity_shortfall(dev, req, st.capacity_used.get(dev.key, {}), st.allocating_capacity.get(dev.key, {}),
-                                  alloc.caps(dev), alloc.features.shared_consumable_capacity)
+                                  alloc.caps(dev), alloc.features.shared_consumable_capacity,
+                                  not alloc.features.fractional_capacity_range)
     elif code == "counter request policy":
         text = counter_policy_shortfall(dev, req.capacity or {}, pool.counter_sets)
     elif code.startswith("counters:"):

@@ -70,6 +70,12 @@ H200X_TIME_SLICED = (
 
 def _gpu(bdf: str, device: int, numa: int, root: str, **kw) -> FakeFunction:
     bus = int(bdf[5:7], 16)
+    if kw.get("total_vfs"):
+        # The SR-IOV capability's VF Device ID and First VF Offset are hardware fields the kernel reads
+        # at enumeration (drivers/pci/iov.c, sriov_init), so sriov_vf_device and sriov_offset show them
+        # whether or not VFs are enabled. NVIDIA GPU VFs carry the PF's device ID, the first at function 4.
+        kw.setdefault("vf_device", device)
+        kw.setdefault("vf_offset", 4)
     return FakeFunction(bdf, NVIDIA, device, CLASS_3D, numa, root, _switch(root, bus), subsystem=(NVIDIA, 0x1450), **kw)
 
 

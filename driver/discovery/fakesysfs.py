@@ -108,6 +108,10 @@ class _Tree:
             _write(d / "description", f"num_heads=1, frl_config=60, framebuffer={t.framebuffer_mib}M, "
                                       f"max_resolution=4096x2160, max_instance={t.max_instance}")
             (d / "devices").mkdir(exist_ok=True)
+            # Every type has `create` (write a UUID to make an instance; Documentation/driver-api/
+            # vfio-mediated-device.rst). The kernel's is write-only (0200); ours is an empty readable
+            # file so the trees stay copyable by an unprivileged user.
+            (d / "create").touch()
 
     def vendor_vfio(self, vf_path: Path, types: tuple[FakeMdev, ...]) -> None:
         lines = ["ID    : vGPU Name"] + [f"{t.type_id:<5} : {t.name}" for t in types]

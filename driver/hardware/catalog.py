@@ -27,8 +27,10 @@ _GPU_KEYS = {
 }
 _MIG_KEYS = {"layout", "profiles"}
 _PROFILE_KEYS = {"shape", "sms", "mib", "ce", "dec", "enc", "jpeg", "ofa", "source", "unconfirmed"}
-_VGPU_KEYS = {"board_gb", "board_mib", "prefix", "profiles", "mig_backed", "source"}
+_VGPU_KEYS = {"board_gb", "board_mib", "prefix", "profiles", "mig_backed", "source", "mixed_size"}
 _VGPU_ROW_KEYS = {"type", "name", "framebuffer_mib", "max_instances", "source", "unconfirmed"}
+# Time-sliced rows only: the guide's "Maximum vGPUs per GPU in Mixed-Size Mode".
+_VGPU_MIXED_KEY = "max_mixed"
 _LAYOUT_KEYS = {"memory_slices", "shapes"}
 _SHAPE_KEYS = {"compute_slices", "memory_slices", "placements"}
 _NIC_KEYS = {"name", "product_name", "source"}
@@ -232,6 +234,10 @@ def _gpu(key: str, entry: Mapping[str, Any], layouts: Mapping[str, Any], sources
     vgpu = entry.get("vgpu")
     if vgpu:
         fields["vgpu_profiles"] = _vgpu(where, vgpu, fields, sources)
+        mixed = vgpu.get("mixed_size", True)
+        if not isinstance(mixed, bool):
+            raise ConfigError(f"{where}.vgpu.mixed_size: expected true or false, got {mixed!r}")
+        fields["vgpu_mixed_size"] = mixed
     return GpuModel(**fields)
 
 
@@ -377,7 +383,7 @@ def _vgpu_row(iwhere: str, item: Any, ctx: _VgpuContext, mig_gpu: Mapping[str, A
     if not isinstance(item, Mapping):
         form = "a mapping" if mig_gpu is not None else "a suffix string like '4C' or a mapping"
         raise ConfigError(f"{iwhere}: must be {form}")
-    allowed = _VGPU_ROW_KEYS | ({"mig"} if mig_gpu is not None else set())
+    allowed = _VGPU_ROW_KEYS | ({"mig"} if mig_gpu is not None else {_VGPU_MIXED_KEY})
     _check_keys(iwhere, item, allowed)
     if ("type" in item) == ("name" in item):
         raise ConfigError(f"{iwhere}: set exactly one of type (suffix after '<prefix>-') and name")
@@ -396,6 +402,12 @@ def _vgpu_row(iwhere: str, item: Any, ctx: _VgpuContext, mig_gpu: Mapping[str, A
         if mig_profile not in known:
             raise ConfigError(f"{iwhere}.mig: {mig_profile!r} is not a MIG profile of this GPU; known: {known or 'none'}")
     max_instances = _int(f"{iwhere}.max_instances", _required(iwhere, item, "max_instances"), minimum=1)
+    mixed = None
+    if _VGPU_MIXED_KEY in item:
+        mixed = _int(f"{iwhere}.{_VGPU_MIXED_KEY}", item[_VGPU_MIXED_KEY], minimum=1)
+        if mixed > max_instances:
+            raise ConfigError(f"{iwhere}.{_VGPU_MIXED_KEY}: {mixed} is more than max_instances {max_instances} "
+                              "(mixed-size mode never holds more instances than equal-size mode)")
     return VgpuProfile(
         name=name,
         framebuffer_mib=_int(f"{iwhere}.framebuffer_mib", _required(iwhere, item, "framebuffer_mib"), minimum=1),
@@ -403,6 +415,7 @@ def _vgpu_row(iwhere: str, item: Any, ctx: _VgpuContext, mig_gpu: Mapping[str, A
         mig_profile=mig_profile,
         source=source_text(f"{iwhere}.source", item.get("source"), ctx.sources, ctx.source),
         unconfirmed=_unconfirmed(iwhere, item),
+        max_instances_mixed=mixed,
     )
 
 

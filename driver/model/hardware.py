@@ -39,6 +39,9 @@ class VgpuProfile:
 
     `framebuffer_mib` is what the VM gets (NVIDIA's vGPU guide) and may exceed the GPU's reported
     memory; `max_instances` is the guide's maximum per GPU and the only source of instance counts.
+    `max_instances_mixed` is the guide's maximum per GPU in mixed-size mode (time-sliced types of
+    different sizes on one GPU), lower than the equal-size figure for the small types of most boards;
+    None when the table does not give it (the equal-size figure is used then).
     """
 
     name: str  # e.g. "A100X-4C" (profile attribute); the host writes "GRID A100X-4C" or "NVIDIA A100X-4C"
@@ -47,10 +50,17 @@ class VgpuProfile:
     mig_profile: str | None = None  # MIG-backed types: the GPU instance profile, e.g. "1g.5gb"
     source: str = ""
     unconfirmed: str = ""
+    max_instances_mixed: int | None = None
 
     @property
     def mig_backed(self) -> bool:
         return self.mig_profile is not None
+
+    def instances(self, mixed_size: bool) -> int:
+        """Most instances of this type one GPU holds, in mixed-size or equal-size mode."""
+        if mixed_size and self.max_instances_mixed is not None:
+            return self.max_instances_mixed
+        return self.max_instances
 
 
 @dataclass(frozen=True)
@@ -71,6 +81,9 @@ class GpuModel:
     mig_memory_slices: int = 0  # 0: no MIG support
     mig_profiles: tuple[MigProfile, ...] = ()
     vgpu_profiles: tuple[VgpuProfile, ...] = ()  # time-sliced and MIG-backed types, table order
+    # False for boards whose time-sliced vGPUs must all be one type (no mixed-size mode: the vGPU guide
+    # says so for the Turing and Volta boards, e.g. the T4), whatever slices.vgpuHomogeneous says.
+    vgpu_mixed_size: bool = True
     source: str = ""  # public source the numbers come from
     unconfirmed: str = ""  # non-empty: model-level numbers not confirmed, and why
     # PCI subsystem (vendor, device) IDs that select this model when several boards share one device ID

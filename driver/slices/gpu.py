@@ -9,6 +9,9 @@ Devices (all on the counter set `gpu-N-counters`, see driver.slices.gpucounters)
                                  time-sliced (group `vgpu-<type>`) and MIG-backed (group `mig-vgpu`).
 - `gpu-N-timeslicing`, `gpu-N-mps` shared devices (driver.slices.shared); groups `timeslicing`, `mps`.
 
+A GPU whose vGPU types sit on fewer SR-IOV VFs than the vGPUs that could otherwise co-exist gets one
+more counter, `vgpu-vfs` (one per VF), that every vGPU device takes one of (driver.slices.vgpu.vf_slots).
+
 With compatibility groups off, the scheduler cannot keep modes apart, so only the full GPU and one
 configured mode are published (the full GPU excludes every other device through counters). With
 partitionable devices off only the full GPU is published, without counters.
@@ -38,7 +41,16 @@ from driver.slices.config import MODE_AUTO, MODE_FULL, MODE_MIG, MODE_MPS, MODE_
 from driver.slices.gpucounters import counter_set_name, fits_layout, gpu_counters, placement_counters
 from driver.slices.names import mib_quantity, profile_label, stable_uuid
 from driver.slices.shared import memory_policy, shared_devices, value_from
-from driver.slices.vgpu import OfferedType, VgpuParent, offered_types, vgpu_devices, vgpu_group
+from driver.slices.vgpu import (
+    VF_COUNTER,
+    OfferedType,
+    VgpuParent,
+    mixed_size,
+    offered_types,
+    vf_slots,
+    vgpu_devices,
+    vgpu_group,
+)
 
 __all__ = ["counter_set_name", "gpu_counters", "render_gpu"]
 
@@ -121,6 +133,9 @@ def render_gpu(gpu: Gpu, ctx: RenderContext) -> Rendered:
     if plan.shared and value_from(ctx) and policy is not None:
         # Shares draw their memory from this counter (valueFrom); the policy rounds what they ask for.
         counter_set["memory"]["requestPolicy"] = policy
+    slots = vf_slots(gpu, list(plan.vgpus), mixed_size(gpu, ctx))
+    if slots is not None:
+        counter_set[VF_COUNTER] = {"value": str(slots)}  # the full GPU does not take VFs
     out.counter_sets.append({"name": cs, "counters": counter_set})
 
     def groups(name: str) -> list[str] | None:
@@ -131,9 +146,9 @@ def render_gpu(gpu: Gpu, ctx: RenderContext) -> Rendered:
     if plan.mig:
         for profile in model.mig_profiles:
             out.devices.extend(_mig_devices(gpu, profile, ctx, common, gpu_uuid, cs, groups(GROUP_MIG), out))
-    parent = VgpuParent(common, gpu_uuid, cs)
+    parent = VgpuParent(common, gpu_uuid, cs, vf_counter=slots is not None)
     for offer in plan.vgpus:
-        group = groups(vgpu_group(offer.profile, ctx.config.vgpu_homogeneous))
+        group = groups(vgpu_group(offer.profile, homogeneous=not mixed_size(gpu, ctx)))
         out.devices.extend(vgpu_devices(gpu, offer, ctx, parent, group, out.warnings))
     out.devices.extend(shared_devices(gpu, plan.shared, ctx, common, gpu_uuid, cs, groups_on))
     return out

@@ -9,7 +9,8 @@ out quietly, since a warning per type on every publish pass would bury real prob
 board's name that is a C-series type missing from the table, or another board's name, is warned about.
 
 - Time-sliced types (`A100X-4C`): `max_instances` devices, the table's figure (never memory //
-  framebuffer: the guide's framebuffers are nominal and may exceed what nvidia-smi reports), capped by
+  framebuffer: the guide's framebuffers are nominal and may exceed what nvidia-smi reports; with
+  `vgpuHomogeneous: false`, NVIDIA's mixed-size mode, the guide's mixed-size maximum), capped by
   the SR-IOV VFs that offer the type on Ampere and later (one vGPU per VF). Each instance holds 1/max of
   the GPU's memory and SMs, so a full set of one type exactly fills the counter set and a full GPU never
   fits beside any of them. Group `vgpu-<type>` (homogeneous: one type per GPU, as NVIDIA's equal-size
@@ -42,10 +43,12 @@ class OfferedType:
     mdev: MdevType
     slots: int | None  # SR-IOV VFs offering it (one vGPU each); None when offered on the PF (pre-Ampere)
 
-    @property
-    def count(self) -> int:
-        """Time-sliced instances to publish."""
-        return self.profile.max_instances if self.slots is None else min(self.profile.max_instances, self.slots)
+    def count(self, mixed_size: bool) -> int:
+        """Time-sliced instances to publish: the guide's maximum for the mode (equal-size: one type per
+        GPU; mixed-size: types of different sizes together, where most boards hold fewer small vGPUs),
+        capped by the VFs that offer the type."""
+        limit = self.profile.instances(mixed_size)
+        return limit if self.slots is None else min(limit, self.slots)
 
 
 # NVIDIA's type names end in the series letter: C (compute) or, MIG-backed, C plus the ME media suffix.
@@ -83,13 +86,49 @@ def offered_types(gpu: Gpu) -> tuple[list[OfferedType], list[str]]:
     return [found[n] for n in order if n in found], warnings
 
 
+# One vGPU per SR-IOV VF (Ampere and later): a counter of the GPU's VFs, one per vGPU device, when the
+# VFs are fewer than the vGPUs the other counters let co-exist.
+VF_COUNTER = "vgpu-vfs"
+
+
+def vf_slots(gpu: Gpu, offered: list[OfferedType], mixed: bool) -> int | None:
+    """How many VFs carry this GPU's vGPU types, when that number can bind; else None.
+
+    Per-type caps already hold one type to its VFs; what they miss is types that co-exist: MIG-backed
+    types (at most one per compute slice together) and, in mixed-size mode, time-sliced types of
+    different sizes (each holds 1/max of the memory, so together at most the largest max). With all VFs
+    enabled neither exceeds them (A100: 16 VFs, 10 A100X-4C, 7 MIG slices); an operator who enables
+    fewer VFs would otherwise be promised vGPUs that have no VF to run on.
+    """
+    vfs = {p for o in offered for p in o.mdev.parents if p != gpu.pci.address}
+    if not vfs:
+        return None  # types on the PF (pre-Ampere): no VF per vGPU
+    most = 0
+    if any(o.profile.mig_backed for o in offered):
+        most = max((p.compute_slices for p in gpu.model.mig_profiles), default=0)
+    if mixed:
+        most = max([most] + [o.profile.max_instances for o in offered if not o.profile.mig_backed])
+    return len(vfs) if len(vfs) < most else None
+
+
 @dataclass(frozen=True)
 class VgpuParent:
-    """What every vGPU device of one GPU shares: attributes, parent UUID, counter set."""
+    """What every vGPU device of one GPU shares: attributes, parent UUID, counter set (and whether it
+    has the VF counter every vGPU device then takes one of)."""
 
     common: dict
     parent_uuid: str
     counter_set: str
+    vf_counter: bool = False
+
+    def counters(self, amounts: dict[str, str]) -> dict[str, dict]:
+        return static_counters({**amounts, VF_COUNTER: "1"} if self.vf_counter else amounts)
+
+
+def mixed_size(gpu: Gpu, ctx: RenderContext) -> bool:
+    """Time-sliced types of different sizes may share this GPU: the config allows it
+    (`vgpuHomogeneous: false`) and the board has NVIDIA's mixed-size mode (the T4 has not)."""
+    return not ctx.config.vgpu_homogeneous and gpu.model.vgpu_mixed_size
 
 
 def vgpu_group(profile: VgpuProfile, homogeneous: bool) -> str:
@@ -128,9 +167,9 @@ def _time_sliced(gpu: Gpu, offered: OfferedType, ctx: RenderContext, parent: Vgp
     # nominal framebuffer says (H200X-141C's 144384 MiB is more than the 143771 MiB nvidia-smi reports).
     share = {"memory": mib_quantity(model.memory_mib // profile.max_instances),
              "multiprocessors": str(max(1, model.multiprocessors // profile.max_instances))}
-    used = static_counters(share)
+    used = parent.counters(share)
     label, devices = profile_label(profile.name), []
-    for k in range(offered.count):
+    for k in range(offered.count(mixed_size(gpu, ctx))):
         name = f"gpu-{gpu.index}-vgpu-{label}-{k}"
         devices.append(device(name, _attrs(gpu, offered, ctx, parent, name),
                               {"memory": {"value": mib_quantity(profile.framebuffer_mib)}},
@@ -154,6 +193,6 @@ def _mig_backed(gpu: Gpu, offered: OfferedType, ctx: RenderContext, parent: Vgpu
         attrs = {**_attrs(gpu, offered, ctx, parent, name), "migProfile": s(mig.name),
                  "memorySliceStart": i(start), "memorySlices": i(mig.memory_slices)}
         devices.append(device(name, attrs, {"memory": {"value": mib_quantity(profile.framebuffer_mib)}},
-                              [consumption(parent.counter_set, static_counters(placement_counters(mig, start)),
+                              [consumption(parent.counter_set, parent.counters(placement_counters(mig, start)),
                                            groups)]))
     return devices

@@ -11,6 +11,7 @@ prepared on the node is driver.state.revalidate's.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,11 +19,14 @@ from typing import Any
 from driver.errors import InputError, PrepareError
 from driver.state.config import configs_for_results
 from driver.state.device_env import device_env
-from driver.state.names import check_label
+from driver.state.names import check_label, shorten
 from driver.state.pool import attr
 from driver.state.types import ClaimRef, PreparedDevice
 
 log = logging.getLogger("fake-dra.state")
+# kube-apiserver validates status.allocation.devices.results[].shareID with format=k8s-uuid
+# (k8s.io/apimachinery/pkg/api/validate: "must be a lowercase UUID in 8-4-4-4-12 format").
+_SHARE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 @dataclass(frozen=True)
@@ -84,8 +88,12 @@ def devices_to_prepare(ref: ClaimRef, claim: Mapping[str, Any], driver_name: str
         consumed = r.get("consumedCounters")
         if consumed is not None and (not isinstance(consumed, list) or not all(isinstance(c, Mapping) for c in consumed)):
             raise PrepareError(f"{at}.consumedCounters: expected a list of objects")
-        if r.get("shareID") is not None and not isinstance(r.get("shareID"), str):
+        share = r.get("shareID")
+        if share is not None and not isinstance(share, str):
             raise PrepareError(f"{at}.shareID: expected a string")
+        if share is not None and not _SHARE_ID.fullmatch(share):
+            # It lands in the CDI env, the checkpoint and status.devices: never more than the API allows.
+            raise PrepareError(f"{at}.shareID: {shorten(share)!r} is not a lowercase UUID in 8-4-4-4-12 format")
         prepared.append(PreparedDevice(
             request_names=(str(r["request"]),),
             pool=pool_name,

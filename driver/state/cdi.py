@@ -4,8 +4,10 @@ Layout (documented in docs/internals.md, "CDI spec"):
 - file `<cdi-root>/k8s.<driver>_device_<claimUID>.json`, mode 0644, written atomically; the root
   is created 0755 whatever the umask and is never left group/world-writable (anyone could inject
   a spec);
-- `cdiVersion` 0.6.0 — the lowest spec version with the fields we use (spec annotations), so
-  older runtimes accept it too;
+- `cdiVersion` 0.6.0 — the lowest spec version with the fields we use (spec annotations;
+  container-device-interface specs-go/version.go, requiresV060), so every runtime whose CDI
+  library knows 0.6.0 accepts it; older ones drop the whole spec (Debian 12's podman 4.3 answers
+  "unresolvable CDI devices", see tests/deploy/test_cdi_runtime.py);
 - kind `k8s.<driver>/device`: <class> is the constant `device` because one file holds every
   device of a claim and a CDI file has exactly one kind; the device type (gpu, mig, vf, ...) is
   exported in the env instead;
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from driver.errors import FakeDraError
-from driver.fsutil import atomic_write, make_dirs, remove, remove_stale_temps
+from driver.fsutil import atomic_write, make_dirs, read_own_file, remove, remove_stale_temps
 from driver.state.names import check_subdomain, check_uid
 from driver.state.ownership import fix_mode
 from driver.state.types import ClaimRef, PreparedDevice
@@ -115,7 +117,7 @@ class CdiWriter:
             return out
         for path in sorted(self.root.glob(f"{self._prefix}*.json")):
             try:
-                spec = json.loads(path.read_text())
+                spec = json.loads(read_own_file(path))  # never a FIFO or a link to /dev/zero
                 data = json.loads(spec["annotations"][f"{self.driver_name}/prepared"])
                 ref = ClaimRef(str(data["namespace"]), str(data["name"]), check_uid(data["uid"]))
                 if path != self.spec_path(ref.uid):

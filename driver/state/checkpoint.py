@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from driver.errors import InputError
-from driver.fsutil import atomic_write, fsync_dir, make_dirs, remove_stale_temps
+from driver.fsutil import NotRegularFile, atomic_write, fsync_dir, make_dirs, read_own_file, remove_stale_temps
 from driver.state.names import check_uid
 from driver.state.types import ClaimRef, PreparedDevice
 
@@ -98,13 +98,17 @@ class CheckpointStore:
     def load(self) -> Checkpoint | None:
         """The stored checkpoint, an empty one if there is none, or None if it was corrupt."""
         try:
-            raw = self.path.read_bytes()
+            raw = read_own_file(self.path)  # a symlink or FIFO there is "corrupt" (moved aside), never followed
         except FileNotFoundError:
             return Checkpoint()
         except IsADirectoryError:
             raise InputError(f"state directory {self.dir}: {self.path} is a directory, not a checkpoint file; "
                              "remove it (or point --state-dir elsewhere)") from None
+        except NotRegularFile as exc:
+            raw = exc
         try:
+            if isinstance(raw, Exception):
+                raise raw
             return self._parse(raw)
         except Exception as exc:  # noqa: BLE001 - anything unparsable is "corrupt", never fatal
             aside = self._corrupt_name()

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from driver.errors import InputError, PrepareError
-from driver.fsutil import atomic_write, make_dirs
+from driver.fsutil import NotRegularFile, atomic_write, make_dirs, read_own_file
 from driver.state.device_env import granted
 from driver.state.names import check_label, check_uid
 from driver.state.types import ClaimRef, NetworkData, PreparedDevice
@@ -272,13 +272,21 @@ class DeviceMetadataWriter:
         """Remove every file of the claim (also when disabled). Raises OSError."""
         path = self.root / check_uid(claim_uid)
         try:
-            shutil.rmtree(path)
+            if path.is_symlink():  # rmtree refuses links: unprepare would fail on every retry
+                path.unlink()
+            else:
+                shutil.rmtree(path)
         except FileNotFoundError:
             return
 
     def prune(self, keep: set[str]) -> list[str]:
         """At start-up: remove the directories of claims that are not recorded as prepared (left by
         a crash before the checkpoint knew the claim, or by an older boot). Returns their UIDs."""
+        if self.root.is_symlink():
+            # Pruning through it would delete whatever the link points at (everything there is
+            # "not a prepared claim"); the plugin made this directory itself, never a link.
+            raise InputError(f"device metadata directory {self.root} is a symbolic link (to {os.readlink(self.root)}); "
+                             "refusing to clean up through it: remove the link")
         try:
             entries = list(os.scandir(self.root))
         except FileNotFoundError:
@@ -299,8 +307,11 @@ class DeviceMetadataWriter:
     @staticmethod
     def _read_first(path: Path) -> dict[str, Any] | None:
         try:
-            data = path.read_bytes()
+            data = read_own_file(path)
         except FileNotFoundError:
+            return None
+        except NotRegularFile:  # never followed nor read; the atomic rewrite replaces the name
+            log.warning("device metadata file is not a regular file; replacing it", extra={"path": str(path)})
             return None
         try:
             objects = decode(data)

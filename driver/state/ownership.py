@@ -26,6 +26,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -106,7 +107,14 @@ class StateDirLock:
 
     def acquire(self) -> None:
         with startup_io("state directory lock", self.path):
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            # Never through a symlink (fchmod would change its target's mode) nor a FIFO or device.
+            if self.path.is_symlink():
+                raise InputError(f"state directory lock {self.path} is a symbolic link (to {os.readlink(self.path)}); "
+                                 "refusing to follow it: remove the link")
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+            if not stat.S_ISREG(os.fstat(self._fd).st_mode):
+                self.release()
+                raise InputError(f"state directory lock {self.path} is not a regular file; remove it")
             os.fchmod(self._fd, 0o600)
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -260,6 +260,12 @@ class DeviceState:
                 ok, done = self._act(batch, before, results, recorded, dict((r.uid, c) for r, c in fetched), deadline)
                 need = done if not pending else None
                 pending.extend(ok)
+                if not pending and done:
+                    # Every claim failed (no spec, no metadata) and was rolled back in memory: let
+                    # the file say so too (best effort, no fsync), or a restart would reserve their
+                    # devices again. (A cancelled call leaves that to shutdown's final flush.)
+                    with contextlib.suppress(OSError, CallAborted):
+                        self._write_current(durable=False)
             if pending:
                 try:
                     self._flush(need)
@@ -334,6 +340,7 @@ class DeviceState:
                       boot: str, pending: list[Batch], batch: list[Batch]) -> None:
         pool, devices = self._pool.get(refresh_if_stale=False)
         placed = self._placed
+        refreshed = False  # rediscover at most once per call: it runs under the global lock
         for ref, claim in fetched:
             entry = self._cp.claims.get(ref.uid)
             if entry is not None and entry.state == COMPLETED and entry.boot_id == boot:
@@ -357,9 +364,9 @@ class DeviceState:
                 continue
             try:
                 mine = devices_to_prepare(ref, claim, self.driver_name, pool.name, devices, self._cdi.device_id,
-                                          unrequested=self._pool.unrequested)
+                                          final=refreshed, unrequested=self._pool.unrequested)
                 if mine is None:  # the known devices might be stale: rediscover once
-                    pool = self._pool.refresh()
+                    pool, refreshed = self._pool.refresh(), True
                     devices = self._pool.get(refresh_if_stale=False)[1]
                     mine = devices_to_prepare(ref, claim, self.driver_name, pool.name, devices, self._cdi.device_id,
                                               final=True, unrequested=self._pool.unrequested)

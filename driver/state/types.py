@@ -79,14 +79,25 @@ class PreparedDevice:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> PreparedDevice:
+        """ValueError/TypeError/KeyError for a record of the wrong shape: a checkpoint holding one is
+        'corrupt' (moved aside, rebuilt from the CDI specs), a spec holding one is skipped. Checked
+        here because revalidation trusts these records: a non-string shareID used to make every
+        later claim on the same counters fail with an error blaming that new claim."""
         consumed = d.get("consumedCounters")
+        share_id = d.get("shareID")
+        if not isinstance(d["pool"], str) or not isinstance(d["device"], str):
+            raise ValueError("a prepared device needs a string pool and device")
+        if share_id is not None and not isinstance(share_id, str):
+            raise ValueError(f"device {d['device']}: shareID must be a string")
+        if consumed is not None and not (isinstance(consumed, list) and all(isinstance(c, Mapping) for c in consumed)):
+            raise ValueError(f"device {d['device']}: consumedCounters must be a list of objects")
         return cls(
             request_names=tuple(str(r) for r in d.get("requestNames", ())),
-            pool=str(d["pool"]),
-            device=str(d["device"]),
+            pool=d["pool"],
+            device=d["device"],
             cdi_device_ids=tuple(str(c) for c in d.get("cdiDeviceIDs", ())),
             consumed_counters=tuple(dict(c) for c in consumed) if consumed is not None else None,
-            share_id=d.get("shareID"),
+            share_id=share_id,
             env={str(k): str(v) for k, v in (d.get("env") or {}).items()},
             admin_access=d.get("adminAccess") is True,
         )

@@ -20,9 +20,14 @@ CLAIMS = "resourceclaims"
 
 
 class StoreClaimStatus:
-    def __init__(self, store: ObjectStore, *, attempts: int = 5) -> None:
+    def __init__(self, store: ObjectStore, *, attempts: int = 5, lock_timeout_s: float = 2.0) -> None:
+        """`lock_timeout_s`: how long one write waits for the store's writer lock. It runs inside a
+        kubelet call, so another process holding the lock (stuck, or hostile) must cost that
+        claim's status write, not the call: unbounded, it used to hang prepare past the kubelet's
+        deadline and, two calls later, every prepare of the plugin."""
         self.store = store
         self.attempts = attempts
+        self.lock_timeout_s = lock_timeout_s
 
     def apply_device_status(self, ref: Any, driver: str, entries: list[dict[str, Any]]) -> None:
         for attempt in range(self.attempts):
@@ -43,7 +48,7 @@ class StoreClaimStatus:
             else:
                 status.pop("devices", None)
             try:
-                self.store.update(CLAIMS, claim)
+                self.store.update(CLAIMS, claim, lock_timeout_s=self.lock_timeout_s)
                 return
             except ConflictError:
                 if attempt == self.attempts - 1:

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import fcntl
 import logging
 import os
 import re
 import secrets
+import stat
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -77,9 +80,11 @@ class ObjectStore:
         return self._dir(resource, namespace) / file_name
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self, timeout_s: float | None = None) -> Iterator[None]:
         """Hold the store's writer lock (re-entrant within a thread): reads and writes made inside
-        see and change the store as one step, as a multi-object apply needs."""
+        see and change the store as one step, as a multi-object apply needs. With `timeout_s`,
+        an InputError when another process holds it that long (a kubelet call must never wait
+        on a stuck or hostile process for ever)."""
         depth = getattr(self._depth, "n", 0)
         if depth:
             self._depth.n = depth + 1
@@ -94,7 +99,7 @@ class ObjectStore:
         except OSError as exc:
             raise InputError(f"local store {self.root}: cannot write there ({exc.strerror or exc})") from None
         with lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            _flock(lock, timeout_s, self.root)
             self._depth.n = 1
             try:
                 yield
@@ -169,11 +174,12 @@ class ObjectStore:
             atomic_write(path, _dump(obj), FILE_MODE)
         return obj
 
-    def update(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
-        """Replace an object. A set metadata.resourceVersion must match the stored one."""
+    def update(self, resource: str, obj: dict[str, Any], lock_timeout_s: float | None = None) -> dict[str, Any]:
+        """Replace an object. A set metadata.resourceVersion must match the stored one.
+        `lock_timeout_s`: see `locked`."""
         obj = copy.deepcopy(obj)
         meta = obj.setdefault("metadata", {})
-        with self.locked():
+        with self.locked(lock_timeout_s):
             current = self.get(resource, meta.get("namespace"), meta.get("name", ""))
             cur_meta = current["metadata"]
             wanted = meta.get("resourceVersion")
@@ -207,6 +213,22 @@ class ObjectStore:
             return "0"
 
 
+def _flock(lock: Any, timeout_s: float | None, root: Path) -> None:
+    if timeout_s is None:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return
+    give_up = time.monotonic() + timeout_s
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= give_up:
+                raise InputError(f"local store {root}: another process has held its writer lock ({root / '.lock'}) "
+                                 f"for more than {timeout_s:g} s") from None
+            time.sleep(0.01)
+
+
 def _without_status(obj: dict[str, Any]) -> dict[str, Any]:
     body = {k: v for k, v in obj.items() if k not in ("status", "metadata")}
     meta = {k: v for k, v in obj.get("metadata", {}).items() if k not in ("resourceVersion", "generation", "managedFields")}
@@ -220,12 +242,25 @@ def _now() -> str:
 def read_object_text(path: Path) -> str:
     """The text of one store file. FileNotFoundError passes through (the object does not exist);
     any other problem (a directory, a path component that is a file, no permission, too large,
-    not UTF-8) is an InputError naming the file."""
+    not UTF-8, not a regular file) is an InputError naming the file.
+
+    Opened non-blocking and checked to be a regular file before reading: a FIFO (or a symlink to
+    one) would otherwise block the reading thread forever, and each such claim would hold one of
+    the plugin's few state-gate slots until every prepare was refused."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_OBJECT_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise
+    except OSError as exc:
+        raise InputError(f"local store: cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        with open(fd, "rb", closefd=True) as f:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+            if not stat.S_ISREG(mode):
+                raise InputError(f"local store: {path} is not a regular file (a FIFO, socket or device)")
+            data = f.read(MAX_OBJECT_BYTES + 1)
     except OSError as exc:
         raise InputError(f"local store: cannot read {path}: {exc.strerror or exc}") from None
     if len(data) > MAX_OBJECT_BYTES:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -70,6 +71,7 @@ class Input:
     raw_codes: tuple[str, ...] = ()  # gRPC status codes a raw call may end with ("OK" included if fine)
     dirs: list[tuple[str, str]] = field(default_factory=list)  # (namespace, name) made a directory
     blockers: list[str] = field(default_factory=list)  # namespaces made a plain file
+    fifos: list[tuple[str, str]] = field(default_factory=list)  # (namespace, name) made a FIFO
 
 
 @dataclass
@@ -251,6 +253,9 @@ def _store_objects(b: Builder) -> None:
     b.add("store/directory-instead-of-file", ("default", name, uid), dirs=[("default", name)],
           fragments=("Is a directory",))
     b.add("store/namespace-is-a-file", ("blocked", "c", _uid()), blockers=["blocked"], fragments=("Not a directory",))
+    name = b._name("fifo")  # used to block the reading thread forever (and with it a state-gate slot)
+    b.add("store/fifo-instead-of-file", ("default", name, _uid()), fifos=[("default", name)],
+          fragments=("not a regular file",))
 
 
 def _allocations(b: Builder) -> None:
@@ -283,6 +288,11 @@ def _allocations(b: Builder) -> None:
         "request-number": ([r(request=5)], OK, ()),  # "5" is a DNS label: the number's text is used
         "share-id-map": ([r(shareID={"a": 1})], ERROR, ("shareID",)),
         "share-id-number": ([r(shareID=3)], ERROR, ("shareID",)),
+        # the API allows only a lowercase UUID (format=k8s-uuid); the value reaches the CDI env
+        "share-id-not-uuid": ([r(shareID="s1")], ERROR, ("shareID", "lowercase UUID")),
+        "share-id-upper": ([r(shareID="123E4567-E89B-12D3-A456-426614174000")], ERROR, ("lowercase UUID",)),
+        "share-id-newline": ([r(shareID="123e4567-e89b-12d3-a456-426614174000\nX=1")], ERROR, ("lowercase UUID",)),
+        "share-id-huge": ([r(shareID="a" * 1_000_000)], ERROR, ("lowercase UUID",)),
         "consumed-capacity-list": ([r(consumedCapacity=[1])], ERROR, ("malformed allocation",)),
         "same-device-twice": ([r(), r(request="s")], ERROR, ("allocated twice in this claim",)),
         "same-device-twice-admin": ([r(adminAccess=True), r(adminAccess=True)], ERROR, ("allocated twice",)),
@@ -482,6 +492,11 @@ def _write_objects(target: Target, inp: Input) -> list[Path]:
     for ns, name in inp.dirs:
         path = claims / ns / f"{name}.yaml"
         path.mkdir(parents=True, exist_ok=True)
+        written.append(path)
+    for ns, name in inp.fifos:
+        path = claims / ns / f"{name}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(path)
         written.append(path)
     for ns in inp.blockers:
         path = claims / ns

@@ -13,7 +13,7 @@ Shorthands (all expand into plain API objects):
 * `allocatedDevices: [driver/pool/device, ...]` and `allocatedShares: [{device, consumedCapacity}]`:
   devices already allocated by other claims (one claim object holds them).
 * `upstreamFeatures: [PartitionableDevices, ...]`: the upstream allocator test's Features value —
-  every listed feature on, every other one of the seven off (`features` may still add gates).
+  every listed feature on, every other one of UPSTREAM_FEATURES off (`features` may still add gates).
 """
 
 from __future__ import annotations
@@ -150,9 +150,11 @@ def _device_result(device_id: str, **extra: Any) -> dict:
 
 UPSTREAM_FEATURES = {
     "AdminAccess": ["DRAAdminAccess"],
+    "CompatibilityGroups": ["DRADeviceCompatibilityGroups"],
     "ConsumableCapacity": ["DRAConsumableCapacity"],
     "DeviceBindingAndStatus": ["DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"],
     "DeviceTaints": ["DRADeviceTaints"],
+    "FractionalCapacityRange": ["DRAFractionalCapacityRange"],
     "ListTypeAttributes": ["DRAListTypeAttributes"],
     "PartitionableDevices": ["DRAPartitionableDevices"],
     "PrioritizedList": ["DRAPrioritizedList"],

@@ -217,3 +217,17 @@ def test_revalidation_counts_a_shared_device_once_for_groups():
     assert validate_combination(pool, shares, Features()) == []
     v = validate_combination(pool, [*shares, place("mig", claim="m")], Features())
     assert [x.kind for x in v] == ["groups"] and v[0].devices == ("mig", "ts")
+
+
+def test_request_policy_whole_units_rounds_like_quantity_value():
+    """DRAFractionalCapacityRange off: upstream's step arithmetic runs on Quantity.Value() (rounded up)."""
+    from fractions import Fraction as F
+
+    from driver.allocator.devices import RequestPolicy
+
+    policy = RequestPolicy(default=F(1, 5), min=F(1, 5), max=F(1), step=F(1, 10))
+    assert policy.round_up(F(1, 4)) == F(3, 10)           # gate on: 250m -> 300m
+    assert policy.round_up(F(1, 4), whole_units=True) == 1  # gate off: ceil(250m)=1 on min 1, step 1
+    assert policy.round_up(F(1, 10), whole_units=True) == F(1, 5)  # below min: min as published
+    assert not policy.violated_by(F(3, 10)) and policy.violated_by(F(1, 4))
+    assert not policy.violated_by(F(1, 4), whole_units=True)  # ceil(250m)-ceil(200m) = 0 steps

@@ -57,3 +57,11 @@ def test_bad_gates(text, msg):
 def test_error_names_where_the_gate_came_from():
     with pytest.raises(InputError, match=r"^featuregates.yaml: scheduler: unknown feature gate"):
         parse_features("Bogus=true", where="featuregates.yaml: scheduler")
+
+
+def test_fractional_capacity_range_is_off_by_default_in_1_37_but_modelled_on():
+    # kubernetes PR #140161 added the gate in 1.37 default-off (issue #140594: on-by-default in 1.38).
+    gate = KNOWN_GATES["DRAFractionalCapacityRange"]
+    assert (gate.default, gate.stage) == (False, "alpha")
+    assert Features().fractional_capacity_range is True
+    assert parse_features("DRAFractionalCapacityRange=false").enabled("DRAFractionalCapacityRange") is False

@@ -103,3 +103,67 @@ def test_list_leaves_out_a_broken_file_and_names_it(tmp_path, caplog, content):
     assert str(bad) in caplog.text and "leaving out" in caplog.text
     with pytest.raises(InputError, match="b.yaml"):
         store.get("resourceclaims", "default", "b")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink-to-fifo", "char-device"])
+def test_a_file_that_is_not_regular_is_an_error_and_never_blocks(tmp_path, kind):
+    """A FIFO in the store used to block the reading thread forever: with the plugin's two
+    state-gate slots, two such claims stopped every prepare (the good claims timed out too)."""
+    import os
+    import threading
+
+    from driver.state.sources import StoreClaimSource
+
+    store = ObjectStore(tmp_path)
+    store.create("resourceclaims", claim("a"))
+    path = tmp_path / "resourceclaims" / "default" / "b.yaml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink-to-fifo":
+        os.mkfifo(tmp_path / "pipe")
+        path.symlink_to(tmp_path / "pipe")
+    else:
+        path.symlink_to("/dev/null")
+    outcome: list[BaseException | None] = []
+
+    def read() -> None:
+        try:
+            StoreClaimSource(store).get_claim("default", "b")
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - inspected below
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(5)
+    if reader.is_alive():  # unblock the stuck reader so the test process can exit
+        with open(path, "wb"):
+            pass
+        pytest.fail("reading a claim stored as a FIFO blocked")
+    assert isinstance(outcome[0], InputError) and "b.yaml is not a regular file" in str(outcome[0])
+    assert "resourceclaim default/b" in str(outcome[0])
+    with pytest.raises(InputError, match="not a regular file"):
+        store.get("resourceclaims", "default", "b")
+    assert [o["metadata"]["name"] for o in store.list("resourceclaims", "default")] == ["a"]
+
+
+def test_a_directory_in_place_of_an_object_still_says_so(tmp_path):
+    store = ObjectStore(tmp_path)
+    (tmp_path / "resourceclaims" / "default" / "d.yaml").mkdir(parents=True)
+    with pytest.raises(InputError, match="cannot read .*d.yaml: Is a directory"):
+        store.get("resourceclaims", "default", "d")
+
+
+def test_the_writer_lock_can_be_waited_for_with_a_timeout(tmp_path):
+    import fcntl
+    import time
+
+    store = ObjectStore(tmp_path)
+    obj = store.create("resourceclaims", claim("a"))
+    with open(tmp_path / ".lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        started = time.monotonic()
+        with pytest.raises(InputError, match=r"another process has held its writer lock .*\.lock\) for more than 0.2 s"):
+            store.update("resourceclaims", obj, lock_timeout_s=0.2)
+        assert 0.2 <= time.monotonic() - started < 2
+    assert store.update("resourceclaims", obj, lock_timeout_s=0.2)["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]

@@ -240,3 +240,13 @@ def test_install_names_the_overlays_for_an_unknown_one() -> None:
 def test_install_refuses_an_overlay_that_runs_another_image() -> None:
     done = _run("install.sh", KUBECTL=kubectl(), IMAGE="registry.example.com/fake-dra:v9")
     assert done.returncode == 2 and "does not run image registry.example.com/fake-dra:v9" in done.stderr, done.stderr
+
+
+def test_no_build_artifacts_are_committed() -> None:
+    """Wheels and archives are build outputs or downloads (a 10 MB ruff wheel once slipped into the
+    repository root): the locks pin what is installed, nothing binary is vendored."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "*.whl", "*.tar", "*.tar.gz", "*.tgz", "*.zip"],
+                             check=True, capture_output=True, text=True).stdout.split()
+    assert tracked == []

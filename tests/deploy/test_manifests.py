@@ -136,6 +136,29 @@ def test_daemonset_wiring() -> None:
     assert {"/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry", "/var/run/cdi"} <= mounts
 
 
+@pytest.mark.parametrize("argv", [["run"], ["probe", "--timeout=5"]], ids=["run", "liveness-probe"])
+def test_plugin_uses_the_mounted_directories_without_a_service_account(argv: list[str], monkeypatch) -> None:
+    """The directories the plugin (and its exec probe) use come from the manifest, not from guessing
+    "in a cluster" from a service-account token: without one (automountServiceAccountToken off, or
+    hack/image-smoke.sh's podman run) the defaults would be a local state directory under the
+    read-only root filesystem and the kubelet would never see the sockets."""
+    from driver import cli
+    from driver.commands import common
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    pod = _by_kind()["DaemonSet"][0]["spec"]["template"]["spec"]
+    plugin = next(c for c in pod["containers"] if c["name"] == "plugin")
+    environ = {e["name"]: e["value"] for e in plugin["env"] if "value" in e} | {"NODE_NAME": "n1"}
+    args = cli.parse(argv, environ)
+    dirs = common.node_dirs(args, DEFAULT_DRIVER_NAME, "n1", sockets_only=argv[0] == "probe")
+    mounts = {m["mountPath"] for m in plugin["volumeMounts"]}
+    assert dirs.local_root is None
+    assert {str(dirs.plugins), str(dirs.registry)} == {"/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry"}
+    assert {str(dirs.plugins), str(dirs.registry)} <= mounts
+    if argv[0] == "run":
+        assert str(dirs.cdi) == "/var/run/cdi" and str(dirs.cdi) in mounts
+
+
 def test_generated_files_match_generator() -> None:
     for rel, text in manifests.render_deploy_files(load_scenarios()).items():
         assert (DEPLOY / rel).read_text() == text, (

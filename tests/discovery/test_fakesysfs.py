@@ -42,15 +42,26 @@ def test_kernel_layout(pristine) -> None:
     assert (dev / "class").read_text() == "0x030200\n"
     assert (dev / "numa_node").read_text() == "0\n"
     assert (dev / "sriov_numvfs").read_text() == "16\n"
+    # VF Device ID and First VF Offset are read from the SR-IOV capability at enumeration
+    # (drivers/pci/iov.c sriov_init): the same whether or not VFs are enabled.
+    idle = (root / "bus/pci/devices/0000:07:00.0").resolve()
+    assert (idle / "sriov_numvfs").read_text() == "0\n"
+    for gpu in (dev, idle):
+        assert (gpu / "sriov_vf_device").read_text() == "20b0\n" and (gpu / "sriov_offset").read_text() == "4\n"
     vf = (dev / "virtfn0").resolve()
     assert vf.name == "0000:0f:00.4" and vf.parent == dev.parent
     assert (vf / "physfn").resolve() == dev
     assert (vf / "mdev_supported_types/nvidia-457/name").read_text() == "NVIDIA A100X-4C\n"
+    # The kernel's mdev type directory: create, name, available_instances, device_api, description,
+    # devices/ (Documentation/driver-api/vfio-mediated-device.rst).
+    assert sorted(p.name for p in (vf / "mdev_supported_types/nvidia-457").iterdir()) == [
+        "available_instances", "create", "description", "device_api", "devices", "name"]
     net = root / "class/net/ens3f0"
     assert net.is_symlink() and (net / "speed").read_text() == "100000\n"
     assert (net / "device").resolve() == (root / "bus/pci/devices/0000:0c:00.0").resolve()
-    # Every regular file ends with a newline, like sysfs attributes.
-    assert all(v.endswith("\n") for k, v in snapshot(root).items() if not v.startswith("-> "))
+    # Every readable regular file ends with a newline, like sysfs attributes (`create` is write-only).
+    assert all(v.endswith("\n") for k, v in snapshot(root).items()
+               if not v.startswith("-> ") and not k.endswith("/create"))
 
 
 def test_unknown_profile_lists_the_known_ones(tmp_path) -> None:

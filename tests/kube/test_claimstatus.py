@@ -131,13 +131,13 @@ def test_store_retries_when_another_writer_gets_in_between(tmp_path):
     real_update = st.store.update
     raced = []
 
-    def racing_update(resource, obj):
+    def racing_update(resource, obj, **kw):
         if not raced:  # someone else updates the claim between our read and our write
             raced.append(True)
             other = st.store.get("resourceclaims", "default", "c1")
             other["status"]["reservedFor"] = [{"resource": "pods", "name": "p", "uid": "p-uid"}]
             real_update(resource, other)
-        return real_update(resource, obj)
+        return real_update(resource, obj, **kw)
 
     st.store.update = racing_update
     st.sink.apply_device_status(REF, DRIVER, [entry("nic-0-vf-0")])
@@ -150,7 +150,7 @@ def test_store_gives_up_after_repeated_races(tmp_path):
     st = _Store(tmp_path / "store")
     st.sink.attempts = 2
 
-    def always_stale(resource, obj):
+    def always_stale(resource, obj, **kw):
         raise ConflictError("resourceclaims c1: resourceVersion is stale")
 
     st.store.update = always_stale

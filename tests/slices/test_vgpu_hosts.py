@@ -214,3 +214,58 @@ def _config(data):
     from driver.slices import SliceConfig
 
     return SliceConfig.from_dict(data)
+
+
+def test_mixed_size_mode_publishes_the_guides_mixed_size_maxima(pools, tmp_path):
+    # vgpuHomogeneous: false lets time-sliced types of different sizes share a GPU: NVIDIA's mixed-size
+    # mode, whose maxima are lower for the small types (vGPU guide, "Maximum vGPUs per GPU in Mixed-Size
+    # Mode": A100X-4C 8 not 10, A100X-8C 4 not 5; H200X the same in both modes).
+    config = _config({"vgpuHomogeneous": False})
+    for profile, gpu, want in (
+        ("dgx-a100-vgpu", "gpu-0", {"A100X-4C": 8, "A100X-5C": 8, "A100X-8C": 4, "A100X-10C": 4, "A100X-20C": 2,
+                                    "A100X-40C": 1, **A100X_MIG_BACKED}),
+        ("h200-vgpu", "gpu-0", H200X),
+        ("vgpu-host", "gpu-0", {"A100D-80C": 1, "A100D-40C": 2, "A100D-20C": 4, "A100D-16C": 4, "A100D-10C": 8,
+                                "A100D-8C": 8, "A100D-4C": 16}),
+        ("vgpu-host", "gpu-1", {"T4-16C": 1, "T4-8C": 2, "T4-4C": 4}),  # no mixed-size mode: equal-size
+    ):
+        root = tmp_path / profile
+        if not root.exists():
+            make_sysfs(profile, root)
+        pool = render_pool(discover(root, CATALOG), Features(), node_name="n1", driver_name=DRIVER, config=config)
+        assert dict(vgpus_per_gpu(pool)[gpu]) == want, (profile, gpu)
+        assert pool.warnings == () and check_pool(pool) == []
+        if profile == "vgpu-host":
+            # The guide: the T4 "does not support mixed-size mode", so its types stay one per GPU.
+            devices = pool.devices()
+            assert groups_of(devices["gpu-0-vgpu-a100d-4c-0"]) == [["vgpu"]]
+            assert groups_of(devices["gpu-1-vgpu-t4-4c-0"]) == [["vgpu-t4-4c"]]
+            assert "groups" in violation_kinds(pool, ["gpu-1-vgpu-t4-4c-0", "gpu-1-vgpu-t4-8c-0"])
+            assert violation_kinds(pool, ["gpu-0-vgpu-a100d-4c-0", "gpu-0-vgpu-a100d-8c-0"]) == set()
+
+
+def test_vgpus_never_outnumber_the_vfs_they_run_on():
+    # One vGPU per SR-IOV VF. With only 4 VFs enabled, 7 MIG-backed 1g.5gb placements are still
+    # published (any 4 of them may be used) but no 5th fits: the VF counter holds them to 4.
+    vfs = tuple(f"0000:07:00.{k + 4}" for k in range(4))
+    pool = render_pool(gpu_with_types(("GRID A100X-1-5C", "GRID A100X-2-10C", "GRID A100X-4C"), parents=vfs),
+                       Features(), node_name="n1", driver_name=DRIVER)
+    assert pool.counter_sets()["gpu-0-counters"]["counters"]["vgpu-vfs"] == {"value": "4"}
+    assert "vgpu-vfs" not in pool.devices()["gpu-0"]["consumesCounters"][0]["counters"]
+    ones = [f"gpu-0-vgpu-a100x-1-5c-{k}" for k in range(7)]
+    assert fits(pool, ones[:4]) and not fits(pool, ones[:5])
+    assert fits(pool, ones[:3] + ["gpu-0-vgpu-a100x-2-10c-4"])
+    assert not fits(pool, ones[:4] + ["gpu-0-vgpu-a100x-2-10c-4"])  # the slices allow it, the 4 VFs do not
+    assert dict(vgpus_per_gpu(pool)["gpu-0"]) == {"A100X-4C": 4, "A100X-1-5C": 7, "A100X-2-10C": 3}
+    # Mixed-size mode: 4 A100X-4C (10% each) and an A100X-8C (20%) fit the memory but not the 4 VFs.
+    mixed = render_pool(gpu_with_types(("GRID A100X-4C", "GRID A100X-8C"), parents=vfs), Features(),
+                        node_name="n1", driver_name=DRIVER, config=_config({"vgpuHomogeneous": False}))
+    four = [f"gpu-0-vgpu-a100x-4c-{k}" for k in range(4)]
+    assert fits(mixed, four) and not fits(mixed, four[:3] + ["gpu-0-vgpu-a100x-8c-0", "gpu-0-vgpu-a100x-8c-1"])
+    assert check_pool(pool) == [] and check_pool(mixed) == []
+
+
+def test_no_vf_counter_where_the_vfs_cannot_run_out(pools):
+    # All 16 VFs of an A100 enabled: more than any set of vGPUs the memory and slices allow.
+    for profile in ("dgx-a100-vgpu", "h200-vgpu", "demo", "vgpu-host"):
+        assert not [cs for cs in pools[profile].counter_sets().values() if "vgpu-vfs" in cs["counters"]], profile

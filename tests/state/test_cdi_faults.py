@@ -9,6 +9,7 @@ refuses writes (ENOSPC) but lets files be removed.
 from __future__ import annotations
 
 import errno
+import json
 import os
 
 import pytest
@@ -19,7 +20,7 @@ from state.conftest import result
 @pytest.fixture
 def cdi_fault(env, monkeypatch):
     root = str(env.cdi_root)
-    real_open, real_replace, real_unlink, real_write = os.open, os.replace, os.unlink, os.write
+    real_open, real_replace, real_unlink, real_write, real_close = os.open, os.replace, os.unlink, os.write, os.close
     fds: set[int] = set()
     mode = {"kind": None}
 
@@ -52,7 +53,12 @@ def cdi_fault(env, monkeypatch):
             fail(errno.EROFS)
         return real_unlink(path, *args, **kw)
 
+    def fake_close(fd):
+        fds.discard(fd)  # the number is reused by the next open, maybe outside the CDI root
+        return real_close(fd)
+
     monkeypatch.setattr(os, "open", fake_open)
+    monkeypatch.setattr(os, "close", fake_close)
     monkeypatch.setattr(os, "write", fake_write)
     monkeypatch.setattr(os, "replace", fake_replace)
     monkeypatch.setattr(os, "unlink", fake_unlink)
@@ -70,6 +76,8 @@ def test_a_failing_cdi_root_is_a_per_claim_error_and_reserves_nothing(env, cdi_f
     out = st.prepare([ref])[ref.uid]
     assert out.error.startswith("claim default/c1: writing CDI spec:") and message in out.error
     assert st.prepared() == {}, "a claim whose spec could not be written must not stay PrepareStarted"
+    on_disk = json.loads((env.state_dir / "checkpoint.json").read_text())["claims"]
+    assert on_disk == {}, "the rollback reaches the checkpoint file too, not only memory (a restart must not reserve)"
     assert env.cdi_files() == [] and [p.name for p in env.cdi_root.iterdir()] == [], "no temp file left behind"
     cdi_fault(None)
     # the devices are free: another claim takes gpu-0's counters, and the first one's retry then fails on them

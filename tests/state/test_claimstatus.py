@@ -224,3 +224,28 @@ def test_a_failure_computing_one_claims_status_skips_only_that_claim(env, demo_s
         assert env.state(claim_status=rep).prepare([ref])[ref.uid].error == ""
     assert sink.calls == []
     assert any("cannot compute the claim's device status" in r.getMessage() for r in caplog.records)
+
+
+def test_a_store_lock_held_by_another_process_costs_the_status_write_not_the_prepare(env, demo_sysfs, caplog):
+    """Another process holding the local store's writer lock (a stuck `fake-dra apply`, or a
+    hostile one) used to block the status write inside prepare for ever: the kubelet's call
+    timed out, and two such calls took every state-gate slot of the plugin."""
+    import fcntl
+    import time
+
+    store = ObjectStore(env.root / "store")
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "vf", "namespace": "default"},
+             "status": {"allocation": {"devices": {"results": [result("nic-0-vf-5", "net")]}}}}
+    uid = store.create("resourceclaims", claim)["metadata"]["uid"]
+    ref = ClaimRef("default", "vf", uid)
+    env.claims = StoreClaimSource(store)  # type: ignore[assignment]
+    st = env.state(claim_status=reporter(StoreClaimStatus(store, lock_timeout_s=0.3), demo_sysfs))
+    with open(env.root / "store" / ".lock", "a+") as held:  # another open file description: flock conflicts
+        fcntl.flock(held, fcntl.LOCK_EX)
+        started = time.monotonic()
+        assert st.prepare([ref])[uid].error == ""
+        assert time.monotonic() - started < 5
+        assert any("another process has held its writer lock" in str(getattr(r, "error", "")) for r in caplog.records)
+        assert st.unprepare([ref]) == {uid: ""}
+    assert "devices" not in store.get("resourceclaims", "default", "vf")["status"]

@@ -31,7 +31,7 @@ def test_class_then_claim_config_applies_last_wins(env):
                 requests=["gpu"]),
         _opaque({"whatever": True}, driver="other.example.com"),  # other drivers' config is not ours to judge
     ]
-    ref = env.claims.add("c", [result("gpu-0-mps", "gpu", shareID="s1")], config=cfg)
+    ref = env.claims.add("c", [result("gpu-0-mps", "gpu", shareID="00000000-0000-0000-0000-000000000001")], config=cfg)
     out = env.state().prepare([ref])[ref.uid]
     assert out.error == ""
     vars_ = _env_of(env, ref)

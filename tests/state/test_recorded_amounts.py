@@ -144,8 +144,44 @@ def test_a_bad_record_in_the_checkpoint_does_not_block_the_shared_device(env):
     CheckpointStore(env.state_dir, driver_name=DRIVER, node_name=NODE, boot_id=env.boot_id).save(cp)
     st = env.state()
     assert set(st.prepared()) == {old.uid}
-    share = env.claims.add("share", [result("gpu-0-timeslicing", shareID="s1")])
+    share = env.claims.add("share", [result("gpu-0-timeslicing", shareID="00000000-0000-0000-0000-000000000001")])
     assert st.prepare([share])[share.uid].error == ""
     # the negative record did not hand back gpu-0's multiprocessors: the full GPU still does not fit
     full = env.claims.add("full", [result("gpu-0")])
     assert "counters exhausted on counter set gpu-0-counters" in st.prepare([full])[full.uid].error
+
+
+@pytest.mark.parametrize("share", ["s1", "123E4567-E89B-12D3-A456-426614174000", "123e4567-e89b-12d3-a456-426614174000\nX=1",
+                                   "x" * 100_000], ids=["not-uuid", "upper", "newline", "huge"])
+def test_a_share_id_that_is_not_a_lowercase_uuid_is_refused(env, share):
+    """kube-apiserver allows only format=k8s-uuid; anything else came from a hostile or broken
+    object, and it would land verbatim in the CDI env, the checkpoint and status.devices."""
+    st = env.state()
+    bad = env.claims.add("bad", [result("gpu-0-timeslicing", shareID=share)])
+    error = _refused(env, st, bad)
+    assert error.startswith("claim default/bad: status.allocation.devices.results[0].shareID: ")
+    assert error.endswith("is not a lowercase UUID in 8-4-4-4-12 format") and len(error) < 400
+    good = env.claims.add("good", [result("gpu-0-timeslicing", shareID="123e4567-e89b-12d3-a456-426614174000")])
+    assert st.prepare([good])[good.uid].error == ""
+
+
+@pytest.mark.parametrize("bad", [{"shareID": {"a": 1}}, {"shareID": [1]}, {"consumedCounters": {"counterSet": "x"}},
+                                 {"consumedCounters": ["x"]}, {"device": 7}],
+                         ids=["share-dict", "share-list", "counters-map", "counters-strings", "device-number"])
+def test_a_checkpoint_record_of_the_wrong_shape_is_corrupt_not_blamed_on_the_next_claim(env, caplog, bad):
+    """A non-string shareID in a checkpoint record used to be loaded as is: revalidation then
+    failed every later claim on the same counters with 'malformed allocation: TypeError:
+    unhashable type', naming the new claim. Such a file is now corrupt: moved aside, state
+    rebuilt from the CDI specs."""
+    env.state().close()  # creates the directories
+    env.states.clear()
+    record = {"requestNames": ["r"], "pool": NODE, "device": "gpu-0-timeslicing", "cdiDeviceIDs": ["x"], **bad}
+    doc = {"kind": "FakeDraCheckpoint", "version": 1, "driver": DRIVER, "node": NODE, "bootID": env.boot_id,
+           "claims": {"old-uid": {"namespace": "default", "name": "old", "state": "PrepareCompleted",
+                                  "bootID": env.boot_id, "devices": [record]}}}
+    (env.state_dir / "checkpoint.json").write_text(json.dumps(doc))
+    st = env.state()
+    assert "is corrupt" in caplog.text and list(env.state_dir.glob("checkpoint.json.corrupt-*"))
+    assert st.prepared() == {}
+    new = env.claims.add("new", [result("gpu-0-timeslicing", shareID="00000000-0000-0000-0000-000000000002")])
+    assert st.prepare([new])[new.uid].error == ""

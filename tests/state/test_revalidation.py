@@ -105,7 +105,7 @@ def test_unprepare_frees_the_counter_set(env):
 
 def test_time_shared_device_may_be_prepared_many_times(env):
     st = env.state()
-    refs = [env.claims.add(f"ts{i}", [result("gpu-0-timeslicing", shareID=f"s{i}")]) for i in range(5)]
+    refs = [env.claims.add(f"ts{i}", [result("gpu-0-timeslicing", shareID=f"00000000-0000-0000-0000-{i:012d}")]) for i in range(5)]
     out = st.prepare(refs)
     assert all(not r.error for r in out.values())
 

@@ -1,0 +1,114 @@
+"""Hostile files where the plugin keeps its own: symlinks, FIFOs and devices planted in the state
+directory or the CDI root. The plugin never follows, blocks on or reads through them: a start-up
+error naming the path (exit 2) where it cannot go on safely, otherwise the entry is treated as
+corrupt or replaced, and nothing outside its directories is touched."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from driver.fsutil import atomic_write, temp_path
+from driver.state.metadata import DeviceMetadataWriter
+from plugin.harness import DRIVER, Plugin
+
+
+def _victim(plugin: Plugin) -> Path:
+    victim = plugin.root / "victim"
+    victim.mkdir()
+    (victim / "precious").write_text("keep me\n")
+    (victim / "precious").chmod(0o644)
+    return victim
+
+
+def _exits_2(plugin: Plugin, *needles: str) -> str:
+    proc = plugin.spawn()
+    assert proc.wait(60) == 2, plugin.log_text()
+    plugin.proc = None
+    text = plugin.log_text()
+    assert "Traceback" not in text, text
+    for needle in needles:
+        assert needle in text, text
+    return text
+
+
+def test_a_symlinked_lock_file_is_refused_and_its_target_keeps_its_mode(make_plugin):
+    """The lock used to be opened through the link and fchmod'ed: the target became 0600."""
+    plugin = make_plugin()
+    victim = _victim(plugin)
+    plugin.state.mkdir(parents=True)
+    (plugin.state / "lock").symlink_to(victim / "precious")
+    _exits_2(plugin, f"state directory lock {plugin.state / 'lock'} is a symbolic link")
+    assert stat.S_IMODE((victim / "precious").stat().st_mode) == 0o644
+    assert (plugin.state / "lock").is_symlink()
+
+
+def test_a_symlinked_device_metadata_directory_is_refused_not_pruned_through(make_plugin):
+    """Start-up prunes metadata of claims that are not prepared: through a link to another
+    directory it used to delete everything in it."""
+    plugin = make_plugin()
+    victim = _victim(plugin)
+    plugin.state.mkdir(parents=True)
+    (plugin.state / "dra-device-metadata").symlink_to(victim)
+    _exits_2(plugin, "dra-device-metadata is a symbolic link", "refusing to clean up through it")
+    assert (victim / "precious").read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink-to-dev-zero"])
+def test_a_checkpoint_that_is_a_fifo_or_a_link_is_moved_aside_without_blocking(make_plugin, kind):
+    plugin = make_plugin()
+    plugin.state.mkdir(parents=True)
+    cp = plugin.state / "checkpoint.json"
+    if kind == "fifo":
+        os.mkfifo(cp)
+    else:
+        cp.symlink_to("/dev/zero")
+    client = plugin.start(timeout=30)  # used to block (FIFO) or read /dev/zero until out of memory
+    assert client.prepare([]) == {}
+    assert "is corrupt" in plugin.log_text()
+    moved = list(plugin.state.glob("checkpoint.json.corrupt-*"))
+    assert len(moved) == 1 and (stat.S_ISFIFO(moved[0].lstat().st_mode) or moved[0].is_symlink())
+    assert cp.is_file() and not cp.is_symlink()
+    plugin.stop()
+
+
+def test_rebuilding_from_cdi_specs_skips_a_fifo_and_a_link_to_dev_zero(make_plugin):
+    plugin = make_plugin()
+    plugin.state.mkdir(parents=True)
+    (plugin.state / "checkpoint.json").write_text("{corrupt")
+    plugin.cdi.mkdir(parents=True)
+    prefix = f"k8s.{DRIVER}_device_"
+    os.mkfifo(plugin.cdi / f"{prefix}aaaaaaaa-0000-0000-0000-000000000001.json")
+    (plugin.cdi / f"{prefix}aaaaaaaa-0000-0000-0000-000000000002.json").symlink_to("/dev/zero")
+    client = plugin.start(timeout=30)
+    assert client.prepare([]) == {}
+    text = plugin.log_text()
+    assert text.count("skipping unreadable CDI spec while rebuilding state") == 2, text
+    assert plugin.checkpoint()["claims"] == {}
+    plugin.stop()
+
+
+def test_atomic_write_never_writes_through_a_link_planted_at_its_temp_name(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    target = tmp_path / "checkpoint.json"
+    temp_path(target).symlink_to(victim)
+    atomic_write(target, b"new\n", 0o600)
+    assert victim.read_text() == "keep me\n"
+    assert target.read_bytes() == b"new\n" and not temp_path(target).exists()
+
+
+def test_unprepare_removes_a_symlinked_claim_metadata_directory_not_its_target(tmp_path):
+    """rmtree refuses a link, so every unprepare retry of the claim used to fail."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious").write_text("keep me\n")
+    writer = DeviceMetadataWriter(tmp_path / "state", DRIVER)
+    writer.root.mkdir(parents=True)
+    uid = "aaaaaaaa-0000-0000-0000-000000000001"
+    (writer.root / uid).symlink_to(victim)
+    writer.remove(uid)
+    assert not (writer.root / uid).exists() and (victim / "precious").read_text() == "keep me\n"
