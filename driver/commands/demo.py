@@ -163,8 +163,10 @@ def _run_e2e(args: argparse.Namespace, scenarios: list, out: TextIO, started: fl
                            "rely on a scenario's gates may fail, which shows what the gate changes.", indent="") + "\n")
     out.flush()
 
+    notes = {s.name: gate_note(s.features) for s in scenarios}
+
     def announce(result: Any) -> None:
-        out.write(f"  {progress_line(result)}\n")
+        out.write(f"  {progress_line(result)}{notes.get(result.name, '')}\n")
         out.flush()
 
     report = run_all(scenarios, lambda: LocalBackend(final_states=finals), claim_object, jobs=jobs,
@@ -187,6 +189,17 @@ def _run_e2e(args: argparse.Namespace, scenarios: list, out: TextIO, started: fl
         out.write(f"\nJUnit XML written to {args.junit}\n")
     out.write(f"\ndemo finished in {time.monotonic() - started:.1f} s\n")
     return 0 if report.ok else 1
+
+
+def gate_note(features: Any) -> str:
+    """The gates a scenario runs with that a Kubernetes 1.37 cluster does not have by default, e.g.
+    `, with DRASharedConsumableCapacity=true` (KEP-5941 valueFrom): the demo says when it turns a gate
+    on or off, rather than only the scenario file's comment."""
+    from driver.features import Features
+
+    default = Features().as_gates()
+    changed = [f"{g}={'true' if on else 'false'}" for g, on in features.as_gates().items() if default.get(g) != on]
+    return f", with {', '.join(changed)}" if changed else ""
 
 
 _REF_WORDS = {"claim": "of claim", "device": "of the device with"}
