@@ -130,6 +130,18 @@ def describe_os_error(exc: OSError) -> str:
     return str(exc) or reason
 
 
+def _is_own_module(name: str | None) -> bool:
+    return bool(name) and name.split(".")[0] == "driver"
+
+
+def missing_dependency(module: str | None) -> str:
+    """The environment, not fake-dra, is broken: a third-party package is not importable from this
+    Python (typically `python -m driver` outside the venv the set-up scripts create)."""
+    return (f"Python package {module!r} is not installed for {sys.executable}: fake-dra's dependencies are "
+            "missing. Run hack/demo.sh or hack/test.sh once (they create .venv), then `. .venv/bin/activate`; "
+            "or `pip install -e .` in the clone")
+
+
 def _silence_stdout() -> None:
     # The reader went away (`fake-dra slices | head`): further writes, including the interpreter's
     # final flush, must not raise again.
@@ -156,6 +168,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FakeDraError as exc:
         print(f"{command}: {_envflags.name_variables(str(exc), sources)}", file=sys.stderr)
         return exc.exit_code
+    except ModuleNotFoundError as exc:
+        if not _is_own_module(exc.name):
+            print(f"{command}: {missing_dependency(exc.name)}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"{command}: internal error: {exc.__class__.__name__}: {exc}\n{BUG_BANNER}:", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        return EXIT_BUG
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -50,13 +50,29 @@ def walk(parser: argparse.ArgumentParser) -> Iterator[tuple[str, argparse.Argume
                 yield name, sub
 
 
+def _shown_default(action: argparse.Action) -> str | None:
+    """The default `--help` should state when the help text does not: a value, not off/none/empty."""
+    default = action.default
+    if action.nargs == 0 or default is None or default == argparse.SUPPRESS or isinstance(default, bool):
+        return None
+    if isinstance(default, (list, tuple, dict)) or default == "":
+        return None
+    if "default" in (action.help or "").lower():
+        return None
+    return str(default)
+
+
 def annotate_help(parser: argparse.ArgumentParser) -> None:
-    """Append `(env FAKE_DRA_<FLAG>)` to the help of every flag, once."""
+    """Append `(default X)` where the help does not say it, and `(env FAKE_DRA_<FLAG>)`, to the help
+    of every flag, once: `fake-dra COMMAND --help` shows each flag's default and variable."""
     for _, p in walk(parser):
         for action in p._actions:
             var = variable_for(action)
             if var is None or action.help == argparse.SUPPRESS or (action.help and var in action.help):
                 continue
+            default = _shown_default(action)
+            if default is not None:
+                action.help = f"{action.help} (default {default})" if action.help else f"(default {default})"
             action.help = f"{action.help} (env {var})" if action.help else f"(env {var})"
 
 

@@ -24,5 +24,5 @@ def seed_device_classes(store: ObjectStore, driver_name: str) -> list[str]:
         applied = commit(store, plan(store, docs))
     changed = [a.planned.name for a in applied if a.action != "unchanged"]
     if changed:
-        log.info("device classes applied to the local store", extra={"classes": ", ".join(changed)})
+        log.info("device classes applied to the local store", extra={"classes": changed})
     return changed

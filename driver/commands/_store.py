@@ -11,6 +11,7 @@ from pathlib import Path
 from driver.commands import common
 from driver.errors import InputError
 from driver.fsutil import decode_text
+from driver.slices.names import is_dns_label
 from driver.store.objectstore import ObjectStore
 
 DEFAULT_NAMESPACE = "default"
@@ -27,7 +28,12 @@ def add_namespace_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def namespace(args: argparse.Namespace) -> str:
-    return getattr(args, "namespace", None) or DEFAULT_NAMESPACE
+    """-n/--namespace, checked here so the message names the flag (and FAKE_DRA_NAMESPACE)."""
+    value = getattr(args, "namespace", None) or DEFAULT_NAMESPACE
+    if not is_dns_label(value):
+        raise InputError(f"--namespace: {value!r} is not a valid namespace (a DNS label: at most 63 lower-case "
+                         "letters, digits and '-')")
+    return value
 
 
 def open_store(args: argparse.Namespace, *, write: bool) -> ObjectStore:
@@ -40,8 +46,13 @@ def read_manifest(path: str) -> str:
     """The text of one `-f` argument (`-` is stdin); InputError naming it when it cannot be read or
     is not UTF-8 text."""
     try:
-        return sys.stdin.read() if path == "-" else decode_text(Path(path).read_bytes(), f"-f {path}")
-    except UnicodeDecodeError:  # stdin, decoded by Python
+        if path == "-":
+            # The bytes, decoded here: under a C/POSIX locale Python decodes stdin with
+            # surrogateescape, and a bad byte reached the YAML parser as "#xdcff".
+            raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+            return raw if isinstance(raw, str) else decode_text(raw, "-f - (standard input)")
+        return decode_text(Path(path).read_bytes(), f"-f {path}")
+    except UnicodeDecodeError:  # a text stream that decodes itself
         raise InputError(f"-f {path}: not UTF-8 text") from None
     except IsADirectoryError:
         raise InputError(f"-f {path}: is a directory; give a YAML file") from None

@@ -27,7 +27,7 @@ from driver.allocator.engine import DEFAULT_BUDGET
 from driver.allocator.pools import node_matches
 from driver.commands.common import add_features, features_from
 from driver.errors import InputError
-from driver.fsutil import decode_text, read_text_file
+from driver.fsutil import decode_text, read_text_file, yaml_problem
 
 log = logging.getLogger("fake-dra.allocator")
 
@@ -57,9 +57,14 @@ def load_documents(paths: list[str]) -> list[Any]:
         else:
             text = read_text_file(path, "file")
         try:
-            docs.extend(d for d in yaml.safe_load_all(text) if d is not None)
+            loaded = list(yaml.safe_load_all(text))
         except yaml.YAMLError as exc:
-            raise InputError(f"{path}: invalid YAML: {exc}") from None
+            raise InputError(f"{path}: invalid YAML{yaml_problem(exc)}") from None
+        for number, doc in enumerate(loaded, 1):
+            if doc is not None and not isinstance(doc, dict):
+                raise InputError(f"{path}: document {number}: expected a mapping with apiVersion and kind, "
+                                 f"got {type(doc).__name__}")
+        docs.extend(d for d in loaded if d is not None)
     return docs
 
 

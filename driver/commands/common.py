@@ -16,6 +16,7 @@ from pathlib import Path
 from driver import DEFAULT_DRIVER_NAME
 from driver.errors import InputError
 from driver.features import Features, parse_features
+from driver.slices.names import is_dns_subdomain
 
 
 def add_flag(parser: argparse.ArgumentParser, flag: str, default: str | None, help: str, **kw) -> None:
@@ -87,9 +88,21 @@ def features_from(args: argparse.Namespace) -> Features:
 
 
 def require_node_name(args: argparse.Namespace) -> str:
+    """--node-name (or $NODE_NAME), checked here so the message names the flag and, through the
+    boundary, FAKE_DRA_NODE_NAME when the value came from it (the slice renderer cannot)."""
     name = getattr(args, "node_name", None)
     if not name:
         raise InputError("--node-name is required (or set $NODE_NAME / $FAKE_DRA_NODE_NAME)")
+    if not is_dns_subdomain(name):
+        raise InputError(f"--node-name: {name!r} is not a valid node name (a DNS subdomain: lower-case letters, "
+                         "digits, '-' and '.'; it also names the node's pool)")
+    return name
+
+
+def require_driver_name(args: argparse.Namespace) -> str:
+    name = getattr(args, "driver_name", None) or ""
+    if not is_dns_subdomain(name, 63):
+        raise InputError(f"--driver-name: {name!r} is not a DNS subdomain of at most 63 characters")
     return name
 
 
@@ -130,10 +143,9 @@ def load_driver_config(path: str | None) -> dict:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"driver config {path}: invalid YAML{at}: {problem}") from None
+        from driver.fsutil import yaml_problem
+
+        raise ConfigError(f"driver config {path}: invalid YAML{yaml_problem(exc)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -97,8 +97,9 @@ def _slice_lines(pool: Any) -> list[str]:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from driver.discovery import discover, make_sysfs
+    from driver.discovery import PROFILES, discover, make_sysfs
     from driver.e2e import partition_map
+    from driver.e2e.scenario import load_scenarios
     from driver.e2e.local import NODE as DEMO_NODE
     from driver.hardware import load_catalog
     from driver.slices import render_pool, to_resource_slices
@@ -107,11 +108,16 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.junit:
         common.output_file(args.junit, "--junit")  # before a minute of scenarios, not after
     features = common.features_from(args)
+    if args.profile not in PROFILES:  # a typo is not "another profile": name the known ones
+        raise InputError(f"--profile: unknown sysfs profile {args.profile!r}; known profiles: "
+                         f"{', '.join(sorted(PROFILES))}")
     if args.profile != "demo" and not args.inventory_only:
         raise InputError(
             f"--profile {args.profile}: the e2e scenarios are written for the 'demo' node (their steps name its "
             "devices), so they would not test anything on another one; add --inventory-only to look at "
             f"{args.profile}, or run scenarios written for it with `fake-dra e2e --scenarios-dir DIR`")
+    # A typo'd --scenario is refused before the inventory, not after it.
+    scenarios = None if args.inventory_only else load_scenarios(names=args.scenario)
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="fake-dra-demo-"))
     try:
@@ -128,22 +134,20 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         out.write(partition_map.render(to_resource_slices(pool), [], DEFAULT_DRIVER_NAME) + "\n")
         if args.inventory_only:
             return 0
-        return _run_e2e(args, out, started)
+        return _run_e2e(args, scenarios, out, started)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _run_e2e(args: argparse.Namespace, out: TextIO, started: float) -> int:
+def _run_e2e(args: argparse.Namespace, scenarios: list, out: TextIO, started: float) -> int:
     from driver.commands.e2e import default_jobs
     from driver.e2e import partition_map
     from driver.e2e.local import LocalBackend
     from driver.e2e.manifests import claim_object
     from driver.e2e.report import RunReport, progress_line, render_summary, render_table, write_junit
     from driver.e2e.runner import run_all
-    from driver.e2e.scenario import load_scenarios
     from driver.features import parse_gates
 
-    scenarios = load_scenarios(names=args.scenario)
     gates = parse_gates(args.features) if args.features else {}
     if gates:
         # The cluster the scenarios run on gets these gates, over what each scenario asks for.
@@ -159,8 +163,10 @@ def _run_e2e(args: argparse.Namespace, out: TextIO, started: float) -> int:
                            "rely on a scenario's gates may fail, which shows what the gate changes.", indent="") + "\n")
     out.flush()
 
+    notes = {s.name: gate_note(s.features) for s in scenarios}
+
     def announce(result: Any) -> None:
-        out.write(f"  {progress_line(result)}\n")
+        out.write(f"  {progress_line(result)}{notes.get(result.name, '')}\n")
         out.flush()
 
     report = run_all(scenarios, lambda: LocalBackend(final_states=finals), claim_object, jobs=jobs,
@@ -183,6 +189,17 @@ def _run_e2e(args: argparse.Namespace, out: TextIO, started: float) -> int:
         out.write(f"\nJUnit XML written to {args.junit}\n")
     out.write(f"\ndemo finished in {time.monotonic() - started:.1f} s\n")
     return 0 if report.ok else 1
+
+
+def gate_note(features: Any) -> str:
+    """The gates a scenario runs with that a Kubernetes 1.37 cluster does not have by default, e.g.
+    `, with DRASharedConsumableCapacity=true` (KEP-5941 valueFrom): the demo says when it turns a gate
+    on or off, rather than only the scenario file's comment."""
+    from driver.features import Features
+
+    default = Features().as_gates()
+    changed = [f"{g}={'true' if on else 'false'}" for g, on in features.as_gates().items() if default.get(g) != on]
+    return f", with {', '.join(changed)}" if changed else ""
 
 
 _REF_WORDS = {"claim": "of claim", "device": "of the device with"}

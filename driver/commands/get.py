@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("kind", metavar="KIND",
                         help="deviceclasses, resourceclaims, resourceclaimtemplates or resourceslices (plural, "
                              "singular or Kind; comma-separated for several)")
-    parser.add_argument("names", nargs="*", metavar="NAME", help="only these objects")
+    parser.add_argument("names", nargs="*", default=[], metavar="NAME", help="only these objects")
     parser.add_argument("-o", "--output", choices=_objects.OUTPUTS, default="table",
                         help="table (default), wide, yaml, json or name")
     parser.add_argument("-A", "--all-namespaces", action="store_true", help="namespaced kinds: every namespace")

@@ -81,7 +81,7 @@ def detector_from_args(args: argparse.Namespace, backend: Any, interval_s: float
     except InputError as exc:
         raise InputError(str(exc).replace("--features", "--scheduler-features")) from None
     return make_detector(
-        backend, node_name=common.require_node_name(args), driver_name=args.driver_name,
+        backend, node_name=common.require_node_name(args), driver_name=common.require_driver_name(args),
         overrides=parse_gates(getattr(args, "features", None)),
         scheduler_metrics_url=getattr(args, "scheduler_metrics_url", None), scheduler_flags=sched,
         metrics_token_file=getattr(args, "metrics_token_file", None),
@@ -97,6 +97,7 @@ def renderer_from_args(args: argparse.Namespace) -> Any:
     from driver.slices import SliceConfig, render_pool
 
     node = common.require_node_name(args)
+    common.require_driver_name(args)
     config = common.load_driver_config(getattr(args, "driver_config", None))
     catalog = load_catalog(config.get("hardware"))
     slice_config = SliceConfig.from_dict(config.get("slices"))
@@ -153,6 +154,10 @@ def _print(result: Any, backend: Any, output: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     interval = common.positive_seconds(args.interval, "--interval")
+    if args.metrics_addr:
+        from driver.metrics import parse_addr
+
+        parse_addr(args.metrics_addr)  # also with --once, which serves no metrics: a typo is still a typo
     backend = backend_from_args(args)
     publisher = build_publisher(args, backend, renderer_from_args(args), interval)
     if args.once:

@@ -194,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
     from driver.plugin.metrics import PluginMetrics
     from driver.plugin.server import PluginServer, SocketPaths, check_sockets
     from driver.state.cdi import CdiWriter
+    from driver.metrics import parse_addr
     from driver.state.checkpoint import CheckpointStore, read_boot_id
     from driver.state.health import HealthModel
     from driver.state.names import check_subdomain
@@ -207,9 +208,12 @@ def run(args: argparse.Namespace) -> int:
     health_interval = common.positive_seconds(args.health_interval, "--health-interval")
     publish_interval = common.positive_seconds(args.publish_interval, "--publish-interval")
     grace_s = common.positive_seconds(args.grace_period, "--grace-period")
+    api_deadline = common.positive_seconds(args.api_deadline, "--api-deadline")
+    if args.metrics_addr:
+        parse_addr(args.metrics_addr)
     dirs = _node_dirs(args, driver_name, node)
     paths = SocketPaths.for_driver(dirs.plugins, dirs.registry, driver_name, dirs.defaults)
-    claims = _claim_source(args, common.positive_seconds(args.api_deadline, "--api-deadline"))
+    claims = _claim_source(args, api_deadline)
     from driver.commands.publish import renderer_from_args
 
     render = renderer_from_args(args)

@@ -36,8 +36,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common.add_features(parser)
     common.add_flag(parser, "--driver-config", None, "driver config file (hardware: and slices: sections)")
     parser.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml", help="output format")
-    parser.add_argument("--generation", type=int, default=1, help="pool generation to stamp (default 1)")
+    parser.add_argument("--generation", type=_generation, default=1, help="pool generation to stamp (default 1)")
     parser.set_defaults(func=run)
+
+
+def _generation(value: str) -> int:
+    number = int(value)  # ValueError: argparse says "invalid _generation value"; named below
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {number}")
+    return number
+
+
+_generation.__name__ = "int"  # argparse and FAKE_DRA_GENERATION name the type in their messages
 
 
 def dump(objects: list[dict], output: str) -> str:
@@ -52,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from driver.hardware import load_catalog
 
     node = common.require_node_name(args)
+    common.require_driver_name(args)
     root = common.existing_dir(args.sysfs_root, "--sysfs-root")
     config = common.load_driver_config(args.driver_config)
     catalog = load_catalog(config.get("hardware"))

@@ -21,7 +21,7 @@ import yaml
 
 from driver.errors import InputError
 from driver.features import Features, parse_features
-from driver.fsutil import read_text_file
+from driver.fsutil import read_text_file, yaml_problem
 from driver.slices.names import is_dns_label
 
 
@@ -245,7 +245,7 @@ def load_file(path: str | Path) -> Scenario:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise InputError(f"scenario file {p} is not valid YAML: {exc}") from None
+        raise InputError(f"scenario file {p} is not valid YAML{yaml_problem(exc)}") from None
     return parse_scenario(data, str(p))
 
 

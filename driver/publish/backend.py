@@ -24,6 +24,7 @@ import yaml
 
 from driver.errors import ConfigError, ConflictError, NotFoundError
 from driver.features import Features, KNOWN_GATES, unknown_gate_error
+from driver.fsutil import yaml_problem
 from driver.kube.allocated import allocated_from_claims
 from driver.publish.fields import DETECTED_GATES, gates_used, strip_disabled
 from driver.store.objectstore import ObjectStore
@@ -109,7 +110,7 @@ class LocalGateConfig:
         try:
             data = yaml.safe_load(text) or {}
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+            raise ConfigError(f"{path}: not valid YAML{yaml_problem(exc)}") from None
         if not isinstance(data, Mapping):
             raise ConfigError(f"{path}: expected a mapping with keys apiserver/scheduler")
         unknown_keys = set(data) - {"apiserver", "scheduler"}

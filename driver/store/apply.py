@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from driver.errors import ConflictError, FakeDraError, InputError, NotFoundError
+from driver.fsutil import yaml_problem
 from driver.slices.names import is_dns_label, is_dns_subdomain
 from driver.store import validate
 from driver.store.kinds import Kind, for_object
@@ -68,10 +69,7 @@ def load_documents(text: str, source: str) -> list[tuple[int, Any]]:
     try:
         docs = list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InputError(f"{source}: invalid YAML{at}: {problem}") from None
+        raise InputError(f"{source}: invalid YAML{yaml_problem(exc)}") from None
     out = []
     for i, doc in enumerate(docs, start=1):
         if doc is None:

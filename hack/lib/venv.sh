@@ -29,7 +29,9 @@ fd_ensure_venv() {
     return 1
   fi
   if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-    fd_say "$PYTHON is $("$PYTHON" -V 2>&1); fake-dra needs Python 3.11 or newer (set PYTHON=...)"
+    local version
+    version="$("$PYTHON" -V 2>&1 | head -n1 || true)"  # a non-Python (PYTHON=/bin/false) prints nothing
+    fd_say "$PYTHON is ${version:-not a working Python}; fake-dra needs Python 3.11 or newer (set PYTHON=...)"
     return 1
   fi
   if [ ! -x .venv/bin/python ]; then

@@ -43,6 +43,14 @@ CASES = [
     Case(("allocate", "--node", "n1", "classes-only.yaml"), ("classes-only.yaml", "no claims to allocate")),
     Case(("allocate", "--node", "n1", "missing.yaml"), ("missing.yaml", "No such file")),
     Case(("allocate", "--node", "n1", "adir"), ("adir", "Is a directory")),
+    Case(("allocate", "--node", "n1", "broken.yaml"), ("broken.yaml: invalid YAML at line 2, column 1",)),
+    Case(("allocate", "--node", "n1", "control.yaml"), ("control.yaml: invalid YAML at character offset 38",
+                                                         "#x0001")),
+    Case(("apply", "-f", "control.yaml", "--store", "store"), ("control.yaml: invalid YAML at character offset 38",)),
+    Case(("e2e", "--scenarios-dir", "control-scenarios", "--list"), ("control-scenarios/x.yaml is not valid YAML at character offset",)),
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--driver-config", "control.yaml"),
+         ("driver config control.yaml: invalid YAML at character offset 38",)),
+    Case(("allocate", "--node", "n1", "classes-only.yaml", "scalar.yaml"), ("scalar.yaml: document 1", "got str")),
     Case(("allocate", "--node", "n1", "--budget", "0", "classes-only.yaml"), ("--budget",)),
     Case(("allocate", "--node", "n1", "classes-only.yaml"), ("FAKE_DRA_BUDGET", "--budget"), env={"FAKE_DRA_BUDGET": "lots"}),
     # apply / get / delete (the local object store)
@@ -55,6 +63,7 @@ CASES = [
          env={"FAKE_DRA_OUTPUT": "table"}),
     Case(("apply", "-f", "pod.yaml", "--store", "store"), ("pod.yaml: document 1 (Pod p)", "kind")),
     Case(("get", "rc"), ('resource type "rc"',)),
+    Case(("get",), ("required: KIND\n",)),  # not "KIND, NAME": the names are optional
     Case(("get", "resourceclaims", "--store", "afile"), ("--store", "afile", "not a directory")),
     Case(("get", "resourceclaims"), ("FAKE_DRA_OUTPUT", "xml"), env={"FAKE_DRA_OUTPUT": "xml"}),
     Case(("get", "resourceclaims", "x", "-A"), ("across all namespaces",)),
@@ -67,6 +76,9 @@ CASES = [
     Case(("demo", "--junit", "nodir/report.xml"), ("--junit", "nodir", "does not exist")),
     Case(("demo", "--junit", "/proc/report.xml"), ("--junit", "/proc")),
     Case(("demo", "--profile", "nope", "--inventory-only"), ("nope",)),
+    Case(("demo", "--profile", "dmeo"), ("--profile", "unknown sysfs profile 'dmeo'", "known profiles: demo")),
+    Case(("demo", "--scenario", "tuor"), ("--scenario", "tuor", "known: ")),
+    Case(("demo",), ("--scenario", "tuor", "FAKE_DRA_SCENARIO"), env={"FAKE_DRA_SCENARIO": "tuor"}),
     # discover
     Case(("discover", "--sysfs-root", "afile"), ("--sysfs-root", "afile")),
     Case(("discover", "--sysfs-root", "sys", "--driver-config", "binary.yaml"), ("binary.yaml", "not UTF-8")),
@@ -108,6 +120,7 @@ CASES = [
     Case(("make-sysfs", "--out", "/sys/fake-sys"), ("--out", "/sys/fake-sys", "cannot write")),
     Case(("make-sysfs", "--out", "sys"), ("--out", "sys", "not empty")),
     Case(("make-sysfs", "--profile", "nope", "--out", "new"), ("nope", "known profiles")),
+    Case(("make-sysfs", "--out", "new"), ("--profile", "'dmeo'", "FAKE_DRA_PROFILE"), env={"FAKE_DRA_PROFILE": "dmeo"}),
     # node-sysfs
     Case(("node-sysfs", "--out", "afile", "--profile", "demo"), ("--out", "afile")),
     Case(("node-sysfs", "--out", "/proc/fake-sys", "--profile", "demo"), ("--out", "/proc/fake-sys")),
@@ -125,6 +138,7 @@ CASES = [
     Case((*PUBLISH, "--store", "/proc/store"), ("--store", "/proc/store", "cannot write")),
     Case((*PUBLISH, "--store", "/sys"), ("--store", "/sys", "cannot write")),
     Case((*PUBLISH, "--store", "store", "--interval", "0"), ("--interval",)),
+    Case((*PUBLISH, "--store", "store", "--metrics-addr", "9090"), ("--metrics-addr", "HOST:PORT")),
     Case((*PUBLISH, "--store", "store", "--scheduler-metrics-url", "http://127.0.0.1:1/metrics",
           "--metrics-token-file", "missing.token"), ("--metrics-token-file", "missing.token")),
     Case((*PUBLISH, "--store", "store"), ("FAKE_DRA_DELETE_SLICES_ON_EXIT", "maybe"),
@@ -140,6 +154,9 @@ CASES = [
     Case((*RUN, "--kubelet-root", "/proc/kubelet"), ("--kubelet-plugins-dir", "/proc/kubelet/plugins")),
     Case(("run", "--sysfs-root", "sys", *NODE, "--store", "afile"), ("--store", "afile")),
     Case(RUN, ("FAKE_DRA_NO_PUBLISH", "maybe", "--no-publish"), env={"FAKE_DRA_NO_PUBLISH": "maybe"}),
+    Case((*RUN, "--metrics-addr", "nonsense"), ("--metrics-addr", "HOST:PORT", "'nonsense'")),
+    Case((*RUN, "--api-deadline", "0"), ("--api-deadline", "positive")),
+    Case(RUN, ("--metrics-addr", "FAKE_DRA_METRICS_ADDR"), env={"FAKE_DRA_METRICS_ADDR": "localhost:99999"}),
     Case(RUN, ("FAKE_DRA_HEALTH_INTERVAL", "--health-interval"), env={"FAKE_DRA_HEALTH_INTERVAL": "0"}),
     Case(("run", "--sysfs-root", "sys", "--node-name", "a/b"), ("--node-name", "a/b")),
     # show
@@ -149,6 +166,16 @@ CASES = [
     Case(("slices", "--sysfs-root", "sys", *NODE, "--features", "Bogus=true"), ("Bogus",)),
     Case(("slices", "--sysfs-root", "sys", *NODE, "--driver-config", "binary.yaml"), ("binary.yaml", "not UTF-8")),
     Case(("slices", "--sysfs-root", "sys", *NODE), ("FAKE_DRA_GENERATION",), env={"FAKE_DRA_GENERATION": "one"}),
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--generation", "-1"), ("--generation", "negative")),
+    Case(("slices", "--sysfs-root", "sys", *NODE), ("FAKE_DRA_GENERATION", "negative"), env={"FAKE_DRA_GENERATION": "-1"}),
+    Case(("slices", "--sysfs-root", "sys", "--node-name", "Node_1"), ("--node-name", "Node_1")),
+    Case(("slices", "--sysfs-root", "sys"), ("--node-name", "Node_1", "FAKE_DRA_NODE_NAME"),
+         env={"FAKE_DRA_NODE_NAME": "Node_1"}),
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--driver-name", "Bad_Driver"), ("--driver-name", "Bad_Driver")),
+    Case((*PUBLISH, "--store", "store"), ("--driver-name", "x_y", "FAKE_DRA_DRIVER_NAME"),
+         env={"FAKE_DRA_DRIVER_NAME": "x_y"}),
+    Case(("get", "resourceclaims", "-n", "Bad_NS"), ("--namespace", "Bad_NS")),
+    Case(("get", "resourceclaims"), ("--namespace", "Bad_NS", "FAKE_DRA_NAMESPACE"), env={"FAKE_DRA_NAMESPACE": "Bad_NS"}),
     # global flags, before or after the command, as flags or variables
     Case(("--log-level", "LOUD", "discover"), ("--log-level", "LOUD")),
     Case(("discover", "--log-level", "LOUD"), ("--log-level", "LOUD")),
@@ -180,6 +207,11 @@ def world(tmp_path_factory) -> Path:
     (root / "binary-store" / "featuregates.yaml").write_bytes(b"apiserver: \xff\n")
     (root / "classes-only.yaml").write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: c}\n")
     (root / "pod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n")
+    (root / "broken.yaml").write_text("a: [\n")
+    (root / "control.yaml").write_text("kind: ResourceClaim\nmetadata: {name: a\x01}\n")  # UTF-8, not YAML
+    (root / "control-scenarios").mkdir()
+    (root / "control-scenarios" / "x.yaml").write_text("name: a\x01\n")
+    (root / "scalar.yaml").write_text("just a sentence\n")
     return root
 
 
@@ -200,6 +232,45 @@ def test_bad_input_is_a_message_not_a_traceback(case: Case, world: Path, monkeyp
     assert code == case.code, err
     for needle in case.needles:
         assert needle in err, f"{needle!r} not in {err!r}"
-    # Refused before doing the work: nothing new appeared, and no scenario ran.
+    # One line naming what to fix (usage errors add a "see --help" line), not a wall of text.
+    assert len(err.strip().splitlines()) <= 2, err
+    # Refused before doing the work: nothing printed, nothing new appeared, and no scenario ran.
+    assert out == "", out[:300]
     assert sorted(p.name for p in world.iterdir()) == before
     assert elapsed < 10, f"took {elapsed:.1f} s: the check came after the work"
+
+
+@pytest.mark.parametrize("flags", [("--api-deadline", "0"), ("--metrics-addr", "nonsense"), ("--grace-period", "-1")])
+def test_run_refuses_a_bad_flag_before_it_logs_anything(world: Path, tmp_path: Path, flags):
+    # As a user sees it (a process, logging configured): the refusal is the only line, not the
+    # "local mode: ..." start-up line followed by the refusal.
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_DRA_")}
+    proc = subprocess.run([sys.executable, "-m", "driver", "run", "--sysfs-root", str(world / "sys"),
+                           "--node-name", "n1", *flags], env={**env, "XDG_STATE_HOME": str(tmp_path)},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and flags[0] in proc.stderr, proc.stderr
+    assert not (tmp_path / "fake-dra").exists()  # nothing created: no node directory, no store
+
+
+@pytest.mark.parametrize("command", [("apply", "-f", "-"), ("delete", "-f", "-"), ("allocate", "--node", "n1", "-")])
+def test_binary_stdin_is_named_not_parsed(tmp_path: Path, command):
+    # `... | fake-dra apply -f -` with bytes that are not UTF-8, under the C locale Python gives a
+    # script without a UTF-8 locale: the message names stdin and the byte, in one line.
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_DRA_", "LC_", "LANG"))}
+    proc = subprocess.run([sys.executable, "-m", "driver", *command, *(() if command[0] == "allocate" else
+                                                                         ("--store", str(tmp_path / "store")))],
+                          input=b"kind: ResourceClaim\nmetadata: {name: \xff\xfe}\n",
+                          env={**env, "LC_ALL": "C", "PYTHONUTF8": "0"}, capture_output=True, timeout=60)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert "not UTF-8" in err and "0xff" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "store").exists()

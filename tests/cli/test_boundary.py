@@ -6,6 +6,7 @@ import argparse
 import errno
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +78,31 @@ def test_python_dash_m_and_console_script_agree(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "driver", "--log-level", "LOUD", "show"], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2 and "--log-level" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("module,code,needle", [
+    ("yaml", 2, "Python package 'yaml' is not installed"),
+    ("grpc._cython", 2, "Python package 'grpc._cython' is not installed"),
+    ("driver.nothing_here", cli.EXIT_BUG, "this is a bug in fake-dra"),
+])
+def test_a_missing_dependency_is_the_environment_not_a_bug(monkeypatch, capsys, module, code, needle):
+    def fail(args):
+        raise ModuleNotFoundError(f"No module named {module!r}", name=module)
+    _with_command(monkeypatch, fail)
+    assert cli.main(["show"]) == code
+    err = capsys.readouterr().err
+    assert needle in err
+    if code == 2:
+        assert "Traceback" not in err and ".venv" in err
+
+
+def test_python_without_the_venv_says_how_to_set_up(tmp_path):
+    # A newcomer's `python -m driver` in the clone without the venv: `-S` hides site-packages, so
+    # only the standard library and the source tree are importable, as in a bare system Python.
+    root = Path(cli.__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-S", "-m", "driver", "make-sysfs", "--list"], cwd=tmp_path,
+                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "is not installed" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -34,6 +34,18 @@ def test_every_flag_of_every_command_has_a_variable_shown_in_help():
         assert expected in names
 
 
+def test_every_flag_with_a_default_value_shows_it_in_help(capsys):
+    # The README: "`fake-dra COMMAND --help` shows each flag with its default and variable".
+    for command, action, _ in _flags():
+        if action.nargs == 0 or action.default in (None, "", [], argparse.SUPPRESS):
+            continue  # switches are off and unset flags have no value to show
+        assert "default" in action.help, (command, action.option_strings, action.help)
+    assert main(["run", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "seconds between device health refreshes (kubelet lease is 30) (default 5)" in text
+    assert "(default /proc/sys/kernel/random/boot_id) (env FAKE_DRA_BOOT_ID_FILE)" in text
+
+
 def test_help_and_version_have_no_variable():
     parser = build_parser()
     assert all(variable_for(a) is None for a in parser._actions if isinstance(a, (argparse._HelpAction,

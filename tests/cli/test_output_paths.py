@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from driver.cli import main
 from driver.commands import common
 from driver.errors import InputError
 
@@ -79,3 +80,26 @@ def test_store_dir_defaults_under_the_state_home(tmp_path, monkeypatch):
     assert common.store_dir(argparse.Namespace(store=None), write=True) == tmp_path / "fake-dra" / "store"
     monkeypatch.setenv("XDG_STATE_HOME", "relative/ignored")  # the XDG spec wants an absolute path
     assert common.state_home().is_absolute()
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_make_sysfs_interrupted_leaves_no_half_tree(tmp_path, monkeypatch, capsys, existing):
+    # Ctrl-C while the tree is written: no partial tree under --out (discovery would read it as a
+    # smaller node, and a second run would refuse it as "not empty"), and no staging directory.
+    from driver.commands import make_sysfs as command
+    from driver.discovery import make_sysfs as real
+
+    def interrupted(profile, out):
+        real(profile, out)  # the whole tree is on disk, but not yet in place
+        raise KeyboardInterrupt
+    monkeypatch.setattr(command, "make_sysfs", interrupted)
+    out = tmp_path / "sys"
+    if existing:
+        out.mkdir()
+    assert main(["make-sysfs", "--out", str(out)]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["sys"] if existing else [])
+    assert not existing or not any(out.iterdir())
+    monkeypatch.setattr(command, "make_sysfs", real)
+    assert main(["make-sysfs", "--out", str(out)]) == 0  # the retry just works
+    assert (out / "bus" / "pci" / "devices").is_dir() and sorted(p.name for p in tmp_path.iterdir()) == ["sys"]

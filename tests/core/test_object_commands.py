@@ -257,3 +257,16 @@ def test_apply_allocate_searches_the_claims_of_one_apply_together(node, tmp_path
     assert code == 0, err
     assert "resourceclaim.resource.k8s.io/part allocated on node-1: gpu=gpu-1-mig-4g20gb-0" in out
     assert "resourceclaim.resource.k8s.io/whole-gpu-0 allocated on node-1: gpu=gpu-0" in out
+
+
+def test_seeded_device_classes_are_logged_as_a_list_not_a_quoted_string(tmp_path, caplog):
+    # Text logs print a list as a,b (docs/cli.md); JSON logs get an array. A pre-joined "a, b"
+    # string was quoted in text and a single string in JSON.
+    from driver.logs import TextFormatter
+
+    with caplog.at_level("INFO", logger="fake-dra.run"):
+        seed_device_classes(ObjectStore(tmp_path / "store"), "fake-dra.example.com")
+    (record,) = [r for r in caplog.records if "device classes applied" in r.getMessage()]
+    assert isinstance(record.classes, list) and "nic.fake-dra.example.com" in record.classes
+    line = TextFormatter().format(record)
+    assert "classes=gpu.fake-dra.example.com,mig.fake-dra.example.com," in line and '"' not in line

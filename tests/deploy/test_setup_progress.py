@@ -75,6 +75,8 @@ def test_missing_or_old_python_is_named(tmp_path):
     assert done.returncode == 1 and "python3-does-not-exist not found; install Python 3.11 or newer" in done.stderr
     done = source(root, TOO_OLD="1")
     assert done.returncode == 1 and "fake-dra needs Python 3.11 or newer" in done.stderr
+    done = source(root, PYTHON="/bin/false")  # found, but not a Python: said so, not "is ;"
+    assert done.returncode == 1 and "/bin/false is not a working Python; fake-dra needs Python 3.11" in done.stderr
 
 
 def test_quiet_helper(tmp_path):

@@ -114,6 +114,8 @@ def test_make_sysfs_requires_out_and_lists(capsys) -> None:
     code, out, _ = run(capsys, "make-sysfs", "--list")
     assert code == 0 and [line.split()[0] for line in out.splitlines()] == ["demo", "dgx-a100", "dgx-a100-vgpu", "h100", "h200-vgpu", "vgpu-host",
                                                                              "no-gpu"]
+    starts = {line.index(line.split()[1]) for line in out.splitlines()}
+    assert len(starts) == 1, out  # the descriptions line up, after the longest name (dgx-a100-vgpu)
 
 
 # The KEP-4815 diagram's layout, one space narrower per slice so eight slices fit 100 columns.

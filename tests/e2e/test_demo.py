@@ -53,7 +53,8 @@ def test_demo_with_tour(tmp_path) -> None:
     assert "groups incompatible" in text
     assert re.search(r"^tour\s+PASS\s+25/25", text, re.M), "the tour passes every check"
     assert junit.is_file()
-    assert re.search(r"^  PASS  tour \(25/25 checks, \d+\.\d s\)$", text, re.M), "progress line as it finished"
+    assert re.search(r"^  PASS  tour \(25/25 checks, \d+\.\d s\), with DRASharedConsumableCapacity=true$", text,
+                     re.M), "progress line as it finished, saying the tour turns KEP-5941 valueFrom on"
     assert "  3. claim infer: request gpu: 2 x mig where profile == \"1g.5gb\"" in text, "the claim steps are shown"
     assert all(len(line) <= 100 for line in text.splitlines()), "fits a 100-column terminal"
 
@@ -111,3 +112,14 @@ def test_step_lines_say_what_is_requested() -> None:
     assert any(line.startswith(" 11. claim vf-storage: request vf: 1 x vf with bandwidth 60G") for line in lines)
     assert any("pod skewed uses claim mig-next-to-vgpu (scheduled by a scheduler that ignores" in line for line in lines)
     assert all(len(line) <= 100 for line in "\n".join(lines).splitlines())
+
+
+def test_the_demo_says_which_gates_a_scenario_changes() -> None:
+    from driver.e2e.scenario import load_scenarios
+    from driver.features import Features
+
+    by_name = {s.name: s for s in load_scenarios()}
+    assert demo.gate_note(by_name["vf-bandwidth"].features) == ", with DRASharedConsumableCapacity=true"
+    assert demo.gate_note(by_name["two-mig-share-gpu"].features) == ""
+    assert "DRADeviceCompatibilityGroups=false" in demo.gate_note(by_name["gate-off-single-mode"].features)
+    assert demo.gate_note(Features()) == ""
