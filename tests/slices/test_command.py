@@ -60,7 +60,7 @@ def test_driver_config_slices_section_applies(capsys, demo_root, tmp_path):
     [
         (["--sysfs-root", "/nonexistent/sys", "--node-name", "n"], "--sysfs-root: /nonexistent/sys"),
         (["--features", "NoSuchGate=true", "--node-name", "n"], "unknown feature gate 'NoSuchGate'"),
-        (["--node-name", "Bad_Node"], "node name 'Bad_Node'"),
+        (["--node-name", "Bad_Node"], "--node-name: 'Bad_Node' is not a valid node name"),
     ],
 )
 def test_input_errors_exit_2(capsys, demo_root, args, needle):
