@@ -2,41 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
-import signal
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from adversarial.standin_api import StandInApi
-from plugin.harness import Plugin
-
-
-@pytest.fixture(scope="session")
-def sysfs_template():
-    from driver.discovery import make_sysfs
-
-    root = Path(tempfile.mkdtemp(prefix="fda-sys-", dir="/tmp")) / "sys"
-    make_sysfs("demo", root)
-    yield root
-    shutil.rmtree(root.parent, ignore_errors=True)
-
-
-@pytest.fixture
-def make_plugin(sysfs_template):
-    """make_plugin(**Plugin kwargs); pass root=other.root for a second process on the same node."""
-    plugins: list[Plugin] = []
-
-    def make(**kw) -> Plugin:
-        plugins.append(Plugin(sysfs_template, **kw))
-        return plugins[-1]
-    yield make
-    for p in plugins:
-        if p.proc is not None and p.proc.poll() is None:
-            p.stop(signal.SIGKILL)
-    for root in {p.root for p in plugins}:
-        shutil.rmtree(root, ignore_errors=True)
+from plugin.conftest import make_plugin, sysfs_template  # noqa: F401 (fixtures shared with tests/plugin)
 
 
 @pytest.fixture

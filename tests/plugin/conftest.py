@@ -24,6 +24,7 @@ def sysfs_template():
 
 @pytest.fixture
 def make_plugin(sysfs_template):
+    """make_plugin(**Plugin kwargs); pass root=other.root for a second process on the same node."""
     plugins: list[Plugin] = []
 
     def make(**kw) -> Plugin:
@@ -33,4 +34,5 @@ def make_plugin(sysfs_template):
     for p in plugins:
         if p.proc is not None and p.proc.poll() is None:
             p.stop(signal.SIGKILL)
-        shutil.rmtree(p.root, ignore_errors=True)
+    for root in {p.root for p in plugins}:  # processes may share one node root
+        shutil.rmtree(root, ignore_errors=True)

@@ -128,6 +128,16 @@ class Plugin:
     def log_text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
+    def refused(self, proc: subprocess.Popen[bytes], *needles: str, timeout: float = 60.0) -> str:
+        """Wait for a start-up refusal: exit 2, no traceback, every needle in the log; returns the log."""
+        assert proc.wait(timeout) == 2, self.log_text()
+        self.proc = None
+        text = self.log_text()
+        assert "Traceback" not in text, text
+        for needle in needles:
+            assert needle in text, text
+        return text
+
     # -- the API side ---------------------------------------------------------------------
 
     def wait_slices(self, timeout: float = 20.0) -> list[dict[str, Any]]:
