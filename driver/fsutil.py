@@ -60,15 +60,16 @@ class NotRegularFile(ValueError):
     """A file the plugin writes itself is a symlink, FIFO, socket or device: not ours to read."""
 
 
-def read_own_file(path: Path) -> bytes:
-    """The bytes of a file the plugin itself wrote (atomic_write: always a regular file). Never
-    follows a symlink and never blocks: a FIFO or a link to /dev/zero planted in its place would
-    otherwise hang or exhaust the process (NotRegularFile instead). FileNotFoundError and
-    IsADirectoryError pass through, like any other OSError."""
+def read_regular(path: Path, *, follow_links: bool = False, limit: int = -1) -> bytes:
+    """The bytes (at most `limit`) of a file that must be a regular file. Never blocks: a FIFO, or a
+    link to /dev/zero, planted in its place would otherwise hang or exhaust the process
+    (NotRegularFile instead); a symlink is NotRegularFile too unless `follow_links`.
+    FileNotFoundError and IsADirectoryError pass through, like any other OSError."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_links else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, flags)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        if exc.errno == errno.ELOOP and not follow_links:
             raise NotRegularFile(f"{path} is a symbolic link") from None
         raise
     with open(fd, "rb", closefd=True) as f:
@@ -77,7 +78,12 @@ def read_own_file(path: Path) -> bytes:
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         if not stat.S_ISREG(mode):
             raise NotRegularFile(f"{path} is not a regular file (a FIFO, socket or device)")
-        return f.read()
+        return f.read(limit)
+
+
+def read_own_file(path: Path) -> bytes:
+    """The bytes of a file the plugin itself wrote (atomic_write: always a regular file, never a link)."""
+    return read_regular(path)
 
 
 def fsync_dir(directory: Path) -> None:

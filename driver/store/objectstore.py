@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import errno
 import fcntl
 import logging
 import os
 import re
 import secrets
-import stat
 import threading
 import time
 import uuid
@@ -29,7 +27,7 @@ from typing import Any
 import yaml
 
 from driver.errors import ConflictError, InputError, NotFoundError
-from driver.fsutil import atomic_write, make_dirs
+from driver.fsutil import NotRegularFile, atomic_write, make_dirs, read_regular
 
 log = logging.getLogger("fake-dra.store")
 
@@ -248,19 +246,11 @@ def read_object_text(path: Path) -> str:
     one) would otherwise block the reading thread forever, and each such claim would hold one of
     the plugin's few state-gate slots until every prepare was refused."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        data = read_regular(path, follow_links=True, limit=MAX_OBJECT_BYTES + 1)
     except FileNotFoundError:
         raise
-    except OSError as exc:
-        raise InputError(f"local store: cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        with open(fd, "rb", closefd=True) as f:
-            mode = os.fstat(fd).st_mode
-            if stat.S_ISDIR(mode):
-                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-            if not stat.S_ISREG(mode):
-                raise InputError(f"local store: {path} is not a regular file (a FIFO, socket or device)")
-            data = f.read(MAX_OBJECT_BYTES + 1)
+    except NotRegularFile as exc:
+        raise InputError(f"local store: {exc}") from None
     except OSError as exc:
         raise InputError(f"local store: cannot read {path}: {exc.strerror or exc}") from None
     if len(data) > MAX_OBJECT_BYTES:
