@@ -33,6 +33,15 @@ def demo_sysfs():
     shutil.rmtree(root.parent, ignore_errors=True)
 
 
+@pytest.fixture
+def sysfs(demo_sysfs):
+    """A private, writable copy of the demo tree (health tests inject faults into it)."""
+    root = Path(tempfile.mkdtemp(prefix="fdra-h-", dir="/tmp")) / "sys"
+    shutil.copytree(demo_sysfs, root, symlinks=True)
+    yield root
+    shutil.rmtree(root.parent, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def demo_pool(demo_sysfs: Path):
     from driver.discovery import discover

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from driver.discovery import set_fault
 from driver.errors import InputError
 from driver.state.health import HealthModel, check_bdf, read_fault
-
-
-@pytest.fixture
-def sysfs(demo_sysfs):
-    root = Path(tempfile.mkdtemp(prefix="fdra-h-", dir="/tmp")) / "sys"
-    shutil.copytree(demo_sysfs, root, symlinks=True)
-    yield root
-    shutil.rmtree(root.parent, ignore_errors=True)
 
 
 def _model(sysfs, pool, clock=lambda: 1000.0):

@@ -3,22 +3,9 @@
 from __future__ import annotations
 
 import logging
-import shutil
-import tempfile
-from pathlib import Path
-
-import pytest
 
 from driver.discovery import set_fault
 from driver.state.health import HealthModel
-
-
-@pytest.fixture
-def sysfs(demo_sysfs):
-    root = Path(tempfile.mkdtemp(prefix="fdra-hl-", dir="/tmp")) / "sys"
-    shutil.copytree(demo_sysfs, root, symlinks=True)
-    yield root
-    shutil.rmtree(root.parent, ignore_errors=True)
 
 
 def _lines(caplog):
