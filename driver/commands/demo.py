@@ -97,7 +97,7 @@ def _slice_lines(pool: Any) -> list[str]:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from driver.discovery import PROFILES, discover, make_sysfs
+    from driver.discovery import discover, make_sysfs, profile_named
     from driver.e2e import partition_map
     from driver.e2e.scenario import load_scenarios
     from driver.e2e.local import NODE as DEMO_NODE
@@ -108,9 +108,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.junit:
         common.output_file(args.junit, "--junit")  # before a minute of scenarios, not after
     features = common.features_from(args)
-    if args.profile not in PROFILES:  # a typo is not "another profile": name the known ones
-        raise InputError(f"--profile: unknown sysfs profile {args.profile!r}; known profiles: "
-                         f"{', '.join(sorted(PROFILES))}")
+    profile_named(args.profile, "--profile")  # a typo is not "another profile": name the known ones
     if args.profile != "demo" and not args.inventory_only:
         raise InputError(
             f"--profile {args.profile}: the e2e scenarios are written for the 'demo' node (their steps name its "

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from driver.commands import common
-from driver.discovery import PROFILES, make_sysfs
+from driver.discovery import PROFILES, make_sysfs, profile_named
 from driver.errors import InputError
 
 
@@ -35,9 +35,7 @@ def run(args: argparse.Namespace) -> int:
         for profile in PROFILES.values():
             print(f"{profile.name:{width}}  {profile.description}")
         return 0
-    if args.profile not in PROFILES:  # before --out is created or checked
-        raise InputError(f"--profile: unknown sysfs profile {args.profile!r}; known profiles: "
-                         f"{', '.join(sorted(PROFILES))}")
+    profile_named(args.profile, "--profile")  # before --out is created or checked
     if not args.out:
         raise InputError("--out DIR is required (where to write the tree)")
     out = common.output_dir(args.out, "--out", must_be_empty=True)

@@ -152,12 +152,19 @@ class _Tree:
                 self.mdev(vf_path, fn.mdev)
 
 
+def profile_named(name: str, flag: str | None = None) -> SysfsProfile:
+    """PROFILES[name], or an InputError naming `flag` and the known profiles (commands check a
+    --profile with this before they create anything)."""
+    spec = PROFILES.get(name)
+    if spec is None:
+        where = f"{flag}: " if flag else ""
+        raise InputError(f"{where}unknown sysfs profile {name!r}; known profiles: {', '.join(sorted(PROFILES))}")
+    return spec
+
+
 def make_sysfs(profile: str, out: Path) -> None:
     """Write the fake sysfs tree of `profile` (a key of PROFILES) under `out` (created; must be empty)."""
-    spec = PROFILES.get(profile)
-    if spec is None:
-        raise InputError(f"unknown sysfs profile {profile!r}; known profiles: {', '.join(sorted(PROFILES))}")
-    write_profile(spec, out)
+    write_profile(profile_named(profile), out)
 
 
 def write_profile(spec: SysfsProfile, out: Path) -> None:

@@ -105,19 +105,21 @@ class CheckpointStore:
             raise InputError(f"state directory {self.dir}: {self.path} is a directory, not a checkpoint file; "
                              "remove it (or point --state-dir elsewhere)") from None
         except NotRegularFile as exc:
-            raw = exc
+            return self._set_aside(exc)
         try:
-            if isinstance(raw, Exception):
-                raise raw
             return self._parse(raw)
         except Exception as exc:  # noqa: BLE001 - anything unparsable is "corrupt", never fatal
-            aside = self._corrupt_name()
-            os.replace(self.path, aside)
-            log.error(
-                "checkpoint %s is corrupt (%s); moved it to %s and rebuilding state from the CDI specs",
-                self.path, exc, aside.name, extra={"path": str(self.path), "moved_to": str(aside)},
-            )
-            return None
+            return self._set_aside(exc)
+
+    def _set_aside(self, problem: Exception) -> None:
+        """Move a corrupt checkpoint out of the way (kept for a human) and say so; None for load."""
+        aside = self._corrupt_name()
+        os.replace(self.path, aside)
+        log.error(
+            "checkpoint %s is corrupt (%s); moved it to %s and rebuilding state from the CDI specs",
+            self.path, problem, aside.name, extra={"path": str(self.path), "moved_to": str(aside)},
+        )
+        return None
 
     def _corrupt_name(self) -> Path:
         """checkpoint.json.corrupt-<unix time>, or -<time>-<n> when taken: two corrupt files in
