@@ -165,18 +165,3 @@ def decode_text(data: bytes, where: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
-
-
-def yaml_problem(exc: Exception) -> str:
-    """One line for a PyYAML error, ` at line L, column C: <problem>` (its str() spans several lines
-    and names "<unicode string>" instead of the file). Duck-typed: this module does not import yaml."""
-    mark = getattr(exc, "problem_mark", None)
-    if mark is not None:
-        return f" at line {mark.line + 1}, column {mark.column + 1}: {getattr(exc, 'problem', None) or exc}"
-    if getattr(exc, "reason", None) is not None and getattr(exc, "position", None) is not None:
-        # ReaderError: a character YAML does not allow (a control character, a lone surrogate).
-        char = getattr(exc, "character", None)
-        code = ord(char) if isinstance(char, str) else char
-        shown = f"character #x{code:04x}" if isinstance(code, int) else "a character"
-        return f" at character offset {exc.position}: {shown} is not allowed in YAML ({exc.reason})"
-    return ": " + " ".join(str(exc).split())

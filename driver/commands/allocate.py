@@ -27,7 +27,8 @@ from driver.allocator.engine import DEFAULT_BUDGET
 from driver.allocator.pools import node_matches
 from driver.commands.common import add_features, features_from
 from driver.errors import InputError
-from driver.fsutil import decode_text, read_text_file, yaml_problem
+from driver.fsutil import decode_text, read_text_file
+from driver.yamlio import load_all
 
 log = logging.getLogger("fake-dra.allocator")
 
@@ -56,10 +57,7 @@ def load_documents(paths: list[str]) -> list[Any]:
             text = raw if isinstance(raw, str) else decode_text(raw, "standard input")
         else:
             text = read_text_file(path, "file")
-        try:
-            loaded = list(yaml.safe_load_all(text))
-        except yaml.YAMLError as exc:
-            raise InputError(f"{path}: invalid YAML{yaml_problem(exc)}") from None
+        loaded = load_all(text, path)
         for number, doc in enumerate(loaded, 1):
             if doc is not None and not isinstance(doc, dict):
                 raise InputError(f"{path}: document {number}: expected a mapping with apiVersion and kind, "

@@ -126,9 +126,8 @@ def load_driver_config(path: str | None) -> dict:
     """
     import logging
 
-    import yaml
-
     from driver.errors import ConfigError
+    from driver.yamlio import load_one
 
     if not path:
         return {}
@@ -141,11 +140,9 @@ def load_driver_config(path: str | None) -> dict:
     except OSError as exc:
         raise ConfigError(f"driver config {path}: unreadable ({exc.strerror or exc})") from None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        from driver.fsutil import yaml_problem
-
-        raise ConfigError(f"driver config {path}: invalid YAML{yaml_problem(exc)}") from None
+        data = load_one(text, f"driver config {path}")
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
     if data is None:
         return {}
     if not isinstance(data, dict):

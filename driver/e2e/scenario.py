@@ -17,12 +17,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from driver.errors import InputError
 from driver.features import Features, parse_features
-from driver.fsutil import read_text_file, yaml_problem
+from driver.fsutil import read_text_file
 from driver.slices.names import is_dns_label
+from driver.yamlio import load_one
 
 
 # action -> (required keys, optional keys) besides `action`, `why` and `expect`.
@@ -242,10 +241,7 @@ def bundled_dir() -> Path:
 def load_file(path: str | Path) -> Scenario:
     p = Path(path)
     text = read_text_file(p, "scenario file")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"scenario file {p} is not valid YAML{yaml_problem(exc)}") from None
+    data = load_one(text, f"scenario file {p}")
     return parse_scenario(data, str(p))
 
 

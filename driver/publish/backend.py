@@ -22,9 +22,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import yaml
 
-from driver.errors import ConfigError, ConflictError, NotFoundError
+from driver.errors import ConfigError, ConflictError, InputError, NotFoundError
 from driver.features import Features, KNOWN_GATES, unknown_gate_error
-from driver.fsutil import yaml_problem
+from driver.yamlio import load_one
 from driver.kube.allocated import allocated_from_claims
 from driver.publish.fields import DETECTED_GATES, gates_used, strip_disabled
 from driver.store.objectstore import ObjectStore
@@ -108,9 +108,9 @@ class LocalGateConfig:
         except UnicodeDecodeError as exc:
             raise ConfigError(f"{path}: not UTF-8 text (byte at offset {exc.start})") from None
         try:
-            data = yaml.safe_load(text) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML{yaml_problem(exc)}") from None
+            data = load_one(text, str(path)) or {}
+        except InputError as exc:
+            raise ConfigError(str(exc)) from None
         if not isinstance(data, Mapping):
             raise ConfigError(f"{path}: expected a mapping with keys apiserver/scheduler")
         unknown_keys = set(data) - {"apiserver", "scheduler"}

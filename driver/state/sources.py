@@ -2,7 +2,7 @@
 
 The API-server source lives in driver.kube.claims (the only kubernetes importer); both satisfy
 driver.state.types.ClaimSource. Reads parse with libyaml plus a lean constructor
-(driver.state.fastyaml): the pure-Python parser alone costs ~3 ms per claim and PyYAML's own
+(driver.yamlio): the pure-Python parser alone costs ~3 ms per claim and PyYAML's own
 constructor ~0.3 ms, a large share of a prepare call.
 
 Every way a store file can be broken or hostile (not UTF-8, a directory, a path component that is a
@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from driver.deadline import Deadline
 from driver.errors import InputError, NotFoundError
 from driver.model.claimshape import check_claim_shape
-from driver.state import fastyaml
-from driver.store.objectstore import ObjectStore, check_nesting, read_object_text
+from driver.store.objectstore import ObjectStore, read_object_text
+from driver.yamlio import load_one
 
 
 class StoreClaimSource:
@@ -42,13 +40,7 @@ class StoreClaimSource:
             text = read_object_text(path)
         except FileNotFoundError:
             raise NotFoundError(f"resourceclaim {namespace}/{name} not found in local store {self.store.root}") from None
-        check_nesting(text, path)
-        try:
-            obj = fastyaml.load(text)  # the same objects as yaml.load(..., CSafeLoader)
-        except yaml.YAMLError as exc:
-            raise InputError(f"local store: {path} is not valid YAML: {exc}") from None
-        except (ValueError, RecursionError) as exc:  # e.g. an integer of more than 4,300 digits
-            raise InputError(f"local store: {path}: {type(exc).__name__}: {str(exc)[:200]}") from None
+        obj = load_one(text, f"local store: {path}")  # the same objects as yaml.load(..., CSafeLoader)
         if not isinstance(obj, dict):
             raise InputError(f"local store: {path} does not hold an object")
         return obj

@@ -24,14 +24,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from driver.errors import ConflictError, FakeDraError, InputError, NotFoundError
-from driver.fsutil import yaml_problem
 from driver.slices.names import is_dns_label, is_dns_subdomain
 from driver.store import validate
 from driver.store.kinds import Kind, for_object
 from driver.store.objectstore import ObjectStore
+from driver.yamlio import load_all
 
 SERVER_FIELDS = ("uid", "creationTimestamp", "resourceVersion", "generation", "managedFields")
 
@@ -66,10 +64,7 @@ class Applied:
 
 def load_documents(text: str, source: str) -> list[tuple[int, Any]]:
     """(document number, object) of a multi-document YAML text; empty documents are skipped."""
-    try:
-        docs = list(yaml.safe_load_all(text))
-    except yaml.YAMLError as exc:
-        raise InputError(f"{source}: invalid YAML{yaml_problem(exc)}") from None
+    docs = load_all(text, source)
     out = []
     for i, doc in enumerate(docs, start=1):
         if doc is None:

@@ -28,13 +28,13 @@ import yaml
 
 from driver.errors import ConflictError, InputError, NotFoundError
 from driver.fsutil import NotRegularFile, atomic_write, make_dirs, read_regular
+from driver.yamlio import load_one
 
 log = logging.getLogger("fake-dra.store")
 
 CLUSTER_SCOPE = "_cluster"
-# libyaml's C loader/dumper are ~10x faster than the pure-Python ones; a store holding a node's
-# slices is read and written on every publish pass, so fall back only where libyaml is missing.
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml's C dumper is ~10x faster than the pure-Python one; a store holding a node's slices is
+# written on every publish pass that changes them, so fall back only where libyaml is missing.
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _RESOURCE_RE = re.compile(r"^[a-z0-9]+$")
@@ -42,8 +42,6 @@ _SUFFIX = ".yaml"
 # Hostile or broken store files must be an error for that object, never a crash or a stall:
 MAX_FILE_NAME = 255  # bytes (NAME_MAX): a valid 253-character object name does not fit with ".yaml"
 MAX_OBJECT_BYTES = 3 * 1024 * 1024  # twice etcd's default request limit (1.5 MiB): no real object is larger
-MAX_NESTING = 100  # Kubernetes objects nest ~15 deep; libyaml's C composer overflows the stack at ~30,000
-_NESTING_CHARS = "[{-?:"  # every nesting level needs one of these or a new line (a cheap upper bound)
 DIR_MODE = 0o755  # whatever the umask: readable by every local user of the store, writable by its owner
 FILE_MODE = 0o644
 
@@ -261,41 +259,8 @@ def read_object_text(path: Path) -> str:
         raise InputError(f"local store: {path} is not UTF-8 text (byte {exc.start})") from None
 
 
-def check_nesting(text: str, path: Path) -> None:
-    """Refuse YAML nested deeper than MAX_NESTING before it reaches a recursive parser (libyaml's
-    composer would crash the process with a C stack overflow, PyYAML's constructor would raise
-    RecursionError). Documents small enough to be harmless skip the event scan."""
-    bound = text.count("\n") + sum(text.count(c) for c in _NESTING_CHARS)
-    if bound <= 1000:  # far below any stack limit; constructors still see at most this depth
-        return
-    loader = _Loader(text)
-    depth = 0
-    try:
-        while True:
-            event = loader.get_event()
-            if event is None:
-                return
-            kind = type(event)
-            if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-                depth += 1
-                if depth > MAX_NESTING:
-                    raise InputError(f"local store: {path} nests more than {MAX_NESTING} levels deep")
-            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-                depth -= 1
-    except yaml.YAMLError as exc:
-        raise InputError(f"local store: {path} is not valid YAML: {exc}") from None
-    finally:
-        loader.dispose()
-
-
 def _load(path: Path, text: str) -> dict[str, Any]:
-    check_nesting(text, path)
-    try:
-        obj = yaml.load(text, Loader=_Loader)
-    except yaml.YAMLError as exc:
-        raise InputError(f"local store: {path} is not valid YAML: {exc}") from None
-    except RecursionError:
-        raise InputError(f"local store: {path} nests too deeply") from None
+    obj = load_one(text, f"local store: {path}")
     if not isinstance(obj, dict):
         raise InputError(f"local store: {path} does not hold an object")
     return obj

@@ -127,9 +127,25 @@ def _lock(name: str) -> dict[str, tuple[str, list[str], list[str]]]:
     return out
 
 
+def _extra(name: str) -> list[str]:
+    """The requirements of an optional-dependency group, with `fake-dra[other]` expanded."""
+    out = []
+    for raw in PYPROJECT["project"]["optional-dependencies"][name]:
+        req = Requirement(raw)
+        if canonicalize_name(req.name) == "fake-dra":
+            for other in sorted(req.extras):
+                out += _extra(other)
+        else:
+            out.append(raw)
+    return out
+
+
 @pytest.mark.parametrize(("lock", "wanted"), [
     ("requirements.lock", PYPROJECT["project"]["dependencies"]),
     ("requirements-build.lock", PYPROJECT["build-system"]["requires"]),
+    # What hack/lib/venv.sh installs (.venv for the tests, the demo and CI): everything above and the tests' tools.
+    ("requirements-test.lock", PYPROJECT["project"]["dependencies"] + PYPROJECT["build-system"]["requires"]
+     + _extra("test")),
 ])
 def test_lock_pins_every_requirement_with_hashes(lock: str, wanted: list[str]) -> None:
     pins = _lock(lock)
@@ -142,6 +158,31 @@ def test_lock_pins_every_requirement_with_hashes(lock: str, wanted: list[str]) -
         assert name in pins, f"{lock} lacks {req.name} (run hack/lock.sh)"
         assert req.specifier.contains(pins[name][0], prereleases=True), (
             f"{lock} pins {req.name}=={pins[name][0]}, pyproject.toml wants {req.specifier} (run hack/lock.sh)")
+
+
+def test_test_lock_pins_what_the_other_locks_pin_at_the_same_versions() -> None:
+    """The venv the tests run in has the image's versions: one version of each package everywhere."""
+    test = _lock("requirements-test.lock")
+    for other in ("requirements.lock", "requirements-build.lock"):
+        for name, (version, hashes, _via) in _lock(other).items():
+            assert name in test, f"requirements-test.lock lacks {name} of {other} (run hack/lock.sh)"
+            assert test[name][0] == version, (
+                f"requirements-test.lock pins {name}=={test[name][0]}, {other} {version} (run hack/lock.sh)")
+            assert set(hashes) <= set(test[name][1]), f"{name}: hashes differ between the locks"
+
+
+def test_the_suite_runs_in_the_locked_versions() -> None:
+    """hack/test.sh installed .venv from requirements-test.lock: what this interpreter has is what it pins
+    (a venv made by hand with other versions, e.g. PyYAML 6.0.4 instead of 6.0.3, is named here)."""
+    off = []
+    for name, (version, _h, _via) in _lock("requirements-test.lock").items():
+        try:
+            installed = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue  # e.g. colorama, Windows only
+        if installed != version:
+            off.append(f"{name} {installed} (lock: {version})")
+    assert not off, "installed versions differ from requirements-test.lock: " + ", ".join(off) + " (rerun hack/test.sh)"
 
 
 def test_runtime_lock_has_no_build_or_dev_tools() -> None:

@@ -79,7 +79,7 @@ def test_bad_scenarios_are_rejected_with_the_field_named(doc: dict, message: str
 def test_bad_yaml_file_names_the_path(tmp_path) -> None:
     bad = tmp_path / "broken.yaml"
     bad.write_text("name: [unclosed\n")
-    with pytest.raises(InputError, match="broken.yaml is not valid YAML"):
+    with pytest.raises(InputError, match="broken.yaml: invalid YAML"):
         load_file(bad)
 
 

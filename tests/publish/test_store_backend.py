@@ -132,7 +132,7 @@ def test_stripping_keeps_fields_the_old_object_already_used(local, store):
     ("scheduler: {DRADeviceCompatibilityGroups: maybe}", "expected true or false"),
     ("controller: {}", "unknown keys"),
     ("- a", "expected a mapping"),
-    ("a: [", "not valid YAML"),
+    ("a: [", "invalid YAML"),
 ])
 def test_bad_gate_file_is_a_config_error_naming_the_file(store, text, message):
     store.root.mkdir(parents=True, exist_ok=True)
