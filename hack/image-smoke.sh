@@ -59,7 +59,7 @@ built=$SECONDS
 .venv/bin/kubectl kustomize "deploy/overlays/$OVERLAY" > "$work/rendered.yaml"
 podman_args() {
   "$PY" hack/image_smoke.py podman-args --rendered "$work/rendered.yaml" --container "$1" \
-    --work "$work" --image "$IMAGE" --node "$NODE"
+    --work "$work" --image "$IMAGE" --node-name "$NODE"
 }
 mapfile -d '' init_args < <(podman_args fake-sysfs)
 mapfile -d '' plugin_args < <(podman_args plugin)
@@ -72,7 +72,7 @@ podman run --rm --name "fdsmoke-init-$$" "${init_args[@]}"
 image_log "plugin container: ${plugin_args[*]}"
 plugin="$(podman run --detach --name "fdsmoke-$$" "${plugin_args[@]}")"
 
-"$PY" hack/image_smoke.py check --work "$work" --node "$NODE"
+"$PY" hack/image_smoke.py check --work "$work" --node-name "$NODE"
 
 timeout_s="${probe[0]}"
 image_log "liveness probe: ${probe[*]:1}"

@@ -9,9 +9,9 @@ these: the node name comes from the script instead of the downward API, and clai
 bind-mounted local object store instead of the API server (`--profile` for the init container's
 node-label lookup, `FAKE_DRA_STORE` for the plugin).
 
-    image_smoke.py podman-args  --rendered FILE --container NAME --work DIR --image IMG --node N
+    image_smoke.py podman-args  --rendered FILE --container NAME --work DIR --image IMG --node-name N
     image_smoke.py probe-command --rendered FILE
-    image_smoke.py check --work DIR --node N     (registration, sockets, health, prepare/unprepare)
+    image_smoke.py check --work DIR --node-name N     (registration, sockets, health, prepare/unprepare)
 
 Host directories: hostPath volumes live under WORK/host/<path>, emptyDirs under WORK/empty/<name>,
 the store under WORK/store. The AF_UNIX limit (107 bytes) keeps WORK short (/tmp/...).
@@ -255,21 +255,21 @@ def main(argv: list[str] | None = None) -> int:
     pa.add_argument("--container", required=True)
     pa.add_argument("--work", type=Path, required=True)
     pa.add_argument("--image", required=True)
-    pa.add_argument("--node", required=True)
+    pa.add_argument("--node-name", required=True)
     pc = sub.add_parser("probe-command")
     pc.add_argument("--rendered", type=Path, required=True)
     ck = sub.add_parser("check")
     ck.add_argument("--work", type=Path, required=True)
-    ck.add_argument("--node", required=True)
+    ck.add_argument("--node-name", required=True)
     args = parser.parse_args(argv)
     try:
         if args.cmd == "podman-args":
-            out = podman_args(args.rendered, args.container, args.work, args.image, args.node)
+            out = podman_args(args.rendered, args.container, args.work, args.image, args.node_name)
         elif args.cmd == "probe-command":
             command, timeout = probe_command(args.rendered)
             out = [str(timeout), *command]
         else:
-            check(args.work, args.node)
+            check(args.work, args.node_name)
             return 0
     except SmokeError as exc:
         print(f"image-smoke: {exc}", file=sys.stderr)

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from driver.commands._format import table
+from driver.tables import table
 from driver.store.kinds import Kind
 
 OUTPUTS = ("table", "wide", "yaml", "json", "name")

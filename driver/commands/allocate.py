@@ -25,7 +25,7 @@ import yaml
 from driver.allocator import Node, allocate_claims, split_objects
 from driver.allocator.engine import DEFAULT_BUDGET
 from driver.allocator.pools import node_matches
-from driver.commands.common import add_features, features_from
+from driver.commands.common import add_features, add_node_name, features_from, require_node_name
 from driver.errors import InputError
 from driver.fsutil import decode_text, read_text_file
 from driver.yamlio import load_all
@@ -40,7 +40,7 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--node", required=True, help="name of the node to allocate for")
+    add_node_name(parser)
     add_features(parser)
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"search step budget per search (default {DEFAULT_BUDGET})")
     parser.add_argument("--sequential", action="store_true",
@@ -110,10 +110,11 @@ def _serves(slice_obj: dict, node: Node) -> bool:
 def run(args: argparse.Namespace) -> int:
     if args.budget < 1:
         raise InputError(f"--budget: must be a positive integer, got {args.budget}")
+    node = require_node_name(args)
     features = features_from(args)
     docs = load_documents(args.files)
     check_claims(docs, args.files)
-    outcome = allocate_claims(docs, node=args.node, features=features, budget=args.budget,
+    outcome = allocate_claims(docs, node=node, features=features, budget=args.budget,
                               sequential=args.sequential)
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -121,6 +122,6 @@ def run(args: argparse.Namespace) -> int:
     if allocated:
         sys.stdout.write(yaml.safe_dump_all(allocated, sort_keys=False))
     if outcome.failed:  # one pod: nothing allocated; sequential: stops at the first claim that does not fit
-        print(node_without_devices(docs, args.node) or outcome.failed[0].reason, file=sys.stderr)
+        print(node_without_devices(docs, node) or outcome.failed[0].reason, file=sys.stderr)
         return 1
     return 0

@@ -10,7 +10,7 @@ several per file. Every document is checked before anything is written: one inva
 leaves the store unchanged. See driver/store/apply.py for the API-server rules applied.
 
 --allocate plays kube-scheduler for one pod that uses every pending claim of this apply: they are
-allocated together on the node whose slices are in the store (or --node), against the store's
+allocated together on the node whose slices are in the store (or --node-name), against the store's
 DeviceClasses, slices and already allocated claims, with the simulated control plane's gates
 (STORE/featuregates.yaml, or --features). If they do not fit, nothing is written (exit 1).
 Exit 0 on success, 1 when allocation or a precondition fails, 2 for invalid input.
@@ -36,8 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="YAML file with one or more objects ('-' for stdin; repeatable)")
     parser.add_argument("--allocate", action="store_true",
                         help="allocate the claims without status.allocation with the reference allocator")
-    parser.add_argument("--node", default=None,
-                        help="--allocate: node to allocate on (default: the only node with slices in the store)")
+    common.add_flag(parser, "--node-name", None,
+                    "--allocate: node to allocate on (default: the only node with slices in the store)")
     common.add_flag(parser, "--features", None,
                     "--allocate: scheduler gates G=true|false,... (default: the store's featuregates.yaml)")
     parser.add_argument("-o", "--output", choices=["text", "yaml", "json", "name"], default="text",
@@ -91,13 +91,13 @@ def _pick_node(slices: list[dict[str, Any]], wanted: str | None, store_root: Pat
     if wanted:
         if wanted not in nodes:
             have = f"nodes with slices: {', '.join(nodes)}" if nodes else "no node has slices there"
-            raise InputError(f"--node {wanted}: no ResourceSlices of that node in the local store {store_root} ({have})")
+            raise InputError(f"--node-name {wanted}: no ResourceSlices of that node in the local store {store_root} ({have})")
         return wanted
     if not nodes:
         raise InputError(f"--allocate: the local store {store_root} holds no ResourceSlices of any node; start "
                          "`fake-dra run` (or `fake-dra publish --once`) with this --store first")
     if len(nodes) > 1:
-        raise InputError(f"--allocate: the store has slices of several nodes ({', '.join(nodes)}); choose one with --node")
+        raise InputError(f"--allocate: the store has slices of several nodes ({', '.join(nodes)}); choose one with --node-name")
     return nodes[0]
 
 
@@ -126,7 +126,7 @@ def _allocate(store, planned: list[Planned], args: argparse.Namespace) -> dict[i
     classes = stored("deviceclasses", "DeviceClass") + [p.obj for p in planned if p.kind.kind == "DeviceClass"]
     in_use = [c for c in stored("resourceclaims", "ResourceClaim") if (c.get("status") or {}).get("allocation")]
     in_use += [p.obj for p in planned if p.kind.kind == "ResourceClaim" and p not in pending]
-    node = _pick_node(slices, args.node, store.root)
+    node = _pick_node(slices, args.node_name, store.root)
     outcome = allocate_claims([*classes, *slices, *in_use, *(p.obj for p in pending)], node=node,
                               features=_features(args, store.root))
     if not outcome.ok:

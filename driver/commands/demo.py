@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 from driver import DEFAULT_DRIVER_NAME
 from driver.commands import common
-from driver.commands._format import TABLE_WIDTH
+from driver.tables import TABLE_WIDTH
 from driver.errors import InputError
 
 TOUR = "tour"

@@ -11,7 +11,7 @@ import argparse
 import json
 
 from driver.commands import common
-from driver.commands._format import mib, speed, table
+from driver.tables import mib, speed, table
 from driver.discovery import discover, inventory_to_dict
 from driver.hardware import load_catalog
 from driver.model.inventory import Inventory

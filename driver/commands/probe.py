@@ -227,7 +227,7 @@ def _health(client, args: argparse.Namespace) -> int:
 
 
 def _print_health(snapshot: list[Any], wanted: set[str]) -> None:
-    from driver.commands._format import table
+    from driver.tables import table
 
     counts = {s: sum(d.health == s for d in snapshot) for s in HEALTH_STATES}
     print(f"{len(snapshot)} devices: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))

@@ -12,7 +12,7 @@ import textwrap
 from itertools import groupby
 
 from driver.commands import common
-from driver.commands._format import mib, speed, table
+from driver.tables import mib, speed, table
 from driver.discovery import discover
 from driver.hardware import load_catalog
 from driver.model.hardware import GpuModel

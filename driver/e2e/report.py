@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from driver.commands._format import TABLE_WIDTH, table
+from driver.tables import TABLE_WIDTH, table
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ def run(argv, capsys):
 def test_all_allocated_exit_0_and_output_is_schema_valid(tmp_path, capsys):
     fixtures = str(FIXTURES / "kep5963-mig-vgpu.yaml")
     claims = write(tmp_path, "claims.yaml", [claim("a", "mig-1g"), claim("b", "mig-1g")])
-    code, out, err = run(["allocate", "--node", "node-1", fixtures, claims], capsys)
+    code, out, err = run(["allocate", "--node-name", "node-1", fixtures, claims], capsys)
     assert code == 0, err
     docs = list(yaml.safe_load_all(out))
     assert [d["metadata"]["name"] for d in docs] == ["a", "b"]
@@ -49,7 +49,7 @@ def test_all_allocated_exit_0_and_output_is_schema_valid(tmp_path, capsys):
 def test_sequential_unallocatable_exit_1_prints_earlier_claims_and_reason(tmp_path, capsys):
     fixtures = str(FIXTURES / "kep5963-mig-vgpu.yaml")
     claims = write(tmp_path, "claims.yaml", [claim("a", "mig-1g"), claim("b", "vgpu"), claim("c", "mig-1g")])
-    code, out, err = run(["allocate", "--node", "node-1", "--sequential", fixtures, claims], capsys)
+    code, out, err = run(["allocate", "--node-name", "node-1", "--sequential", fixtures, claims], capsys)
     assert code == 1
     assert [d["metadata"]["name"] for d in yaml.safe_load_all(out)] == ["a"]
     assert "claim default/b" in err and "groups incompatible on counter set gpu-0-counters" in err
@@ -58,7 +58,7 @@ def test_sequential_unallocatable_exit_1_prints_earlier_claims_and_reason(tmp_pa
 def test_one_pod_by_default_is_all_or_nothing(tmp_path, capsys):
     fixtures = str(FIXTURES / "kep5963-mig-vgpu.yaml")
     claims = write(tmp_path, "claims.yaml", [claim("a", "mig-1g"), claim("b", "vgpu")])
-    code, out, err = run(["allocate", "--node", "node-1", fixtures, claims], capsys)
+    code, out, err = run(["allocate", "--node-name", "node-1", fixtures, claims], capsys)
     assert code == 1 and out == ""
     assert "groups incompatible on counter set gpu-0-counters" in err
 
@@ -68,18 +68,18 @@ def test_one_pod_backtracks_into_earlier_claims(tmp_path, capsys):
     # as one pod the search revises `any` to a vGPU device so both fit.
     fixtures = str(FIXTURES / "kep5963-mig-vgpu.yaml")
     claims = write(tmp_path, "claims.yaml", [claim("any"), claim("v", "vgpu")])
-    code, out, err = run(["allocate", "--node", "node-1", fixtures, claims], capsys)
+    code, out, err = run(["allocate", "--node-name", "node-1", fixtures, claims], capsys)
     assert code == 0, err
     devices = [d["status"]["allocation"]["devices"]["results"][0]["device"] for d in yaml.safe_load_all(out)]
     assert devices == ["gpu-0-vgpu-0", "gpu-0-vgpu-1"]
-    code, out, err = run(["allocate", "--node", "node-1", "--sequential", fixtures, claims], capsys)
+    code, out, err = run(["allocate", "--node-name", "node-1", "--sequential", fixtures, claims], capsys)
     assert code == 1 and [d["metadata"]["name"] for d in yaml.safe_load_all(out)] == ["any"]
 
 
 def test_gate_flag_changes_the_outcome(tmp_path, capsys):
     fixtures = str(FIXTURES / "kep5963-mig-vgpu.yaml")
     claims = write(tmp_path, "claims.yaml", [claim("a")])
-    code, _, err = run(["allocate", "--node", "node-1", "--features", "DRADeviceCompatibilityGroups=false", fixtures, claims], capsys)
+    code, _, err = run(["allocate", "--node-name", "node-1", "--features", "DRADeviceCompatibilityGroups=false", fixtures, claims], capsys)
     assert code == 1 and "incomplete" in err
 
 
@@ -88,7 +88,7 @@ def test_allocated_claims_in_input_are_in_use_and_not_printed(tmp_path, capsys):
     running["status"] = {"allocation": {"devices": {"results": [
         {"request": "gpu", "driver": "gpu.example.com", "pool": "node-1-pool", "device": "gpu-0-mig-1g-0"}]}}}
     docs = load_fixture("kep5963-mig-vgpu") + [running, claim("new", "mig-1g"), {"kind": "ConfigMap", "metadata": {"name": "x"}}]
-    code, out, err = run(["allocate", "--node", "node-1", write(tmp_path, "all.yaml", docs)], capsys)
+    code, out, err = run(["allocate", "--node-name", "node-1", write(tmp_path, "all.yaml", docs)], capsys)
     assert code == 0
     (doc,) = yaml.safe_load_all(out)
     assert doc["metadata"]["name"] == "new"
@@ -99,7 +99,7 @@ def test_allocated_claims_in_input_are_in_use_and_not_printed(tmp_path, capsys):
 def test_stdin(tmp_path, capsys, monkeypatch):
     docs = load_fixture("kep5963-mig-vgpu") + [claim("a")]
     monkeypatch.setattr(sys, "stdin", io.StringIO(yaml.safe_dump_all(docs)))
-    code, out, _ = run(["allocate", "--node", "node-1", "-"], capsys)
+    code, out, _ = run(["allocate", "--node-name", "node-1", "-"], capsys)
     assert code == 0 and "gpu-0-mig-1g-0" in out
 
 
@@ -116,11 +116,11 @@ def test_stdin(tmp_path, capsys, monkeypatch):
 def test_invalid_input_exit_2(tmp_path, capsys, content, args, message):
     path = tmp_path / "bad.yaml"
     path.write_text(content)
-    code, out, err = run(["allocate", "--node", "n", *args, str(path)], capsys)
+    code, out, err = run(["allocate", "--node-name", "n", *args, str(path)], capsys)
     assert code == 2
     assert message in err and out == ""
 
 
 def test_missing_file_exit_2(tmp_path, capsys):
-    code, _, err = run(["allocate", "--node", "n", str(tmp_path / "nope.yaml")], capsys)
+    code, _, err = run(["allocate", "--node-name", "n", str(tmp_path / "nope.yaml")], capsys)
     assert code == 2 and "cannot read" in err

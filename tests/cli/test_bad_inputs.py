@@ -39,25 +39,25 @@ PUBLISH = ("publish", "--once", "--sysfs-root", "sys", *NODE)
 
 CASES = [
     # allocate
-    Case(("allocate", "--node", "n1", "binary.yaml"), ("binary.yaml", "not UTF-8")),
-    Case(("allocate", "--node", "n1", "classes-only.yaml"), ("classes-only.yaml", "no claims to allocate")),
-    Case(("allocate", "--node", "n1", "missing.yaml"), ("missing.yaml", "No such file")),
-    Case(("allocate", "--node", "n1", "adir"), ("adir", "Is a directory")),
-    Case(("allocate", "--node", "n1", "broken.yaml"), ("broken.yaml: invalid YAML at line 2, column 1",)),
-    Case(("allocate", "--node", "n1", "control.yaml"), ("control.yaml: invalid YAML at character offset 38",
+    Case(("allocate", "--node-name", "n1", "binary.yaml"), ("binary.yaml", "not UTF-8")),
+    Case(("allocate", "--node-name", "n1", "classes-only.yaml"), ("classes-only.yaml", "no claims to allocate")),
+    Case(("allocate", "--node-name", "n1", "missing.yaml"), ("missing.yaml", "No such file")),
+    Case(("allocate", "--node-name", "n1", "adir"), ("adir", "Is a directory")),
+    Case(("allocate", "--node-name", "n1", "broken.yaml"), ("broken.yaml: invalid YAML at line 2, column 1",)),
+    Case(("allocate", "--node-name", "n1", "control.yaml"), ("control.yaml: invalid YAML at character offset 38",
                                                          "#x0001")),
     Case(("apply", "-f", "control.yaml", "--store", "store"), ("control.yaml: invalid YAML at character offset 38",)),
     # Nested deeper than any object: the project's message whatever PyYAML says (6.0.4's libyaml refuses
     # > 1,000 levels in its own words; the pure-Python loader ran out of stack at ~1,000).
     Case(("apply", "-f", "deep.yaml", "--store", "store"), ("deep.yaml: nests more than 100 levels deep",)),
-    Case(("allocate", "--node", "n1", "deep.yaml"), ("deep.yaml: nests more than 100 levels deep",)),
+    Case(("allocate", "--node-name", "n1", "deep.yaml"), ("deep.yaml: nests more than 100 levels deep",)),
     Case(("apply", "-f", "dupkey.yaml", "--store", "store"), ('dupkey.yaml: invalid YAML at line 3, column 1: duplicate key "metadata"',)),
     Case(("e2e", "--scenarios-dir", "control-scenarios", "--list"), ("control-scenarios/x.yaml: invalid YAML at character offset",)),
     Case(("slices", "--sysfs-root", "sys", *NODE, "--driver-config", "control.yaml"),
          ("driver config control.yaml: invalid YAML at character offset 38",)),
-    Case(("allocate", "--node", "n1", "classes-only.yaml", "scalar.yaml"), ("scalar.yaml: document 1", "got str")),
-    Case(("allocate", "--node", "n1", "--budget", "0", "classes-only.yaml"), ("--budget",)),
-    Case(("allocate", "--node", "n1", "classes-only.yaml"), ("FAKE_DRA_BUDGET", "--budget"), env={"FAKE_DRA_BUDGET": "lots"}),
+    Case(("allocate", "--node-name", "n1", "classes-only.yaml", "scalar.yaml"), ("scalar.yaml: document 1", "got str")),
+    Case(("allocate", "--node-name", "n1", "--budget", "0", "classes-only.yaml"), ("--budget",)),
+    Case(("allocate", "--node-name", "n1", "classes-only.yaml"), ("FAKE_DRA_BUDGET", "--budget"), env={"FAKE_DRA_BUDGET": "lots"}),
     # apply / get / delete (the local object store)
     Case(("apply", "-f", "binary.yaml", "--store", "store"), ("binary.yaml", "not UTF-8")),
     Case(("apply", "-f", "missing.yaml", "--store", "store"), ("missing.yaml", "cannot read")),
@@ -264,7 +264,7 @@ def test_run_refuses_a_bad_flag_before_it_logs_anything(world: Path, tmp_path: P
     assert not (tmp_path / "fake-dra").exists()  # nothing created: no node directory, no store
 
 
-@pytest.mark.parametrize("command", [("apply", "-f", "-"), ("delete", "-f", "-"), ("allocate", "--node", "n1", "-")])
+@pytest.mark.parametrize("command", [("apply", "-f", "-"), ("delete", "-f", "-"), ("allocate", "--node-name", "n1", "-")])
 def test_binary_stdin_is_named_not_parsed(tmp_path: Path, command):
     # `... | fake-dra apply -f -` with bytes that are not UTF-8, under the C locale Python gives a
     # script without a UTF-8 locale: the message names stdin and the byte, in one line.

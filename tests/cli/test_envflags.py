@@ -30,7 +30,7 @@ def test_every_flag_of_every_command_has_a_variable_shown_in_help():
     # The flags the README once promised in vain, and the newer ones.
     for expected in [("run", "FAKE_DRA_NO_PUBLISH"), ("run", "FAKE_DRA_LOG_LEVEL"), ("(global)", "FAKE_DRA_LOG_FORMAT"),
                      ("publish", "FAKE_DRA_DELETE_SLICES_ON_EXIT"), ("run", "FAKE_DRA_KUBELET_ROOT"),
-                     ("e2e", "FAKE_DRA_JUNIT"), ("allocate", "FAKE_DRA_NODE"), ("probe", "FAKE_DRA_TIMEOUT")]:
+                     ("e2e", "FAKE_DRA_JUNIT"), ("allocate", "FAKE_DRA_NODE_NAME"), ("apply", "FAKE_DRA_NODE_NAME"), ("probe", "FAKE_DRA_TIMEOUT")]:
         assert expected in names
 
 
@@ -98,7 +98,7 @@ def test_variables_beat_other_fallbacks():
 
 
 def test_a_required_flag_can_come_from_its_variable():
-    assert parse(["allocate", "x.yaml"], {"FAKE_DRA_NODE": "n1"}).node == "n1"
+    assert parse(["allocate", "x.yaml"], {"FAKE_DRA_NODE_NAME": "n1"}).node_name == "n1"
     args = parse(["fault"], {"FAKE_DRA_DEVICE": "0000:07:00.0", "FAKE_DRA_CLEAR": "1"})
     assert args.device == "0000:07:00.0" and args.clear is True
 

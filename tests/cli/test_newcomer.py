@@ -109,7 +109,7 @@ def test_the_tour_from_a_fresh_clone(newcomer):
 
     assert "backend=store" in sh("publish", "--once", "--sysfs-root", "sys", "--node-name", "n1").stdout
     (sh.work / "claim.yaml").write_text(CLAIM)
-    (allocated,) = yaml.safe_load_all(sh("allocate", "--node", "n1", "slices.yaml", "claim.yaml").stdout)
+    (allocated,) = yaml.safe_load_all(sh("allocate", "--node-name", "n1", "slices.yaml", "claim.yaml").stdout)
     assert allocated["status"]["allocation"]["devices"]["results"][0]["device"].startswith("gpu-0-mig-")
 
     proc, log = sh.spawn("run", "--sysfs-root", "sys", "--node-name", "n1")
@@ -135,8 +135,8 @@ def test_the_tour_from_a_fresh_clone(newcomer):
 MISTAKES = [
     (("--log-level", "LOUD", "discover"), {}, ("--log-level", "LOUD")),
     (("discover", "--sysfs-root", "sys", "--log-level", "LOUD"), {}, ("--log-level",)),
-    (("allocate", "--node", "n1", "binary.yaml"), {}, ("binary.yaml", "not UTF-8")),
-    (("allocate", "--node", "n9", "slices.yaml"), {}, ("no claims to allocate",)),
+    (("allocate", "--node-name", "n1", "binary.yaml"), {}, ("binary.yaml", "not UTF-8")),
+    (("allocate", "--node-name", "n9", "slices.yaml"), {}, ("no claims to allocate",)),
     (("e2e", "--scenarios-dir", "binary-scenarios", "--list"), {}, ("binary-scenarios", "not UTF-8")),
     (("e2e", "--scenarios-dir", "empty"), {}, ("--scenarios-dir", "empty")),
     (("e2e", "--scenario", "tour", "--junit", "sys"), {}, ("--junit", "sys", "is a directory")),

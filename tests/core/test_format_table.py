@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from driver.commands._format import table
+from driver.tables import table
 
 TOKEN = "k8s.fake-dra.example.com/device=0f3c2a44-1111-2222-3333-444455556666-gpu-0-mig-1g5gb-0"
 

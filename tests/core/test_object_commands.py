@@ -153,16 +153,16 @@ def test_apply_allocate_needs_a_node(tmp_path, capsys):
 
 def test_apply_allocate_node_choice(node, tmp_path, capsys):
     (tmp_path / "c.yaml").write_text(claim("a"))
-    code, _, err = cli(capsys, "apply", "-f", str(tmp_path / "c.yaml"), "--allocate", "--node", "node-9",
+    code, _, err = cli(capsys, "apply", "-f", str(tmp_path / "c.yaml"), "--allocate", "--node-name", "node-9",
                        "--store", str(node))
-    assert code == 2 and "--node node-9: no ResourceSlices of that node" in err and "node-1" in err
+    assert code == 2 and "--node-name node-9: no ResourceSlices of that node" in err and "node-1" in err
     other = ObjectStore(node).get("resourceslices", None, ObjectStore(node).list("resourceslices")[0]["metadata"]["name"])
     other["metadata"] = {"name": "node-2-slice"}
     other["spec"]["nodeName"] = "node-2"
     other["spec"]["pool"]["name"] = "node-2"
     ObjectStore(node).create("resourceslices", other)
     code, _, err = cli(capsys, "apply", "-f", str(tmp_path / "c.yaml"), "--allocate", "--store", str(node))
-    assert code == 2 and "several nodes (node-1, node-2); choose one with --node" in err
+    assert code == 2 and "several nodes (node-1, node-2); choose one with --node-name" in err
 
 
 def test_apply_allocate_skips_allocated_claims(node, tmp_path, capsys):

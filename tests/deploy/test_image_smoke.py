@@ -100,7 +100,7 @@ def test_cli_prints_nul_separated_args_and_reports_errors(rendered: Path, tmp_pa
     assert smoke.main(["probe-command", "--rendered", str(rendered)]) == 0
     assert capsys.readouterr().out.split("\0") == ["10", "fake-dra", "probe", "--timeout=5", ""]
     assert smoke.main(["podman-args", "--rendered", str(rendered), "--container", "plugin", "--work",
-                       str(tmp_path), "--image", "x/y:z", "--node", "n"]) == 1
+                       str(tmp_path), "--image", "x/y:z", "--node-name", "n"]) == 1
     assert "the smoke built 'x/y:z'" in capsys.readouterr().err
 
 

@@ -1,4 +1,5 @@
-"""Plain-text tables and unit formatting shared by the human-facing commands (discover, show, get, e2e).
+"""Plain-text tables and unit formatting for every human-facing output (discover, show, get, the e2e
+reports); a leaf module, so the commands and the e2e harness share it without importing each other.
 
 Tables fit a terminal of TABLE_WIDTH columns without breaking a token: a value that does not fit
 its column is wrapped at spaces when the column allows it, and otherwise replaced by a marker `[n]`
