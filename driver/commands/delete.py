@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         except NotFoundError:
             if not args.ignore_not_found:
                 where = f' in namespace "{ns}"' if ns else ""
-                missing.append(f'{kind.plural}.resource.k8s.io "{name}" not found{where}')
+                missing.append(f'{kind.resource} "{name}" not found{where}')
             continue
         print(f'{kind.qualified} "{name}" deleted')
     if missing:

@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "get", help="list or show objects of the local object store (kubectl get)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kind", metavar="KIND",
-                        help="deviceclasses, resourceclaims, resourceclaimtemplates or resourceslices (plural, "
+                        help="deviceclasses, resourceclaims, resourceclaimtemplates, resourceslices, nodes or pods (plural, "
                              "singular or Kind; comma-separated for several)")
     parser.add_argument("names", nargs="*", default=[], metavar="NAME", help="only these objects")
     parser.add_argument("-o", "--output", choices=_objects.OUTPUTS, default="table",
@@ -47,7 +47,7 @@ def _fetch(store, kind: Kind, args: argparse.Namespace) -> list[dict]:
             out.append(store.get(kind.plural, ns, name))
         except NotFoundError:
             where = f' in namespace "{ns}"' if ns else ""
-            raise NotFoundError(f'{kind.plural}.resource.k8s.io "{name}" not found{where}') from None
+            raise NotFoundError(f'{kind.resource} "{name}" not found{where}') from None
     return out
 
 

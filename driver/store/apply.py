@@ -130,7 +130,7 @@ def _check_preconditions(doc: Mapping[str, Any], current: dict[str, Any] | None,
         raise ConflictError(f"{where}: Precondition failed: UID in precondition: {uid}, UID in object meta: "
                             f"{cur.get('uid')}")
     if rv and str(rv) != str(cur.get("resourceVersion")):
-        raise ConflictError(f'{where}: Operation cannot be fulfilled on {planned.kind.plural}.resource.k8s.io '
+        raise ConflictError(f'{where}: Operation cannot be fulfilled on {planned.kind.resource} '
                             f'"{planned.name}": the object has been modified (resourceVersion {rv}, stored '
                             f'{cur.get("resourceVersion")}); please apply your changes to the latest version and try again')
 

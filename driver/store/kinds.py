@@ -1,11 +1,14 @@
 """The kinds the local object store serves, and how a user may name them (kubectl's rules).
 
-`fake-dra get/apply/delete` accept a kind the way kubectl does for resource.k8s.io: the plural
-resource name, the singular name, the Kind (case-insensitive), each optionally qualified with the
-group (`resourceclaims.resource.k8s.io`) or version and group (`resourceclaims.v1.resource.k8s.io`).
-The resource.k8s.io/v1 types have no short names (source: kubernetes/kubernetes
-api/discovery/apis__resource.k8s.io__v1.json lists none; `rc` is kubectl's short name for
-replicationcontrollers), so none are accepted here either.
+`fake-dra get/apply/delete` accept a kind the way kubectl does: the plural resource name, the
+singular name, the Kind (case-insensitive), each optionally qualified with the group
+(`resourceclaims.resource.k8s.io`) or version and group (`resourceclaims.v1.resource.k8s.io`), and
+the short names the API server's discovery lists. The resource.k8s.io/v1 types have none (source:
+kubernetes/kubernetes api/discovery/apis__resource.k8s.io__v1.json; `rc` is kubectl's short name for
+replicationcontrollers); core/v1 Nodes and Pods have `no` and `po` (api/discovery/api__v1.json).
+
+Nodes and Pods are the core/v1 kinds scheduling needs: fleets create Nodes, and `fake-dra schedule`
+binds Pods to them. Kubernetes prints core objects without a group (`pod/x created`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,14 @@ class Kind:
     # kube-apiserver refuses updates that change the spec (pkg/apis/resource/validation:
     # ValidateResourceClaimUpdate / ValidateResourceClaimTemplateUpdate use ValidateImmutableField).
     immutable_spec: bool = False
+    group: str = GROUP  # "" for the core API
+    version: str = VERSION
+    short_names: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        """The apiVersion field of this kind's objects: `resource.k8s.io/v1`, `v1` for core."""
+        return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
     def singular(self) -> str:
@@ -34,13 +45,22 @@ class Kind:
 
     @property
     def qualified(self) -> str:
-        """`resourceclaim.resource.k8s.io`, the prefix kubectl prints in `apply`/`delete` messages."""
-        return f"{self.singular}.{GROUP}"
+        """`resourceclaim.resource.k8s.io` (`pod` for core), the prefix kubectl prints in `apply`/`delete` messages."""
+        return f"{self.singular}.{self.group}" if self.group else self.singular
+
+    @property
+    def resource(self) -> str:
+        """`resourceclaims.resource.k8s.io` (`pods` for core), as kubectl names the resource in NotFound errors."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
 
     def names(self) -> set[str]:
-        out = set()
+        out = set(self.short_names)
         for base in (self.plural, self.singular):
-            out |= {base, f"{base}.{GROUP}", f"{base}.{VERSION}.{GROUP}"}
+            out.add(base)
+            if self.group:
+                out |= {f"{base}.{self.group}", f"{base}.{self.version}.{self.group}"}
+            else:
+                out.add(f"{base}.{self.version}")
         return out
 
 
@@ -49,6 +69,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("ResourceClaim", "resourceclaims", namespaced=True, immutable_spec=True),
     Kind("ResourceClaimTemplate", "resourceclaimtemplates", namespaced=True, immutable_spec=True),
     Kind("ResourceSlice", "resourceslices", namespaced=False),
+    Kind("Node", "nodes", namespaced=False, group="", short_names=("no",)),
+    Kind("Pod", "pods", namespaced=True, group="", short_names=("po",)),
 )
 _BY_KIND = {k.kind: k for k in KINDS}
 
@@ -76,7 +98,7 @@ def for_object(api_version: object, kind: object, where: str) -> Kind:
     if found is None:
         raise InputError(f"{where}: kind: {kind!r} is not stored by the local store (it keeps "
                          f"{', '.join(k.kind for k in KINDS)})")
-    if api_version != API_VERSION:
+    if api_version != found.api_version:
         raise InputError(f"{where}: apiVersion: {api_version!r} is not served by the local store; "
-                         f"use {API_VERSION}")
+                         f"use {found.api_version}")
     return found

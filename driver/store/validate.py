@@ -40,6 +40,8 @@ def check_object(kind: str, obj: Mapping[str, Any]) -> None:
         parse_class(obj)
     elif kind == "ResourceSlice":
         _check_slice(obj)
+    elif kind == "Pod":
+        _check_pod(obj)
 
 
 def _check_template(obj: Mapping[str, Any]) -> None:
@@ -58,3 +60,26 @@ def _check_slice(obj: Mapping[str, Any]) -> None:
     (parsed,) = index_slices([obj])
     # A ParsedSlice parses its counter sets and devices on first access, raising InputError there.
     _ = parsed.counter_sets, parsed.devices
+
+
+def _check_pod(obj: Mapping[str, Any]) -> None:
+    """The part of a Pod that scheduling with DRA reads: spec.resourceClaims (core/v1 PodResourceClaim:
+    a name and exactly one of resourceClaimName / resourceClaimTemplateName)."""
+    meta = obj.get("metadata") or {}
+    label = f"Pod {meta.get('namespace') or 'default'}/{meta.get('name')}"
+    claims = (obj.get("spec") or {}).get("resourceClaims")
+    if claims is None:
+        return
+    if not isinstance(claims, list):
+        raise InputError(f"{label}: spec.resourceClaims: must be a list")
+    seen: set[str] = set()
+    for i, entry in enumerate(claims):
+        where = f"{label}: spec.resourceClaims[{i}]"
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str) or not entry.get("name"):
+            raise InputError(f"{where}.name: required")
+        if entry["name"] in seen:
+            raise InputError(f"{where}.name: Duplicate value: {entry['name']!r}")
+        seen.add(entry["name"])
+        sources = [k for k in ("resourceClaimName", "resourceClaimTemplateName") if entry.get(k)]
+        if len(sources) != 1:
+            raise InputError(f"{where}: must specify exactly one of resourceClaimName, resourceClaimTemplateName")

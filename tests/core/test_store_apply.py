@@ -166,7 +166,8 @@ def test_namespaces(tmp_path):
     (CLAIM.format(name="UPPER"), "metadata.name: 'UPPER' must be a DNS subdomain"),
     (CLAIM.format(name="a/b"), "metadata.name: 'a/b' must be a DNS subdomain"),
     (CLAIM.replace("  name: {name}\n", "  generateName: x-\n"), "metadata.name: required (generateName"),
-    (CLAIM.format(name="c").replace("kind: ResourceClaim", "kind: Pod"), "kind: 'Pod' is not stored by the local store"),
+    (CLAIM.format(name="c").replace("kind: ResourceClaim", "kind: Deployment"), "kind: 'Deployment' is not stored by the local store"),
+    (CLAIM.format(name="c").replace("kind: ResourceClaim", "kind: Pod"), "apiVersion: 'resource.k8s.io/v1' is not served by the local store; use v1"),
     (CLAIM.format(name="c").replace("resource.k8s.io/v1", "resource.k8s.io/v1beta1"),
      "apiVersion: 'resource.k8s.io/v1beta1' is not served by the local store; use resource.k8s.io/v1"),
     (CLAIM.format(name="c").replace("kind: ResourceClaim\n", ""), "kind: required"),
@@ -223,7 +224,7 @@ def test_kind_names_like_kubectl(name):
     assert resolve(name).plural == "resourceclaims"
 
 
-@pytest.mark.parametrize("name", ["rc", "claims", "resourceclaims.v1beta1.resource.k8s.io", "pods"])
+@pytest.mark.parametrize("name", ["rc", "claims", "resourceclaims.v1beta1.resource.k8s.io", "deployments"])
 def test_unknown_kind_names(name):
     with pytest.raises(InputError, match=f'doesn\'t have a resource type "{name}"'):
         resolve(name)
@@ -248,3 +249,18 @@ def test_unreadable_store_files_are_named(tmp_path):
     path.mkdir()
     with pytest.raises(InputError, match="cannot read .*c.yaml"):
         store.get("resourceclaims", "default", "c")
+
+
+def test_nodes_and_pods_are_core_v1_kinds_of_the_store(tmp_path):
+    """Fleets create Nodes and `schedule` binds Pods: both are stored as kube-apiserver serves them."""
+    store = ObjectStore(tmp_path)
+    docs = [("f.yaml", 1, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"type": "kwok"}}}),
+            ("f.yaml", 2, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                           "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]}})]
+    applied = commit(store, plan(store, docs))
+    assert [a.planned.ref for a in applied] == ["node/n1", "pod/p"]
+    assert store.get("nodes", None, "n1")["metadata"]["labels"] == {"type": "kwok"}
+    assert (tmp_path / "pods" / "default" / "p.yaml").is_file()
+    assert resolve("po").kind == "Pod" and resolve("no").kind == "Node" and resolve("pods.v1").kind == "Pod"
+    with pytest.raises(InputError, match=r"apiVersion: 'resource.k8s.io/v1' is not served by the local store; use v1"):
+        plan(store, [("f.yaml", 1, {"apiVersion": "resource.k8s.io/v1", "kind": "Pod", "metadata": {"name": "q"}})])
