@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from driver.allocator.cluster import ClusterView
 from driver.allocator.engine import DEFAULT_BUDGET
 from driver.allocator.inputs import claim_label
 from driver.allocator.pools import Node
@@ -43,8 +44,8 @@ from driver.errors import AllocationError, InputError, SearchBudgetExceeded
 from driver.features import Features
 
 __all__ = [
-    "DEFAULT_BUDGET", "AllocationOutcome", "Allocator", "ClaimOutcome", "Node", "PlacedDevice", "Violation",
-    "allocate_claims", "split_objects", "validate_combination",
+    "DEFAULT_BUDGET", "AllocationOutcome", "Allocator", "ClaimOutcome", "ClusterView", "Node", "PlacedDevice",
+    "Violation", "allocate_claims", "cluster_view", "split_objects", "validate_combination",
 ]
 
 
@@ -113,6 +114,17 @@ def split_objects(objects: Iterable[Any]) -> Objects:
     return out
 
 
+def cluster_view(objs: Objects, features: Features = Features()) -> ClusterView:
+    """A ClusterView of split objects: slices, classes, Node labels and the allocated claims."""
+    view = ClusterView(features=features)
+    view.add_slices(objs.slices)
+    view.replace_classes(objs.classes)
+    for name, obj in objs.nodes.items():
+        view.set_node(name, (obj.get("metadata") or {}).get("labels") or {})
+    view.replace_claims(objs.allocated)
+    return view
+
+
 def allocate_claims(
     objects: Iterable[Any],
     *,
@@ -130,11 +142,7 @@ def allocate_claims(
     claim that does not fit.
     """
     objs = split_objects(objects)
-    labels = (objs.nodes.get(node, {}).get("metadata") or {}).get("labels") or {}
-    alloc = Allocator(
-        slices=objs.slices, classes=objs.classes, node=Node(node, dict(labels)), features=features,
-        allocated=objs.allocated, budget=budget,
-    )
+    alloc = cluster_view(objs, features).allocator(node, budget=budget)
     outcome = AllocationOutcome(warnings=list(objs.warnings))
     groups = [[claim] for claim in objs.pending] if sequential else ([objs.pending] if objs.pending else [])
     for group in groups:

@@ -15,7 +15,6 @@ ends pathological searches with SearchBudgetExceeded.
 from __future__ import annotations
 
 import uuid
-from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -195,18 +194,24 @@ class Search:
             if not done:
                 undo()
             return done
-        positions, candidates = self.alloc.candidates(claim, req)
+        alloc = self.alloc
+        cands = alloc.candidates(claim, req)
         pi0, dj0 = start
-        begin = bisect_left(positions, self.alloc.offsets[pi0] + dj0) if pi0 < len(self.alloc.offsets) else len(positions)
-        if len(positions) - begin < need - di:
+        position = alloc.offsets[pi0] + dj0 if pi0 < len(alloc.offsets) else len(alloc.flat)
+        k = cands.index_from(alloc, claim, req, position)
+        if cands.complete and len(cands.positions) - k < need - di:
             # Fewer matching devices remain after `start` than still needed: this subtree has no
             # solution, so cutting it leaves the first solution (the result) unchanged.
             return False
-        for k in range(begin, len(candidates)):
-            pi, dj, pool, dev = candidates[k]
+        while True:
+            entry = cands.at(alloc, claim, req, k)
+            if entry is None:
+                break
+            k += 1
+            pi, dj, pool, dev = entry
             if self._in_use_skip(ci, req, dev):
                 continue
-            if not self.alloc.selectable(claim, req, dev):
+            if not alloc.selectable(claim, req, dev):
                 continue
             self._tick(ci)
             undo = self._allocate_device(ci, req, dev, pool, must=False)
