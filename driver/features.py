@@ -153,7 +153,9 @@ class Features:
         return out
 
     def __str__(self) -> str:
-        return ",".join(f"{g}={'true' if v else 'false'}" for g, v in self.as_gates().items())
+        """The `--features` text of this value (an unset gate is left out, so it stays unset)."""
+        unset = {g for g, attr in GATE_FIELDS.items() if getattr(self, attr) is None}
+        return ",".join(f"{g}={'true' if v else 'false'}" for g, v in self.as_gates().items() if g not in unset)
 
 
 def parse_gates(text: str | None, where: str = "--features") -> dict[str, bool]:

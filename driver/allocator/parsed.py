@@ -21,7 +21,7 @@ class ParsedSlice:
     """A checked ResourceSlice: identity fields read once, devices parsed on first use."""
 
     __slots__ = ("name", "key", "spec", "driver", "pool_name", "generation", "count", "node_name", "has_counters",
-                 "_devices", "_counter_sets", "_groups")
+                 "_devices", "_counter_sets", "_groups", "_refs", "_conditions")
 
     def __init__(self, name: str, spec: Mapping[str, Any], key: str | None = None):
         self.name = name
@@ -37,6 +37,8 @@ class ParsedSlice:
         self._devices: tuple[DeviceInfo, ...] | None = None
         self._counter_sets: dict[str, dict[str, Counter]] | None = None
         self._groups: bool | None = None
+        self._refs: frozenset[tuple[str, str]] | None = None
+        self._conditions: bool | None = None
 
     @property
     def devices(self) -> tuple[DeviceInfo, ...]:
@@ -57,6 +59,21 @@ class ParsedSlice:
                 c.get("compatibilityGroups") for d in self.spec.get("devices") or () for c in (d.get("consumesCounters") or ())
             )
         return self._groups
+
+    @property
+    def consumed_refs(self) -> frozenset[tuple[str, str]]:
+        """(counter set, counter) pairs any device of the slice consumes from (for pool validation)."""
+        if self._refs is None:
+            self._refs = frozenset((cons.counter_set, name) for dev in self.devices for cons in dev.consumes
+                                   for name in (*cons.static, *cons.value_from))
+        return self._refs
+
+    @property
+    def binding_conditions(self) -> bool:
+        """Whether a device sets bindingConditions (its pool is then searched last)."""
+        if self._conditions is None:
+            self._conditions = any(dev.binding_conditions is not None for dev in self.devices)
+        return self._conditions
 
     @property
     def pool_id(self) -> tuple[str, str]:

@@ -215,17 +215,19 @@ def _build_pool(driver: str, pool_name: str, members: list[ParsedSlice], all_mem
         if features.partitionable_devices and spec.get("sharedCounters"):
             counter_slices.append(ps)
             continue
-        per_device = bool(spec.get("perDeviceNodeSelection"))
-        pool.in_order.extend(ps.devices)
-        for i, info in enumerate(ps.devices):
-            if info.binding_conditions is not None:
-                pool.binding_conditions = True
-            if per_device:
-                raw = info.raw
-                where = f"ResourceSlice {ps.name}: spec.devices[{i}].nodeSelector"
-                if not node_matches(node, raw.get("nodeName"), bool(raw.get("allNodes")), raw.get("nodeSelector"), where):
-                    pool.elsewhere.append(info)
-                    continue
+        devices = ps.devices
+        pool.in_order.extend(devices)
+        if ps.binding_conditions:
+            pool.binding_conditions = True
+        if not spec.get("perDeviceNodeSelection"):
+            pool.devices.extend(devices)
+            continue
+        for i, info in enumerate(devices):
+            raw = info.raw
+            where = f"ResourceSlice {ps.name}: spec.devices[{i}].nodeSelector"
+            if not node_matches(node, raw.get("nodeName"), bool(raw.get("allNodes")), raw.get("nodeSelector"), where):
+                pool.elsewhere.append(info)
+                continue
             pool.devices.append(info)
     if all_members is not None:
         for ps in all_members:
@@ -236,12 +238,14 @@ def _build_pool(driver: str, pool_name: str, members: list[ParsedSlice], all_mem
                 continue
             pool.other_devices.extend(ps.devices)
         pool.in_order.extend(pool.other_devices)
-    seen: set[str] = set()
-    for info in pool.devices + pool.elsewhere:
-        if info.name in seen:
-            pool.invalid = f"duplicate device name {info.name}"
-            return pool
-        seen.add(info.name)
+    names = [info.name for info in pool.devices + pool.elsewhere]
+    if len(set(names)) != len(names):
+        seen: set[str] = set()
+        for name in names:
+            if name in seen:
+                pool.invalid = f"duplicate device name {name}"
+                return pool
+            seen.add(name)
     if not features.partitionable_devices:
         return pool
     for ps in counter_slices:
@@ -250,6 +254,10 @@ def _build_pool(driver: str, pool_name: str, members: list[ParsedSlice], all_mem
                 pool.invalid = f"duplicate counter set name {cs_name}"
                 return pool
             pool.counter_sets[cs_name] = counters
+    sets = pool.counter_sets
+    consuming = [ps for ps in pool.sources if ps.consumed_refs]
+    if all(cs in sets and name in sets[cs] for ps in consuming for cs, name in ps.consumed_refs):
+        return pool  # every reference resolves (the usual case: checked per slice, not per device)
     for info in pool.devices + pool.elsewhere + pool.other_devices:
         for cons in info.consumes:
             counters = pool.counter_sets.get(cons.counter_set)

@@ -30,6 +30,18 @@ from driver.features import Features
 from driver.model.quantity import parse_quantity
 
 
+def cel_variable(dev: DeviceInfo) -> dict:
+    """The device's CEL `device` variable, built once; InputError for an attribute the API server
+    would have rejected."""
+    variable = dev.memo.get("cel")
+    if variable is None:
+        try:
+            variable = dev.memo["cel"] = device_variable(dev.driver, dev.raw)
+        except CelRuntimeError as exc:
+            raise InputError(f"ResourceSlice {dev.slice_name}: device {dev.name}: {exc}") from None
+    return variable
+
+
 class Allocator:
     """Allocation state of one node. Not thread-safe: one instance per thread (build one per node
     and cycle from a shared ClusterView with `ClusterView.allocator`)."""
@@ -134,13 +146,7 @@ class Allocator:
         key = (self._class_keys[req.class_name], req.selector_exprs)
         hit = memo.get(key)
         if hit is None:
-            variable = memo.get("cel")
-            if variable is None:
-                try:
-                    variable = memo["cel"] = device_variable(dev.driver, dev.raw)
-                except CelRuntimeError as exc:  # an attribute the API server would have rejected
-                    raise InputError(f"ResourceSlice {dev.slice_name}: device {dev.name}: {exc}") from None
-            hit = memo[key] = selector_matches(claim, req, self.classes[req.class_name], dev, variable)
+            hit = memo[key] = selector_matches(claim, req, self.classes[req.class_name], dev, lambda: cel_variable(dev))
         return hit
 
     def candidates(self, claim: Claim, req: Request) -> Candidates:

@@ -103,6 +103,20 @@ class Selector:
     program: Any
     domains: tuple[str, ...]  # string literals: candidate domains that default to an empty map
     fast: Any = None  # direct evaluator for simple conjunctions (fastpath.py), same semantics
+    fast_raw: Any = None  # the same, reading the published device instead of the CEL variable
+
+    def matches_published(self, driver: str, raw: Mapping[str, Any]) -> bool | None:
+        """Evaluate against a device as published, without building its CEL variable; None when
+        only the CEL variable can decide (call `matches`). Only for devices whose attributes are
+        all plain scalars (`plain_attributes`), so no conversion error is skipped."""
+        if self.fast_raw is None:
+            return None
+        try:
+            return self.fast_raw(driver, raw)
+        except FastNoSuchKey as exc:
+            raise CelRuntimeError(f"no such key: {exc.args[0]}") from None
+        except Declined:
+            return None
 
     def matches(self, device: Mapping[str, Any]) -> bool:
         """Evaluate against a `device` variable built by `device_variable`."""
@@ -178,7 +192,8 @@ def _compile(expression: str) -> Selector | str:
     if unbound:
         return f"compilation failed: undeclared reference to {', '.join(unbound)} (only `device` is defined)"
     literals = tuple(sorted({a or b for a, b in _STRING_LITERAL.findall(expression) if (a or b)}))
-    return Selector(expression, program, literals, compile_fast(expression))
+    fast = compile_fast(expression)
+    return Selector(expression, program, literals, *(fast or (None, None)))
 
 
 def compile_selector(expression: str, where: str) -> Selector:

@@ -4,6 +4,7 @@ Public API: `ClusterView` (objects in, per-node `Allocator` out, incremental upd
 usage), `claim_key`, and the usage records of usage.py.
 """
 
+from driver.allocator.cluster.fleet import FilterOutcome, filter_nodes
 from driver.allocator.cluster.view import KINDS, ClusterView, NodeEntry, claim_key
 
-__all__ = ["KINDS", "ClusterView", "NodeEntry", "claim_key"]
+__all__ = ["KINDS", "ClusterView", "FilterOutcome", "NodeEntry", "claim_key", "filter_nodes"]

@@ -19,7 +19,6 @@ to caches, each addition a single assignment of a finished value. The update met
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -195,15 +194,19 @@ class ClusterView:
 
         This is how a scheduler commits the allocation it chose: the claim with `status.allocation`
         set. Only results that hold their device count (adminAccess results do not, as upstream).
+        Claim objects are taken as immutable (like informer objects): pass a new object to change one.
         """
         key = key or claim_key(obj)
+        allocation = _allocation(obj)
         known = self._claims.get(key)
-        if known is not None and known[0] is obj and known[1] == _results_of(obj):
+        if known is not None and (known[0] is obj or known[1] == allocation):
+            if known[0] is not obj:
+                self._claims[key] = (obj, allocation, known[2])
             return key
-        results = held_results(obj, key, self.features) if (obj.get("status") or {}).get("allocation") else []
+        results = held_results(obj, key, self.features) if allocation else []
         self.remove_claim(key)
-        if results or (obj.get("status") or {}).get("allocation"):
-            self._claims[key] = (obj, copy.deepcopy(_results_of(obj)), results)
+        if allocation:
+            self._claims[key] = (obj, allocation, results)
             self._hold(results, +1)
         return key
 
@@ -227,9 +230,7 @@ class ClusterView:
         for key in [k for k in self._claims if k not in keyed]:
             self.remove_claim(key)
         for key, obj in keyed.items():
-            known = self._claims.get(key)
-            if known is None or known[1] != _results_of(obj):
-                self.set_claim(obj, key)
+            self.set_claim(obj, key)
 
     def claims(self) -> list[Mapping[str, Any]]:
         """The allocated claims the view holds (the objects given)."""
@@ -293,14 +294,20 @@ class ClusterView:
 
         return Allocator.for_node(self, node, budget=budget)
 
+    def filter(self, claims: Sequence[Mapping[str, Any]], nodes: Sequence[str] | None = None, *,
+               budget: int = DEFAULT_BUDGET, explain: bool = True) -> Any:
+        """One pod's claims tried on every node (or `nodes`), as kube-scheduler's Filter: see fleet.py."""
+        from driver.allocator.cluster.fleet import filter_nodes
+
+        return filter_nodes(self, claims, nodes, budget=budget, explain=explain)
+
     def uses_kep5941(self) -> bool:
         """Whether any slice carries KEP-5941 fields (valueFrom consumption, counter requestPolicy)."""
         return any(_kep5941(ps.spec) for ps in self.slices)
 
 
-def _results_of(obj: Mapping[str, Any]) -> Any:
-    return ((obj.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") \
-        if isinstance((obj.get("status") or {}).get("allocation"), Mapping) else None
+def _allocation(obj: Mapping[str, Any]) -> Any:
+    return (obj.get("status") or {}).get("allocation")
 
 
 def _kep5941(spec: Mapping[str, Any]) -> bool:
