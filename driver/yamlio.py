@@ -28,6 +28,7 @@ duplicate key, which is reported with its position) goes the YAML way.
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from typing import Any
@@ -208,8 +209,7 @@ class _Walker:
 _JSON_START = re.compile(r"\s*[\[{]")
 _GAP = re.compile(r"(?:\s|^---[ \t]*$)*", re.M)  # whitespace and `---` separator lines
 _YAML_FLOAT = re.compile(r"[-+]?(?:[0-9][0-9_]*)?\.[0-9.]*(?:[eE][-+][0-9]+)?$")  # PyYAML's float (needs a dot)
-_BRACKETS = re.compile(r"[\[\]{}]+")
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
 
 
 class _NotJson(Exception):
@@ -240,9 +240,10 @@ def _load_json(text: str, source: str) -> list[Any] | None:
     """The documents of a text of JSON documents, or None when it is not one (then it is YAML)."""
     if not _JSON_START.match(text):
         return None
-    _check_json_nesting(text, source)
     docs: list[Any] = []
     pos = _GAP.match(text, 0).end()  # type: ignore[union-attr]
+    collecting = gc.isenabled()
+    gc.disable()  # millions of new containers, none of them garbage: collections would only rescan them
     try:
         while pos < len(text):
             doc, pos = _DECODER.raw_decode(text, pos)
@@ -255,20 +256,28 @@ def _load_json(text: str, source: str) -> list[Any] | None:
         return None
     except RecursionError:
         raise YamlInputError(f"{source}: nests more than {MAX_NESTING} levels deep") from None
+    finally:
+        if collecting:
+            gc.enable()
+    _check_json_nesting(text, source)
     return docs
 
 
 def _check_json_nesting(text: str, source: str) -> None:
     """Refuse JSON nested deeper than MAX_NESTING, as the YAML path does, without walking the
-    documents in Python: the brackets outside strings are reduced pairwise, one level per pass."""
+    documents in Python (C-speed string operations only): escaped backslashes and quotes are
+    dropped, then everything but quotes and brackets, then what lies between quotes (the strings),
+    and the brackets left are reduced pairwise, one nesting level per pass."""
     if text.count("[") + text.count("{") <= MAX_NESTING:
         return
-    brackets = "".join(_BRACKETS.findall(_STRINGS.sub("", text)))
+    unescaped = text.replace("\\\\", "").replace('\\"', "")  # no escaped quote is left
+    structure = unescaped.encode("utf-8", "surrogatepass").translate(None, _NOT_STRUCTURE)
+    structure = b"".join(structure.split(b'"')[::2])  # every other piece between quotes is a string's inside
     for _ in range(MAX_NESTING):
-        if not brackets:
+        if not structure:
             return
-        brackets = brackets.replace("{}", "").replace("[]", "")
-    if brackets:
+        structure = structure.replace(b"{}", b"").replace(b"[]", b"")
+    if structure:
         raise YamlInputError(f"{source}: nests more than {MAX_NESTING} levels deep")
 
 

@@ -15,7 +15,7 @@ Three pods, one claim each:
 - `7g40gb`: a full-GPU MIG device (fits on every tenth node: 10%).
 
 `write(directory, nodes)` writes `fleet-<N>.json` (JSON documents, one per line: the DeviceClass, the
-slices and the allocated claims) and `pod-<name>.json` per pod, for `fake-dra allocate --all-nodes`
+slices and the allocated claims) and `fleet-<N>-pod-<name>.json` per pod, for `fake-dra allocate --all-nodes`
 or any other allocator that reads Kubernetes objects.
 Usage: .venv/bin/python hack/fleet_input.py DIR [--nodes N ...]
 """
@@ -130,7 +130,7 @@ def write(directory: Path, nodes: int) -> tuple[Path, dict[str, Path], dict[str,
     cluster.write_text("".join(json.dumps(o, separators=(",", ":")) + "\n" for o in objects))
     files = {}
     for name, claim in pods.items():
-        files[name] = directory / f"pod-{name}.json"
+        files[name] = directory / f"fleet-{nodes}-pod-{name}.json"
         files[name].write_text(json.dumps(claim, indent=1) + "\n")
     (directory / f"fleet-{nodes}.facts.json").write_text(json.dumps(facts))
     return cluster, files, copy.deepcopy(facts)

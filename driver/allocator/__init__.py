@@ -18,6 +18,10 @@ Public API
     supplies labels for nodeSelector matching.
     Raises InputError (exit 2) for invalid input; unallocatable claims are reported in the outcome.
 
+`ClusterView(objects, features=...)` (driver.allocator.cluster): the cluster's slices, classes,
+    nodes and allocated claims kept incrementally; `view.allocator(node)` is a node's Allocator,
+    `view.filter(claims)` one pod on every node. docs/allocator.md (Python API) has the contract.
+
 `Allocator(slices=..., classes=..., node=..., features=..., allocated=..., budget=...)`
     The incremental engine: `allocate([claim, ...]) -> [status.allocation, ...]` allocates claims
     together (all or nothing, like one pod's claims), commits them, and raises AllocationError
@@ -30,7 +34,7 @@ counter/group/exclusivity rules for the kubelet plugin's preparation-time revali
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +49,7 @@ from driver.features import Features
 
 __all__ = [
     "DEFAULT_BUDGET", "AllocationOutcome", "Allocator", "ClaimOutcome", "ClusterView", "Node", "PlacedDevice",
-    "Violation", "allocate_claims", "cluster_view", "split_objects", "validate_combination",
+    "Violation", "allocate_claims", "allocate_pending", "cluster_view", "split_objects", "validate_combination",
 ]
 
 
@@ -142,9 +146,25 @@ def allocate_claims(
     claim that does not fit.
     """
     objs = split_objects(objects)
-    alloc = cluster_view(objs, features).allocator(node, budget=budget)
-    outcome = AllocationOutcome(warnings=list(objs.warnings))
-    groups = [[claim] for claim in objs.pending] if sequential else ([objs.pending] if objs.pending else [])
+    outcome = allocate_pending(cluster_view(objs, features), objs.pending, node=node, budget=budget,
+                               stop_on_failure=stop_on_failure, sequential=sequential)
+    outcome.warnings[:0] = objs.warnings
+    return outcome
+
+
+def allocate_pending(
+    view: ClusterView,
+    pending: Sequence[Mapping[str, Any]],
+    *,
+    node: str,
+    budget: int = DEFAULT_BUDGET,
+    stop_on_failure: bool = True,
+    sequential: bool = False,
+) -> AllocationOutcome:
+    """`allocate_claims` for claims against a ClusterView (which is left unchanged)."""
+    alloc = view.allocator(node, budget=budget)
+    outcome = AllocationOutcome()
+    groups = [[claim] for claim in pending] if sequential else ([list(pending)] if pending else [])
     for group in groups:
         results = [ClaimOutcome(label=claim_label(claim), claim=copy.deepcopy(claim)) for claim in group]
         outcome.results.extend(results)

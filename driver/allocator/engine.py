@@ -30,7 +30,7 @@ from driver.allocator.devices import CounterKey, DeviceInfo, DeviceKey, qualify
 from driver.allocator.inputs import MAX_RESULTS, Claim, DeviceClass, Request
 from driver.allocator.pools import Pool
 from driver.allocator.rules import GroupIntersection, request_driven_counters
-from driver.celexpr import CelRuntimeError, plain_attributes
+from driver.celexpr import CelRuntimeError
 from driver.errors import AllocationError, SearchBudgetExceeded
 
 DEFAULT_BUDGET = 1_000_000
@@ -330,28 +330,23 @@ class Search:
         return str(uuid.uuid5(_SHARE_NS, seed))
 
 
-def selector_matches(claim: Claim, req: Request, cls: DeviceClass, dev: DeviceInfo, variable: Callable[[], dict]) -> bool:
-    """Class selectors, then request selectors; CEL runtime errors abort the claim (upstream).
-
-    Simple selectors are decided on the published device; `variable()` builds the CEL `device`
-    variable only for those that need it (once per device)."""
-    memo = dev.memo
-    plain = memo.get("plain")
-    if plain is None:
-        plain = memo["plain"] = plain_attributes(dev.raw)
-    for owner, selectors in ((f"class {cls.name}", cls.selectors), (f"claim {claim.label}", req.selectors)):
-        for i, selector in enumerate(selectors):
-            try:
-                result = selector.matches_published(dev.driver, dev.raw) if plain else None
-                if result is None:
-                    result = selector.matches(variable())
-            except CelRuntimeError as exc:
-                raise AllocationError(
-                    f"{owner}: selector #{i} on device {'/'.join(dev.key)}: CEL runtime error: {exc} "
-                    f"(expression: {selector.expression})"
-                ) from None
-            if not result:
-                return False
+def selectors_match(owner: str, selectors: Sequence[Any], dev: DeviceInfo, plain: bool, variable: Callable[[], dict]) -> bool:
+    """All of one owner's selectors (a class's, or a request's); CEL runtime errors abort the claim
+    (upstream). With `plain` attributes (celexpr.plain_attributes) simple selectors are decided on
+    the published device; `variable()` builds the CEL `device` variable for the others (once per
+    device)."""
+    for i, selector in enumerate(selectors):
+        try:
+            result = selector.matches_published(dev.driver, dev.raw) if plain else None
+            if result is None:
+                result = selector.matches(variable())
+        except CelRuntimeError as exc:
+            raise AllocationError(
+                f"{owner}: selector #{i} on device {'/'.join(dev.key)}: CEL runtime error: {exc} "
+                f"(expression: {selector.expression})"
+            ) from None
+        if not result:
+            return False
     return True
 
 

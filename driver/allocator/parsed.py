@@ -37,7 +37,7 @@ class ParsedSlice:
         self._devices: tuple[DeviceInfo, ...] | None = None
         self._counter_sets: dict[str, dict[str, Counter]] | None = None
         self._groups: bool | None = None
-        self._refs: frozenset[tuple[str, str]] | None = None
+        self._refs: dict[str, frozenset[str]] | None = None
         self._conditions: bool | None = None
 
     @property
@@ -61,11 +61,16 @@ class ParsedSlice:
         return self._groups
 
     @property
-    def consumed_refs(self) -> frozenset[tuple[str, str]]:
-        """(counter set, counter) pairs any device of the slice consumes from (for pool validation)."""
+    def consumed_refs(self) -> dict[str, frozenset[str]]:
+        """Counter set -> the counters any device of the slice consumes from it (for pool validation)."""
         if self._refs is None:
-            self._refs = frozenset((cons.counter_set, name) for dev in self.devices for cons in dev.consumes
-                                   for name in (*cons.static, *cons.value_from))
+            refs: dict[str, set[str]] = {}
+            for dev in self.devices:
+                for cons in dev.consumes:
+                    names = refs.setdefault(cons.counter_set, set())
+                    names.update(cons.static)
+                    names.update(cons.value_from)
+            self._refs = {cs: frozenset(names) for cs, names in refs.items()}
         return self._refs
 
     @property

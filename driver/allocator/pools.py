@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import repeat
 from typing import Any
 
 from driver.allocator.devices import Counter, CounterKey, DeviceInfo
@@ -255,9 +256,8 @@ def _build_pool(driver: str, pool_name: str, members: list[ParsedSlice], all_mem
                 return pool
             pool.counter_sets[cs_name] = counters
     sets = pool.counter_sets
-    consuming = [ps for ps in pool.sources if ps.consumed_refs]
-    if all(cs in sets and name in sets[cs] for ps in consuming for cs, name in ps.consumed_refs):
-        return pool  # every reference resolves (the usual case: checked per slice, not per device)
+    if all(cs in sets and names <= sets[cs].keys() for ps in pool.sources for cs, names in ps.consumed_refs.items()):
+        return pool  # every reference resolves (the usual case: checked per slice and set, not per device)
     for info in pool.devices + pool.elsewhere + pool.other_devices:
         for cons in info.consumes:
             counters = pool.counter_sets.get(cons.counter_set)
@@ -283,11 +283,10 @@ class NodeView:
     """Everything the search needs about one node's pools, derived from the slices alone.
 
     Depends only on the slices, the node and the gates, never on allocations, so it can be reused
-    for every scheduling cycle until a slice changes (AllocatorCache).
+    for every scheduling cycle until a slice changes (ClusterView keeps it per node).
     """
 
     pools: list[Pool]
-    index: dict[tuple[str, str, str], tuple[DeviceInfo, Pool]]  # every device of the pools, for accounting
     flat: list[tuple[Pool, DeviceInfo]]  # usable devices in search order
     offsets: list[int]  # where each pool starts in `flat`
     totals: dict[CounterKey, dict[str, Counter]]
@@ -298,15 +297,17 @@ class NodeView:
     @classmethod
     def build(cls, pools: list[Pool]) -> NodeView:
         """The search's view of the pools gathered for one node (`gather_pools`)."""
-        index: dict[tuple[str, str, str], tuple[DeviceInfo, Pool]] = {}
         flat: list[tuple[Pool, DeviceInfo]] = []
         offsets: list[int] = []
         locations: list[tuple[int, int]] = []
         for pi, pool in enumerate(pools):
-            for dev in pool.devices + pool.elsewhere + pool.other_devices:
-                index[dev.key] = (dev, pool)
             offsets.append(len(flat))
             if not (pool.incomplete or pool.invalid):
-                flat.extend((pool, dev) for dev in pool.devices)
-                locations.extend((pi, dj) for dj in range(len(pool.devices)))
-        return cls(pools, index, flat, offsets, counter_totals(pools), locations)
+                flat.extend(zip(repeat(pool), pool.devices))
+                locations.extend(zip(repeat(pi), range(len(pool.devices))))
+        return cls(pools, flat, offsets, counter_totals(pools), locations)
+
+    @cached_property
+    def index(self) -> dict[tuple[str, str, str], tuple[DeviceInfo, Pool]]:
+        """Every device of the pools (also those not for this node), for accounting a claim."""
+        return {dev.key: (dev, pool) for pool in self.pools for dev in pool.devices + pool.elsewhere + pool.other_devices}

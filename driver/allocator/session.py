@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from driver.allocator.devices import Capacity, CounterKey, DeviceInfo, DeviceKey, qualify
-from driver.allocator.engine import DEFAULT_BUDGET, Placement, Search, SearchState, selector_matches
+from driver.allocator.engine import DEFAULT_BUDGET, Placement, Search, SearchState, selectors_match
 from driver.allocator.explain import explain_failure
 from driver.allocator.inputs import (
     MAX_RESULTS, Claim, DeviceClass, Request, allocated_results, claim_label, parse_claim, parse_class,
@@ -24,7 +24,7 @@ from driver.allocator.candidates import Candidates
 from driver.allocator.pools import Node, Pool
 from driver.allocator.render import render_allocation
 from driver.allocator.rules import CounterLedger, GroupIntersection, parse_consumed_counters
-from driver.celexpr import CelRuntimeError, device_variable
+from driver.celexpr import CelRuntimeError, device_variable, plain_attributes
 from driver.errors import AllocationError, InputError
 from driver.features import Features
 from driver.model.quantity import parse_quantity
@@ -40,6 +40,19 @@ def cel_variable(dev: DeviceInfo) -> dict:
         except CelRuntimeError as exc:
             raise InputError(f"ResourceSlice {dev.slice_name}: device {dev.name}: {exc}") from None
     return variable
+
+
+def plain_device(dev: DeviceInfo) -> bool:
+    """Whether every attribute is a plain int, bool or string (celexpr.plain_attributes), decided
+    once per device; otherwise its CEL variable is built right away, so an attribute the API server
+    would have rejected is an InputError whether or not a selector reads it."""
+    plain = dev.memo.get("plain")
+    if plain is None:
+        plain = plain_attributes(dev.raw)
+        if not plain:
+            cel_variable(dev)
+        dev.memo["plain"] = plain
+    return plain
 
 
 class Allocator:
@@ -93,7 +106,7 @@ class Allocator:
         self.budget = budget
         self.classes = view.classes
         # A class is known to selector memos by its expressions, so an edited class is re-evaluated.
-        self._class_keys = {name: tuple(s.expression for s in cls.selectors) for name, cls in self.classes.items()}
+        self._class_keys = view.class_keys
         nv = entry.view
         self.view = nv
         self.pools: list[Pool] = nv.pools
@@ -143,10 +156,19 @@ class Allocator:
         if dev.binding_conditions and not self.binding_conditions:
             return False  # upstream: such devices are not supported while the gates are off
         memo = dev.memo
-        key = (self._class_keys[req.class_name], req.selector_exprs)
+        class_key = self._class_keys[req.class_name]
+        hit = memo.get(class_key)
+        if hit is None:  # class selectors first (their result serves every request of the class)
+            cls = self.classes[req.class_name]
+            hit = memo[class_key] = selectors_match(f"class {cls.name}", cls.selectors, dev, plain_device(dev),
+                                                    lambda: cel_variable(dev))
+        if not hit or not req.selectors:
+            return hit
+        key = (class_key, req.selector_exprs)
         hit = memo.get(key)
         if hit is None:
-            hit = memo[key] = selector_matches(claim, req, self.classes[req.class_name], dev, lambda: cel_variable(dev))
+            hit = memo[key] = selectors_match(f"claim {claim.label}", req.selectors, dev, plain_device(dev),
+                                              lambda: cel_variable(dev))
         return hit
 
     def candidates(self, claim: Claim, req: Request) -> Candidates:

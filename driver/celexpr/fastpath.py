@@ -142,8 +142,16 @@ def plain_attributes(raw: Mapping[str, Any]) -> bool:
     for value in (raw.get("attributes") or {}).values():
         if type(value) is not dict or len(value) != 1:
             return False
-        key, out = next(iter(value.items()))
-        if not ((key == "string" and type(out) is str) or (key == "int" and type(out) is int)
-                or (key == "bool" and type(out) is bool)):
+        out = value.get("string")
+        if out is not None:
+            if type(out) is not str:
+                return False
+            continue
+        out = value.get("int")
+        if out is not None:
+            if type(out) is not int:
+                return False
+            continue
+        if type(value.get("bool")) is not bool:
             return False
     return True

@@ -55,7 +55,8 @@ class ClusterView:
     def __init__(self, objects: Iterable[Any] = (), *, features: Features = Features()):
         self.features = features.for_scheduler()
         self.slices = SliceStore()
-        self.classes: dict[str, DeviceClass] = {}
+        self._classes: dict[str, DeviceClass] = {}
+        self.class_keys: dict[str, tuple] = {}  # a class is known to selector memos by its expressions
         self._labels: dict[str, dict[str, str]] = {}  # Node objects
         self._claims: dict[str, tuple[Mapping[str, Any], Any, list[HeldResult]]] = {}
         self._allocations: dict[PoolId, PoolAllocations] = {}
@@ -96,7 +97,7 @@ class ClusterView:
             raise InputError(f"{kind}: metadata.name: required")
         if kind == "DeviceClass":
             cls = parse_class(obj)
-            self.classes[cls.name] = cls
+            self.classes = {**self.classes, cls.name: cls}
         elif kind == "ResourceSlice":
             self.add_slices([obj])
         elif kind == "ResourceClaim":
@@ -109,7 +110,7 @@ class ClusterView:
     def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
         """Remove one object; removing what is not there does nothing."""
         if kind == "DeviceClass":
-            self.classes.pop(name, None)
+            self.classes = {k: v for k, v in self.classes.items() if k != name}
         elif kind == "ResourceSlice":
             self.remove_slice(name)
         elif kind == "ResourceClaim":
@@ -187,6 +188,17 @@ class ClusterView:
 
     def replace_classes(self, objs: Iterable[Mapping[str, Any]]) -> None:
         self.classes = {cls.name: cls for cls in map(parse_class, objs)}
+
+    @property
+    def classes(self) -> dict[str, DeviceClass]:
+        """DeviceClasses by name (replaced as a whole on change: readers may hold the old dict)."""
+        return self._classes
+
+    @classes.setter
+    def classes(self, classes: Mapping[str, DeviceClass]) -> None:
+        self._classes = dict(classes)
+        # ("class", expressions): a memo key of its own, never equal to a request's key
+        self.class_keys = {name: ("class", *(s.expression for s in cls.selectors)) for name, cls in self._classes.items()}
 
     # ---- claims --------------------------------------------------------------------------------
     def set_claim(self, obj: Mapping[str, Any], key: str | None = None) -> str:
@@ -300,6 +312,12 @@ class ClusterView:
         from driver.allocator.cluster.fleet import filter_nodes
 
         return filter_nodes(self, claims, nodes, budget=budget, explain=explain)
+
+    def parse_all(self) -> None:
+        """Parse every slice's devices now rather than when a node first needs them (so that timing
+        a filter does not include reading its input)."""
+        for ps in self.slices:
+            _ = ps.devices, ps.consumed_refs
 
     def uses_kep5941(self) -> bool:
         """Whether any slice carries KEP-5941 fields (valueFrom consumption, counter requestPolicy)."""
