@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, NamedTuple
 
+from driver.celexpr import plain_attributes
 from driver.errors import InputError
 from driver.model.quantity import format_quantity, parse_quantity
 
@@ -173,7 +174,8 @@ class DeviceInfo:
     convention; a plain class with slots because a fleet parses hundreds of thousands of them)."""
 
     __slots__ = ("driver", "pool", "name", "slice_name", "raw", "capacity", "allow_multiple", "consumes", "taints",
-                 "declares_groups", "binding_conditions", "binding_failure_conditions", "binds_to_node", "memo", "key")
+                 "declares_groups", "binding_conditions", "binding_failure_conditions", "binds_to_node", "memo", "key",
+                 "plain")
 
     def __init__(
         self, driver: str, pool: str, name: str, slice_name: str, raw: Mapping[str, Any],
@@ -201,6 +203,8 @@ class DeviceInfo:
         self.memo: dict = {}
         # The search looks the key up for every candidate: build the tuple once.
         self.key: DeviceKey = (driver, pool, name)
+        # Every attribute a plain int, bool or string: selectors can read the published device.
+        self.plain = plain_attributes(raw)
 
     def __repr__(self) -> str:
         return f"DeviceInfo({'/'.join(self.key)})"

@@ -24,7 +24,7 @@ from driver.allocator.candidates import Candidates
 from driver.allocator.pools import Node, Pool
 from driver.allocator.render import render_allocation
 from driver.allocator.rules import CounterLedger, GroupIntersection, parse_consumed_counters
-from driver.celexpr import CelRuntimeError, device_variable, plain_attributes
+from driver.celexpr import CelRuntimeError, device_variable
 from driver.errors import AllocationError, InputError
 from driver.features import Features
 from driver.model.quantity import parse_quantity
@@ -43,16 +43,12 @@ def cel_variable(dev: DeviceInfo) -> dict:
 
 
 def plain_device(dev: DeviceInfo) -> bool:
-    """Whether every attribute is a plain int, bool or string (celexpr.plain_attributes), decided
-    once per device; otherwise its CEL variable is built right away, so an attribute the API server
-    would have rejected is an InputError whether or not a selector reads it."""
-    plain = dev.memo.get("plain")
-    if plain is None:
-        plain = plain_attributes(dev.raw)
-        if not plain:
-            cel_variable(dev)
-        dev.memo["plain"] = plain
-    return plain
+    """Whether every attribute is a plain int, bool or string (DeviceInfo.plain); otherwise the
+    device's CEL variable is built on first use, so an attribute the API server would have rejected
+    is an InputError whether or not a selector reads it."""
+    if not dev.plain:
+        cel_variable(dev)
+    return dev.plain
 
 
 class Allocator:
@@ -110,7 +106,6 @@ class Allocator:
         nv = entry.view
         self.view = nv
         self.pools: list[Pool] = nv.pools
-        self.index: dict[DeviceKey, tuple[DeviceInfo, Pool]] = nv.index
         # Usable devices in search order, and where each pool starts in that order (for pruning).
         self.flat: list[tuple[Pool, DeviceInfo]] = nv.flat
         self.offsets: list[int] = nv.offsets
@@ -139,6 +134,12 @@ class Allocator:
                 self._charged |= account.charged
             if account.holders:
                 self._holders[(driver, name)] = (pool, dict(account.holders))
+            self._over[(driver, name)] = account.overcommitted
+
+    @property
+    def index(self) -> dict[DeviceKey, tuple[DeviceInfo, Pool]]:
+        """Every device of this node's pools (also those for other nodes), by key."""
+        return self.view.index
 
     # ---- helpers used by the search -----------------------------------------------------------
     def caps(self, dev: DeviceInfo) -> dict[str, Capacity]:

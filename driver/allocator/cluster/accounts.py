@@ -32,6 +32,7 @@ from driver.features import Features
 from driver.model.quantity import parse_quantity
 
 PoolId = tuple[str, str]
+_STALE = object()
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,7 @@ class PoolAccount:
         self.charged: set[DeviceKey] = set()  # devices whose static counters are consumed
         self.holders: dict[DeviceKey, DeviceInfo] = {}  # charged devices with counters: their groups bind
         self.groups: dict[str, GroupIntersection] = {}
+        self._over: object = _STALE
         for results in allocations.results.values():
             for i, res in enumerate(results):
                 self.add(res, first=i == 0, refold=False)
@@ -180,9 +182,25 @@ class PoolAccount:
             self._add(counter_set, amounts, -1)
 
     def _add(self, counter_set: str, amounts: Mapping[str, Fraction], sign: int) -> None:
+        self._over = _STALE
         used = self.used.setdefault(counter_set, {})
         for name, amount in amounts.items():
-            used[name] = used.get(name, 0) + sign * amount
+            left = used.get(name, 0) + sign * amount
+            if left or sign > 0:
+                used[name] = left
+            else:
+                used.pop(name, None)  # as if never charged: what a view built afresh holds
+
+    @property
+    def overcommitted(self) -> str | None:
+        """The first counter set (by name) whose consumption exceeds its total: it blocks every
+        counter-consuming device of the pool (upstream). Computed when asked, after a change."""
+        if self._over is _STALE:
+            totals = self.pool.counter_sets
+            self._over = next((cs for cs in sorted(totals) if any(
+                name not in totals[cs] or amount > totals[cs][name].value
+                for name, amount in self.used.get(cs, {}).items())), None)
+        return self._over  # type: ignore[return-value]
 
     def refold(self) -> None:
         """The group state held devices impose (upstream compatibilityGroupsBaselineForPool): each

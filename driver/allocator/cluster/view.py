@@ -313,11 +313,13 @@ class ClusterView:
 
         return filter_nodes(self, claims, nodes, budget=budget, explain=explain)
 
-    def parse_all(self) -> None:
-        """Parse every slice's devices now rather than when a node first needs them (so that timing
-        a filter does not include reading its input)."""
+    def prepare(self, nodes: Iterable[str] | None = None) -> None:
+        """Parse every slice's devices and gather the pools of `nodes` (default: all) now rather than
+        when first needed, e.g. so that timing a filter does not include reading and indexing."""
         for ps in self.slices:
-            _ = ps.devices, ps.consumed_refs
+            _ = ps.devices, ps.consumed_refs, ps.binding_conditions
+        for node in self.nodes() if nodes is None else nodes:
+            self.entry(node)
 
     def uses_kep5941(self) -> bool:
         """Whether any slice carries KEP-5941 fields (valueFrom consumption, counter requestPolicy)."""
