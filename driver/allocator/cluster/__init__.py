@@ -4,7 +4,10 @@ Public API: `ClusterView` (objects in, per-node `Allocator` out, incremental upd
 usage), `claim_key`, and the usage records of usage.py.
 """
 
+from driver.allocator.cluster.accounts import HeldResult
 from driver.allocator.cluster.fleet import FilterOutcome, filter_nodes
+from driver.allocator.cluster.usage import CounterUsage, Holder, PoolUsage
 from driver.allocator.cluster.view import KINDS, ClusterView, NodeEntry, claim_key
 
-__all__ = ["KINDS", "ClusterView", "FilterOutcome", "NodeEntry", "claim_key", "filter_nodes"]
+__all__ = ["KINDS", "ClusterView", "CounterUsage", "FilterOutcome", "HeldResult", "Holder", "NodeEntry", "PoolUsage",
+           "claim_key", "filter_nodes"]

@@ -321,6 +321,33 @@ class ClusterView:
         for node in self.nodes() if nodes is None else nodes:
             self.entry(node)
 
+    def usage(self, driver: str | None = None, pool: str | None = None) -> list[Any]:
+        """Per pool (optionally one driver's, one pool): counters total/used/left and the holders of
+        each device (usage.py), pools in (driver, pool) order."""
+        from driver.allocator.cluster.usage import canonical_pool, pool_usage
+
+        out = []
+        for pid in sorted(self.slices.by_pool):
+            if (driver is not None and pid[0] != driver) or (pool is not None and pid[1] != pool):
+                continue
+            canonical, generation, incomplete = canonical_pool(*pid, self.slices.of_pool(*pid),
+                                                                self.features.partitionable_devices)
+            content = ("usage", *(id(ps) for ps in canonical.sources))
+            allocations = self._allocations.get(pid)
+            if allocations is None:
+                allocations = self._allocations.setdefault(pid, PoolAllocations())
+            by_content = self._accounts.setdefault(pid, {})
+            account = by_content.get(content)
+            if account is None:
+                account = by_content.setdefault(content, PoolAccount(canonical, allocations, self.features))
+            out.append(pool_usage(account.pool, generation, incomplete, account, allocations))
+        return out
+
+    def holders(self, driver: str, pool: str, device: str) -> list[HeldResult]:
+        """The allocation results holding one device (adminAccess results hold nothing)."""
+        allocations = self._allocations.get((driver, pool))
+        return list(allocations.results.get(device, ())) if allocations else []
+
     def uses_kep5941(self) -> bool:
         """Whether any slice carries KEP-5941 fields (valueFrom consumption, counter requestPolicy)."""
         return any(_kep5941(ps.spec) for ps in self.slices)
