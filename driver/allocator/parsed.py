@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from driver.allocator.devices import Counter, DeviceInfo, parse_counter_sets, parse_device
+from driver.allocator.devices import Counter, DeviceInfo, is_mapping, parse_counter_sets, parse_device
 from driver.errors import InputError
 
 
@@ -97,12 +97,12 @@ def slice_spec(obj: Mapping[str, Any]) -> Any:
 def check_slice(name: str, spec: Any) -> None:
     """The fields pool gathering relies on; InputError naming the slice and field otherwise."""
     where = f"ResourceSlice {name}: spec"
-    if not isinstance(spec, Mapping):
+    if not is_mapping(spec):
         raise InputError(f"{where}: required")
     if not spec.get("driver"):
         raise InputError(f"{where}.driver: required")
     pool = spec.get("pool")
-    if not isinstance(pool, Mapping) or not pool.get("name"):
+    if not is_mapping(pool) or not pool.get("name"):
         raise InputError(f"{where}.pool.name: required")
     for key in ("generation", "resourceSliceCount"):
         value = pool.get(key, 0)

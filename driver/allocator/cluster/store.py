@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from driver.allocator.devices import is_mapping
 from driver.allocator.parsed import ParsedSlice, check_slice, fill_bare, slice_name, slice_spec
 from driver.allocator.cluster.accounts import PoolId
 
@@ -62,7 +63,7 @@ class SliceStore:
             return False
         old, ident = known
         spec = slice_spec(obj)
-        if not isinstance(spec, Mapping):
+        if not is_mapping(spec):
             return False
         new = _identity(obj, spec)
         if old is obj:
