@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from driver.celexpr import plain_attributes
 from driver.errors import InputError
 from driver.model.quantity import format_quantity, parse_quantity
 
@@ -209,8 +208,9 @@ class DeviceInfo:
         self.memo: dict = {}
         # The search looks the key up for every candidate: build the tuple once.
         self.key: DeviceKey = (driver, pool, name)
-        # Every attribute a plain int, bool or string: selectors can read the published device.
-        self.plain = plain_attributes(raw)
+        # Every attribute a plain int, bool or string, so selectors can read the published device
+        # (celexpr.plain_attributes); decided when a selector first needs it.
+        self.plain: bool | None = None
 
     def __repr__(self) -> str:
         return f"DeviceInfo({'/'.join(self.key)})"
@@ -239,6 +239,7 @@ _NO_GROUPS: frozenset[str] = frozenset()
 
 
 def parse_consumes(raw_list: Sequence[Mapping[str, Any]] | None, where: str) -> tuple[Consumption, ...]:
+    """The `consumesCounters` entries of a device; `where` is the device's path (for messages)."""
     out = []
     for i, entry in enumerate(raw_list or ()):
         counter_set = entry.get("counterSet")
@@ -270,23 +271,25 @@ def parse_consumes(raw_list: Sequence[Mapping[str, Any]] | None, where: str) -> 
 
 
 def parse_device(spec: Mapping[str, Any], index: int, slice_name: str) -> DeviceInfo:
+    """One device of a slice; field paths in messages are built only for a message (a fleet parses
+    hundreds of thousands of devices)."""
     raw = spec["devices"][index]
     if not is_mapping(raw) or not raw.get("name"):
         raise InputError(f"ResourceSlice {slice_name}: spec.devices[{index}].name: required")
-    where = f"ResourceSlice {slice_name}: spec.devices[{index}]"
-    capacity = {}
-    for cname, cap in (raw.get("capacity") or {}).items():
-        if not is_mapping(cap) or cap.get("value") is None:
-            raise InputError(f"{where}.capacity[{cname}].value: required")
-        policy = cap.get("requestPolicy")
-        capacity[str(cname)] = Capacity(
-            _q(cap["value"], f"{where}.capacity[{cname}].value"),
-            RequestPolicy.parse(policy, f"{where}.capacity[{cname}].requestPolicy") if policy else None,
-            str(cap["value"]),
-        )
-    raw_consumes = raw.get("consumesCounters")
-    consumes = parse_consumes(raw_consumes, where) if raw_consumes else ()
     get = raw.get
+    capacity = {}
+    for cname, cap in (get("capacity") or {}).items():
+        if not is_mapping(cap) or cap.get("value") is None:
+            raise InputError(f"ResourceSlice {slice_name}: spec.devices[{index}].capacity[{cname}].value: required")
+        value, policy = cap["value"], cap.get("requestPolicy")
+        amount = _QUANTITIES.get(value) if type(value) is str else None
+        if amount is None:
+            amount = _q(value, f"ResourceSlice {slice_name}: spec.devices[{index}].capacity[{cname}].value")
+        if policy:
+            policy = RequestPolicy.parse(policy, f"ResourceSlice {slice_name}: spec.devices[{index}].capacity[{cname}].requestPolicy")
+        capacity[str(cname)] = Capacity(amount, policy or None, str(value))
+    raw_consumes = get("consumesCounters")
+    consumes = parse_consumes(raw_consumes, f"ResourceSlice {slice_name}: spec.devices[{index}]") if raw_consumes else ()
     bindings = get("bindingConditions")
     failures = get("bindingFailureConditions")
     taints = get("taints")
@@ -295,8 +298,8 @@ def parse_device(spec: Mapping[str, Any], index: int, slice_name: str) -> Device
         bool(get("allowMultipleAllocations")), consumes,
         tuple(taints) if taints else (),
         any(c.groups for c in consumes),
-        None if bindings is None else _string_list(bindings, f"{where}.bindingConditions"),
-        None if failures is None else _string_list(failures, f"{where}.bindingFailureConditions"),
+        None if bindings is None else _string_list(bindings, f"ResourceSlice {slice_name}: spec.devices[{index}].bindingConditions"),
+        None if failures is None else _string_list(failures, f"ResourceSlice {slice_name}: spec.devices[{index}].bindingFailureConditions"),
         bool(get("bindsToNode")),
     )
 

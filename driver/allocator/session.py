@@ -24,7 +24,7 @@ from driver.allocator.candidates import Candidates
 from driver.allocator.pools import Node, Pool
 from driver.allocator.render import render_allocation
 from driver.allocator.rules import CounterLedger, GroupIntersection, parse_consumed_counters
-from driver.celexpr import CelRuntimeError, device_variable
+from driver.celexpr import CelRuntimeError, device_variable, plain_attributes
 from driver.errors import AllocationError, InputError
 from driver.features import Features
 from driver.model.quantity import parse_quantity
@@ -43,12 +43,16 @@ def cel_variable(dev: DeviceInfo) -> dict:
 
 
 def plain_device(dev: DeviceInfo) -> bool:
-    """Whether every attribute is a plain int, bool or string (DeviceInfo.plain); otherwise the
-    device's CEL variable is built on first use, so an attribute the API server would have rejected
-    is an InputError whether or not a selector reads it."""
-    if not dev.plain:
-        cel_variable(dev)
-    return dev.plain
+    """Whether every attribute is a plain int, bool or string (celexpr.plain_attributes), decided
+    once per device; otherwise its CEL variable is built right away, so an attribute the API server
+    would have rejected is an InputError whether or not a selector reads it."""
+    plain = dev.plain
+    if plain is None:
+        plain = plain_attributes(dev.raw)
+        if not plain:
+            cel_variable(dev)
+        dev.plain = plain
+    return plain
 
 
 class Allocator:
