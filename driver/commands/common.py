@@ -16,6 +16,7 @@ from pathlib import Path
 from driver import DEFAULT_DRIVER_NAME
 from driver.errors import InputError
 from driver.features import Features, parse_features
+from driver.model.dnsnames import is_dns_subdomain
 
 
 def add_flag(parser: argparse.ArgumentParser, flag: str, default: str | None, help: str, **kw) -> None:
@@ -89,8 +90,6 @@ def features_from(args: argparse.Namespace) -> Features:
 def require_node_name(args: argparse.Namespace) -> str:
     """--node-name (or $NODE_NAME), checked here so the message names the flag and, through the
     boundary, FAKE_DRA_NODE_NAME when the value came from it (the slice renderer cannot)."""
-    from driver.slices.names import is_dns_subdomain
-
     name = getattr(args, "node_name", None)
     if not name:
         raise InputError("--node-name is required (or set $NODE_NAME / $FAKE_DRA_NODE_NAME)")
@@ -101,8 +100,6 @@ def require_node_name(args: argparse.Namespace) -> str:
 
 
 def require_driver_name(args: argparse.Namespace) -> str:
-    from driver.slices.names import is_dns_subdomain
-
     name = getattr(args, "driver_name", None) or ""
     if not is_dns_subdomain(name, 63):
         raise InputError(f"--driver-name: {name!r} is not a DNS subdomain of at most 63 characters")
