@@ -27,7 +27,7 @@ from driver.allocator.checks import (
     taint_blocks,
 )
 from driver.allocator.devices import CounterKey, DeviceInfo, DeviceKey, qualify
-from driver.allocator.inputs import MAX_RESULTS, Claim, DeviceClass, Request
+from driver.allocator.inputs import MAX_RESULTS, Claim, Request
 from driver.allocator.pools import Pool
 from driver.allocator.rules import GroupIntersection, request_driven_counters
 from driver.celexpr import CelRuntimeError

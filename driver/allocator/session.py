@@ -17,7 +17,7 @@ from driver.allocator.devices import Capacity, CounterKey, DeviceInfo, DeviceKey
 from driver.allocator.engine import DEFAULT_BUDGET, Placement, Search, SearchState, selectors_match
 from driver.allocator.explain import explain_failure
 from driver.allocator.inputs import (
-    MAX_RESULTS, Claim, DeviceClass, Request, allocated_results, claim_label, parse_claim, parse_class,
+    MAX_RESULTS, Claim, DeviceClass, Request, allocated_results, claim_label, parse_claim,
 )
 from driver.allocator.cache import AllocatorCache
 from driver.allocator.candidates import Candidates

@@ -26,8 +26,8 @@ from typing import Any
 from driver.allocator.cluster.accounts import HeldResult, PoolAccount, PoolAllocations, PoolId, held_results
 from driver.allocator.cluster.store import SliceStore
 from driver.allocator.engine import DEFAULT_BUDGET
-from driver.allocator.inputs import DeviceClass, allocated_results, claim_label, parse_class
-from driver.allocator.parsed import ParsedSlice, slice_name
+from driver.allocator.inputs import DeviceClass, claim_label, parse_class
+from driver.allocator.parsed import ParsedSlice
 from driver.allocator.pools import Node, NodeView, Pool, gather_pools
 from driver.errors import InputError
 from driver.features import Features
