@@ -238,6 +238,16 @@ def qualify(name: str, driver: str) -> str:
 _NO_GROUPS: frozenset[str] = frozenset()
 
 
+def _known_fixed_amounts(counters: Mapping[str, Any]) -> dict[str, Fraction] | None:
+    """{counter: amount} when every counter is `{value: <a quantity text seen before>}`, else None
+    (valueFrom, a new text, anything malformed: the full parse decides and explains)."""
+    try:
+        out = {name: _QUANTITIES[c["value"]] for name, c in counters.items() if len(c) == 1}
+    except (KeyError, TypeError):
+        return None
+    return out if len(out) == len(counters) else None
+
+
 def parse_consumes(raw_list: Sequence[Mapping[str, Any]] | None, where: str) -> tuple[Consumption, ...]:
     """The `consumesCounters` entries of a device; `where` is the device's path (for messages)."""
     out = []
@@ -245,9 +255,16 @@ def parse_consumes(raw_list: Sequence[Mapping[str, Any]] | None, where: str) -> 
         counter_set = entry.get("counterSet")
         if not counter_set:
             raise InputError(f"{where}.consumesCounters[{i}].counterSet: required")
-        static: dict[str, Fraction] = {}
+        counters = entry.get("counters") or {}
+        static = _known_fixed_amounts(counters)
+        if static is not None:  # the usual entry, read in one pass
+            groups = entry.get("compatibilityGroups")
+            out.append(Consumption(str(counter_set), static, {},
+                                   frozenset(str(g) for g in groups) if groups else _NO_GROUPS))
+            continue
+        static = {}
         value_from: dict[str, str] = {}
-        for cname, counter in (entry.get("counters") or {}).items():
+        for cname, counter in counters.items():
             counter = counter or {}
             value = counter.get("value")
             vf = counter.get("valueFrom")
