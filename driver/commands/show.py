@@ -12,7 +12,7 @@ import textwrap
 from itertools import groupby
 
 from driver.commands import common
-from driver.tables import mib, speed, table
+from driver.tables import mib, speed, table, terminal_width
 from driver.discovery import discover
 from driver.hardware import load_catalog
 from driver.model.hardware import GpuModel
@@ -37,9 +37,9 @@ def mig_map(model: GpuModel) -> str:
         return ""
     n = model.mig_memory_slices
     # The KEP's layout with "Slice N" headings; cells as narrow as the names allow so that eight
-    # memory slices fit 100 columns.
+    # memory slices fit the terminal (100 columns when it is not one).
     longest = max(7, *(len(p.name) for p in model.mig_profiles))
-    width = max(longest, min(longest + 2, (100 - 1) // n - 1))
+    width = max(longest, min(longest + 2, (terminal_width() - 1) // n - 1))
     border = "+" + "+".join("-" * width for _ in range(n)) + "+"
 
     def row(cells: list[tuple[int, str]]) -> str:
@@ -112,7 +112,7 @@ def render(inv: Inventory) -> str:
         model = gpus[0].model
         ids = ", ".join(f"{g.index} ({g.pci.address})" for g in gpus)
         out.append(textwrap.fill(f"GPU {ids}: {model.product_name} [{model_name}], {mib(model.memory_mib)}, "
-                                 f"{model.multiprocessors} SMs", width=100, subsequent_indent="    ",
+                                 f"{model.multiprocessors} SMs", width=terminal_width(), subsequent_indent="    ",
                                  break_long_words=False, break_on_hyphens=False))
         if model.mig_capable:
             out.append(f"MIG placement map ({model.mig_memory_slices} memory slices):")
