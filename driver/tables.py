@@ -3,9 +3,9 @@ reports); a leaf module, so the commands and the e2e harness share it without im
 
 Tables fit the terminal (`terminal_width`: $COLUMNS, else the terminal's width, else 100 columns
 when the output is not a terminal) without ever breaking or hiding a value: a column listed in
-`wrap` (prose: reasons, messages) wraps at spaces, and when values still do not fit, the table is
-wider than the terminal rather than shortened, so names, PCI addresses and CDI IDs stay whole and
-copy-pastable where they stand.
+`wrap` (prose: reasons, messages) wraps at spaces, a word longer than its column standing alone on
+its line; when the other columns alone do not fit, the table is wider than the terminal rather than
+shortened. Names, PCI addresses and CDI IDs stay whole and copy-pastable where they stand.
 """
 
 from __future__ import annotations
@@ -45,8 +45,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], width: int |
     if sum(widths) + len(sep) * (n - 1) > width and wrap:
         fixed = sum(w for i, w in enumerate(widths) if i not in wrap) + len(sep) * (n - 1)
         room = max(width - fixed, MIN_WRAP_WIDTH * len(wrap))
-        # Each wrapping column needs at least its longest word (a word is never cut) ...
-        share = {c: max([len(headers[c])] + [len(w) for row in cells for w in row[c].split()]) for c in wrap}
+        # Each wrapping column gets its longest word when the room allows (a word is never cut: one
+        # longer than its column stands alone on its line, past the right edge) ...
+        fair = room // len(wrap)
+        share = {c: min(fair, max([len(headers[c])] + [len(w) for row in cells for w in row[c].split()])) for c in wrap}
         # ... then the room left is shared in proportion to what each still lacks for its widest value.
         lacking = {c: widths[c] - share[c] for c in wrap}
         spare, total_lack = room - sum(share.values()), sum(lacking.values())
@@ -59,7 +61,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], width: int |
                 share[c] += add
                 rest -= add
         for c in wrap:
-            widths[c] = min(widths[c], share[c])
+            widths[c] = min(widths[c], max(share[c], len(headers[c])))
     lines = [sep.join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
     for row in cells:
         parts = [_wrap(v, widths[i]) if i in wrap else [v] for i, v in enumerate(row)]
