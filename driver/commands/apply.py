@@ -130,12 +130,26 @@ def _allocate(store, planned: list[Planned], args: argparse.Namespace) -> dict[i
     outcome = allocate_claims([*classes, *slices, *in_use, *(p.obj for p in pending)], node=node,
                               features=_features(args, store.root))
     if not outcome.ok:
+        _record_failures(store, pending, outcome)
         failed = outcome.failed[0]
         raise AllocationError(f"--allocate: {failed.reason}; nothing was applied (apply without --allocate to store "
-                              "the claims pending)")
+                              "the claims pending; `fake-dra describe resourceclaim NAME` shows the last failure)")
     out = {}
     for p, result in zip(pending, outcome.results):
         p.obj.setdefault("status", {})["allocation"] = result.allocation
         results = (result.allocation or {}).get("devices", {}).get("results") or []
         out[id(p)] = (node, [(str(r.get("request")), str(r.get("device"))) for r in results])
     return out
+
+
+def _record_failures(store, pending: list[Planned], outcome) -> None:
+    """A FailedAllocation event per claim that did not fit, as kube-scheduler records why a pod
+    is pending: `describe` and `get events` show it even though nothing else was written."""
+    from driver.store.events import FAILED_ALLOCATION, SCHEDULER_COMPONENT, ObjectRef, record_event
+
+    for p, result in zip(pending, outcome.results):
+        if result.allocation is not None or not result.reason:
+            continue
+        uid = ((p.current or {}).get("metadata") or {}).get("uid")
+        ref = ObjectRef(p.kind.kind, p.name, p.namespace, uid, p.kind.api_version)
+        record_event(store, ref, reason=FAILED_ALLOCATION, message=result.reason, component=SCHEDULER_COMPONENT)
