@@ -9,6 +9,7 @@ got, the size of a slice, a class's selectors.
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -20,6 +21,28 @@ from driver.tables import table
 from driver.store.kinds import Kind
 
 OUTPUTS = ("table", "wide", "yaml", "json", "name")
+JSONPATH = "jsonpath="
+
+
+def output_format(value: str) -> str:
+    """-o of `get`: one of OUTPUTS or jsonpath=TEMPLATE (the template is parsed here, so a bad one is
+    refused before the store is read)."""
+    from driver.commands._jsonpath import JsonPathError, parse
+
+    if value in OUTPUTS:
+        return value
+    if value.startswith(JSONPATH):
+        template = value[len(JSONPATH):]
+        if not template:
+            raise argparse.ArgumentTypeError("jsonpath= needs a template, e.g. -o jsonpath='{.items[*].metadata.name}'")
+        try:
+            parse(template)
+        except JsonPathError as exc:
+            raise argparse.ArgumentTypeError(f"jsonpath template {template!r}: {exc}") from None
+        return value
+    if value == "jsonpath":
+        raise argparse.ArgumentTypeError("jsonpath needs a template: -o jsonpath='{.items[*].metadata.name}'")
+    raise argparse.ArgumentTypeError(f"{value!r} is not one of {', '.join(OUTPUTS)}, jsonpath=TEMPLATE")
 # kubectl's gap is three spaces; two keep more of `get resourceslices -o wide` inside a terminal.
 COLUMN_SEP = "  "
 

@@ -1,6 +1,8 @@
-"""`fake-dra apply -f FILE|-`: create or update objects in the local object store, as kubectl apply does.
+"""`fake-dra apply -f FILE|DIR|-`: create or update objects in the local object store, as kubectl apply does.
 
     fake-dra apply -f claim.yaml                 create (or update) every object in the file
+    fake-dra apply -f manifests/                 every .json, .yaml and .yml file in it, sorted by
+                                                 name (-R: its subdirectories too)
     fake-dra apply -f claim.yaml --allocate      ... and let the reference allocator allocate the
                                                  claims that have no status.allocation yet
     cat claims.yaml | fake-dra apply -f -        from stdin
@@ -32,8 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "apply", help="create or update objects in the local object store (kubectl apply; --allocate)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-f", "--filename", action="append", default=[], metavar="FILE", required=True,
-                        help="YAML file with one or more objects ('-' for stdin; repeatable)")
+    _store.add_filename_flags(parser, "apply (one or more objects each)")
     parser.add_argument("--allocate", action="store_true",
                         help="allocate the claims without status.allocation with the reference allocator")
     common.add_flag(parser, "--node-name", None,
@@ -48,8 +49,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.filename:
+        raise InputError("-f FILE is required (a YAML or JSON file, a directory of them, or '-' for stdin)")
     documents: list[tuple[str, int, Any]] = []
-    for path in args.filename:
+    for path in _store.expand_filenames(args.filename, args.recursive):
         source = "stdin" if path == "-" else path
         documents.extend((source, index, doc) for index, doc in load_documents(_store.read_manifest(path), source))
     if not documents:

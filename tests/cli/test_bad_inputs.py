@@ -61,7 +61,7 @@ CASES = [
     # apply / get / delete (the local object store)
     Case(("apply", "-f", "binary.yaml", "--store", "store"), ("binary.yaml", "not UTF-8")),
     Case(("apply", "-f", "missing.yaml", "--store", "store"), ("missing.yaml", "cannot read")),
-    Case(("apply", "-f", "adir", "--store", "store"), ("adir", "is a directory")),
+    Case(("apply", "-f", "adir", "--store", "store"), ("-f adir", "no .json, .yaml, .yml files in it", "-R")),
     Case(("apply", "-f", "classes-only.yaml", "--store", "afile"), ("--store", "afile", "not a directory")),
     Case(("apply", "-f", "classes-only.yaml", "--store", "/proc/store"), ("--store", "/proc/store", "cannot write")),
     Case(("apply", "-f", "classes-only.yaml", "--store", "store"), ("FAKE_DRA_OUTPUT", "table"),
@@ -76,7 +76,7 @@ CASES = [
     Case(("get", "resourceclaims", "x", "-A"), ("across all namespaces",)),
     Case(("delete", "resourceclaims"), ("NAME",)),
     Case(("delete", "-f", "binary.yaml"), ("binary.yaml", "not UTF-8")),
-    Case(("delete", "-f", "adir"), ("adir", "is a directory")),
+    Case(("delete", "-f", "adir"), ("-f adir", "no .json, .yaml, .yml files in it")),
     Case(("delete", "resourceclaim", "x", "--store", "/proc/store"), ("--store", "/proc/store", "cannot write")),
     # demo (every check fires before the minute of scenarios)
     Case(("demo", "--junit", "adir"), ("--junit", "adir", "is a directory")),
