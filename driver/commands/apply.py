@@ -136,7 +136,7 @@ def _allocate(store, planned: list[Planned], args: argparse.Namespace) -> dict[i
         _record_failures(store, pending, outcome)
         failed = outcome.failed[0]
         raise AllocationError(f"--allocate: {failed.reason}; nothing was applied (apply without --allocate to store "
-                              "the claims pending; `fake-dra describe resourceclaim NAME` shows the last failure)")
+                              "the claims pending; the reason is kept as an event: `fake-dra get events`)")
     out = {}
     for p, result in zip(pending, outcome.results):
         p.obj.setdefault("status", {})["allocation"] = result.allocation

@@ -22,7 +22,7 @@ from driver.allocator.usage import CounterUse, Hold, PoolUsage, Usage, usage_of
 from driver.model.quantity import format_quantity
 from driver.tables import terminal_width
 
-_MEMORY_SLICE = "memory-slice-"
+MEMORY_SLICE = "memory-slice-"  # the per-slice MIG counters (driver.slices.gpucounters)
 _OWN_TYPES = ("gpu", "mig", "vgpu", "timeshare", "vf", "nic")
 
 
@@ -38,12 +38,12 @@ def _q(amount: Fraction | int, like: str) -> str:
 def counter_summary(counters: Mapping[str, CounterUse]) -> str:
     """`memory slices 7/8, memory 35Gi/40Gi, multiprocessors 94/108, ...`: left/total per counter,
     the per-slice MIG counters folded into one count of free memory slices."""
-    slices = [use for name, use in counters.items() if name.startswith(_MEMORY_SLICE)]
+    slices = [use for name, use in counters.items() if name.startswith(MEMORY_SLICE)]
     parts = []
     if slices:
         parts.append(f"memory slices {sum(1 for u in slices if u.left >= u.total)}/{len(slices)}")
     for name, use in counters.items():
-        if not name.startswith(_MEMORY_SLICE):
+        if not name.startswith(MEMORY_SLICE):
             parts.append(f"{name} {_q(use.left, use.text)}/{_q(use.total, use.text)}")
     return ", ".join(parts)
 
