@@ -183,3 +183,35 @@ def test_a_plugin_that_fails_after_the_liveness_call_is_one_line(plugin, capsys,
     code, _, err = cli(capsys, "probe", "--health", *flags(plugin))
     assert code == 1 and err == (f"fake-dra probe: call on {plugin.plugins / DEFAULT_DRIVER_NAME / 'dra.sock'} "
                                  "failed: UNAVAILABLE: Socket closed (the plugin restarted)\n")
+
+
+VF_CLAIM = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: {name}
+spec:
+  devices:
+    requests:
+    - name: net
+      exactly:
+        deviceClassName: vf.fake-dra.example.com
+"""
+
+
+def test_prepare_gives_the_plugin_the_kubelets_deadline_so_vf_status_is_written(plugin, tmp_path, capsys):
+    # The status writer starts a status.devices write only with 5 s of the call left; with the old
+    # 5 s default of probe --timeout it always skipped it, while probe reported success.
+    (tmp_path / "vf.yaml").write_text(VF_CLAIM.format(name="probe-vf"))
+    assert main(["apply", "-f", str(tmp_path / "vf.yaml"), "--allocate", "--store", str(plugin.store)]) == 0
+    capsys.readouterr()
+    code, _, err = cli(capsys, "probe", "--prepare", "probe-vf", *flags(plugin))
+    assert code == 0, err
+    claim = ObjectStore(plugin.store).get("resourceclaims", "default", "probe-vf")
+    (entry,) = (claim.get("status") or {}).get("devices") or [None]
+    assert entry is not None, "status.devices was not written: the call had too little time left"
+    assert entry["device"].startswith("nic-0-vf-") and entry["conditions"][0]["type"] == "Ready"
+    assert entry["networkData"]["interfaceName"].startswith("ens3f0v")
+    code, _, err = cli(capsys, "probe", "--unprepare", "probe-vf", *flags(plugin))
+    assert code == 0, err
+    assert not (ObjectStore(plugin.store).get("resourceclaims", "default", "probe-vf").get("status") or {}).get("devices")
