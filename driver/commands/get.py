@@ -29,8 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("kind", metavar="KIND",
                         help=f"{known_kinds()} (plural, singular, short name or Kind; comma-separated for several)")
     parser.add_argument("names", nargs="*", default=[], metavar="NAME", help="only these objects")
-    parser.add_argument("-o", "--output", type=_objects.output_format, default="table",
-                        help="table (default), wide, yaml, json, name or jsonpath=TEMPLATE")
+    output = parser.add_argument("-o", "--output", type=_objects.output_format, default="table",
+                                 help="table (default), wide, yaml, json, name or jsonpath=TEMPLATE")
+    output.completions = (*_objects.OUTPUTS, _objects.JSONPATH)  # for `fake-dra completion`
     parser.add_argument("-A", "--all-namespaces", action="store_true", help="namespaced kinds: every namespace")
     _store.add_selector_flag(parser)
     _store.add_namespace_flag(parser)
