@@ -64,7 +64,8 @@ def consumption(pool: PoolUsage | None, hold: Hold) -> list[str]:
         if amounts:
             out.append(f"counters {cs}: {_amounts(amounts, like)}")
     if hold.consumed_capacity:
-        out.append(f"capacity: {_amounts(dict(hold.consumed_capacity), {})}")
+        like = {name: cap.text for name, cap in info.capacity.items()} if info else {}
+        out.append(f"capacity: {_amounts(dict(hold.consumed_capacity), like)}")
     return out
 
 
@@ -139,9 +140,9 @@ def _state_dirs(args: argparse.Namespace, node: str, driver: str) -> tuple[Path,
         dirs = common.node_dirs(args, driver, node)
     except InputError as exc:
         return str(exc)
-    if dirs.local_root is not None and not dirs.local_root.is_dir():
-        return (f"node {node}'s plugin state is not on this machine (no {dirs.local_root}; give --kubelet-root, "
-                "or --state-dir and --cdi-root, where it runs)")
+    if not dirs.state.is_dir():
+        return (f"node {node}'s plugin state is not on this machine (no {dirs.state}; give --kubelet-root, "
+                "or --kubelet-plugins-dir (or --state-dir) and --cdi-root, as the plugin was given them)")
     return dirs.state, dirs.cdi
 
 
@@ -149,7 +150,7 @@ def _inspect(args: argparse.Namespace, node: str, driver: str, uid: str) -> Prep
     found = _state_dirs(args, node, driver)
     if isinstance(found, str):
         return PreparedView(checkpoint=Path("checkpoint.json"), problem=found)
-    return inspect_claim(found[0], found[1], driver, uid)
+    return inspect_claim(found[0], found[1], driver, uid, args.boot_id_file)
 
 
 def _device_status(out: Block, claim: Mapping[str, Any]) -> None:
@@ -247,7 +248,7 @@ def _prepared_on_node(args: argparse.Namespace, node: str, drivers: Sequence[str
     lines = []
     for driver in drivers:
         found = _state_dirs(args, node, driver)
-        claims, problem = prepared_claims(found[0], driver) if not isinstance(found, str) else ([], found)
+        claims, problem = prepared_claims(found[0], driver, args.boot_id_file) if not isinstance(found, str) else ([], found)
         if problem:
             lines.append(f"{driver}: unknown: {problem}")
             continue

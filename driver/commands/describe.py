@@ -27,6 +27,7 @@ from driver.commands._describe_dra import describe_claim, describe_node
 from driver.commands._describe_text import NONE, Block, events, header, yaml_block
 from driver.commands._objects import claim_state
 from driver.errors import InputError, NotFoundError
+from driver.state.inspect import BOOT_ID_FILE
 from driver.store.events import ObjectRef, events_for
 from driver.store.kinds import Kind, known_kinds, resolve
 from driver.store.objectstore import ObjectStore
@@ -48,6 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common.add_flag(parser, "--kubelet-plugins-dir", None, "the plugin's --kubelet-plugins-dir, when `run` was given one")
     common.add_flag(parser, "--cdi-root", None, "the plugin's --cdi-root, when `run` was given one")
     common.add_flag(parser, "--state-dir", None, "the plugin's --state-dir, when `run` was given one")
+    common.add_flag(parser, "--boot-id-file", BOOT_ID_FILE,
+                    "the plugin's --boot-id-file: a claim prepared in another boot is not prepared any more")
     parser.set_defaults(func=run)
 
 

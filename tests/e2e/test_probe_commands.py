@@ -212,6 +212,26 @@ def test_prepare_gives_the_plugin_the_kubelets_deadline_so_vf_status_is_written(
     assert entry is not None, "status.devices was not written: the call had too little time left"
     assert entry["device"].startswith("nic-0-vf-") and entry["conditions"][0]["type"] == "Ready"
     assert entry["networkData"]["interfaceName"].startswith("ens3f0v")
+    # describe reads the plugin's own records: prepared, where its files are, the device status.
+    where = ["--state-dir", str(plugin.state), "--cdi-root", str(plugin.cdi), "--store", str(plugin.store),
+             "--boot-id-file", str(plugin.root / "boot_id")]
+    code, out, err = cli(capsys, "describe", "resourceclaim", "probe-vf", *where)
+    assert code == 0, err
+    text = " ".join(out.split())
+    uid = claim["metadata"]["uid"]
+    assert "Prepared on node-1: fake-dra.example.com: yes" in text, out
+    (tmp_path / "other-boot").write_text("another-boot\n")  # after a reboot the plugin drops the record
+    code, out, _ = cli(capsys, "describe", "resourceclaim", "probe-vf", *where[:-1], str(tmp_path / "other-boot"))
+    assert "fake-dra.example.com: no (PrepareCompleted in an earlier boot" in " ".join(out.split())
+    assert f"CDI spec: {plugin.cdi}/k8s.fake-dra.example.com_device_{uid}.json " in text
+    assert f"CDI devices: k8s.fake-dra.example.com/device={uid}-{entry['device']}" in text
+    assert f"/dra-device-metadata/{uid}/net/fake-dra.example.com-metadata.json" in text
+    assert f"Device Status: fake-dra.example.com/node-1/{entry['device']}: Conditions: Ready=True" in text
+    assert f"Network: interface {entry['networkData']['interfaceName']}" in text
+    code, out, _ = cli(capsys, "describe", "node", "node-1", *where)
+    assert "Prepared claims: fake-dra.example.com: default/probe-vf" in " ".join(out.split())
     code, _, err = cli(capsys, "probe", "--unprepare", "probe-vf", *flags(plugin))
     assert code == 0, err
     assert not (ObjectStore(plugin.store).get("resourceclaims", "default", "probe-vf").get("status") or {}).get("devices")
+    code, out, _ = cli(capsys, "describe", "resourceclaim", "probe-vf", *where)
+    assert "fake-dra.example.com: no (not in the plugin's checkpoint)" in " ".join(out.split())
