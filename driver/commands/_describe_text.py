@@ -40,13 +40,14 @@ class Block:
         self.line(f"{label}:", level)
 
     def text(self) -> str:
-        # Fields align with the fields of their section: the same level, no shallower entry between.
+        # Top-level fields align throughout (as kubectl's); nested ones with the fields of their
+        # section: the same level, no shallower entry between.
         groups: list[tuple[int, int]] = []
         section: dict[int, int] = {}
         for n, (level, _, _) in enumerate(self._entries):
             for deeper in [k for k in section if k > level]:
                 section[deeper] = n  # a shallower entry starts new sections below it
-            groups.append((level, section.setdefault(level, 0)))
+            groups.append((level, section.setdefault(level, 0) if level else 0))
         widths: dict[tuple[int, int], int] = {}
         for (level, label, _), group in zip(self._entries, groups):
             if label is not None:
