@@ -82,12 +82,27 @@ def _node_of(claim: Mapping[str, Any], usage: Usage, holds: Sequence[Hold]) -> s
     return None
 
 
+def _capacity_texts(claim: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """Request name (`req` or `req/sub`) -> its capacity.requests as written, to show them so."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for req in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+        if not isinstance(req, Mapping):
+            continue
+        for sub in req.get("firstAvailable") or ():
+            if isinstance(sub, Mapping):
+                out[f"{req.get('name')}/{sub.get('name')}"] = (sub.get("capacity") or {}).get("requests") or {}
+        exactly = req.get("exactly") or req
+        out[str(req.get("name"))] = (exactly.get("capacity") or {}).get("requests") or {}
+    return out
+
+
 def _requests(out: Block, claim: Mapping[str, Any]) -> None:
     try:
         parsed = parse_claim(claim)
     except InputError as exc:
         out.field("Requests", f"cannot be read: {exc}")
         return
+    written = _capacity_texts(claim)
     out.head("Requests")
     for alternatives in parsed.requests:
         lines = []
@@ -97,14 +112,15 @@ def _requests(out: Block, claim: Mapping[str, Any]) -> None:
             for expr in req.selector_exprs:
                 text += f"\nwhere {expr}"
             if req.capacity:
-                text += "\ncapacity " + ", ".join(f"{k}={format_quantity(v)}" for k, v in req.capacity.items())
+                asked = written.get(req.name) or {}
+                text += "\ncapacity " + ", ".join(f"{k}={asked.get(k, format_quantity(v))}" for k, v in req.capacity.items())
             if req.admin_access:
                 text += "\nadmin access"
             lines.append(text if len(alternatives) == 1 else f"{req.name.split('/', 1)[1]}: {text}")
         label = alternatives[0].top
         out.field(label, "\n".join(lines) if len(alternatives) == 1 else "first available of:\n" + "\n".join(lines), 1)
-    for cons in parsed.constraints:
-        out.field("Constraint", cons.describe(), 1)
+    if parsed.constraints:
+        out.field("Constraints", "\n".join(c.describe().removeprefix("constraint ") for c in parsed.constraints), 1)
 
 
 def _prepared(out: Block, args: argparse.Namespace, node: str | None, drivers: Sequence[str], uid: str | None) -> None:
@@ -193,7 +209,8 @@ def describe_claim(args: argparse.Namespace, store: ObjectStore, claim: Mapping[
         out.field("Node", node or "(no single node: see the nodeSelector)", 1)
         for hold in holds:
             pool = usage.pools.get(hold.device[:2])
-            where = f"pool {hold.device[0]}/{hold.device[1]}" + ("" if pool else ", not published any more")
+            published = pool is not None and hold.device[2] in pool.devices
+            where = f"pool {hold.device[0]}/{hold.device[1]}" + ("" if published else ", not published any more")
             text = "\n".join([f"{hold.device[2]} ({where})", *consumption(pool, hold),
                               *([f"share {hold.share_id}"] if hold.share_id else []),
                               *(["admin access: holds nothing others need"] if hold.admin else [])])

@@ -102,12 +102,8 @@ def expand_filenames(paths: list[str], recursive: bool) -> list[str]:
 
 
 def _manifests_in(directory: str, recursive: bool) -> list[str]:
-    try:
-        names = sorted(os.listdir(directory))
-    except OSError as exc:
-        raise InputError(f"-f {directory}: cannot list it: {exc.strerror or exc}") from None
     out = []
-    for name in names:
+    for name in sorted(os.listdir(directory)):  # an OSError names the path at the CLI boundary
         full = os.path.join(directory, name)
         if os.path.isdir(full):
             if recursive:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from driver.errors import ConflictError, InputError, NotFoundError
+from driver.errors import InputError, NotFoundError
 from driver.store.objectstore import ObjectStore
 
 PLURAL = "events"
@@ -107,10 +107,7 @@ def record_event(store: ObjectStore, ref: ObjectRef, *, reason: str, message: st
             current["count"] = int(current.get("count") or 1) + 1
             current["lastTimestamp"] = stamp
             current["message"] = message
-            try:
-                return store.update(PLURAL, current)
-            except ConflictError:  # cannot happen under the lock; say so rather than lose the event
-                raise InputError(f"local store {store.root}: event {ns}/{name} changed while locked") from None
+            return store.update(PLURAL, current)  # under the lock: its resourceVersion is current
         event = {
             "apiVersion": "v1",
             "kind": "Event",

@@ -134,3 +134,73 @@ def test_show_picks_the_view_typed_on_the_command_line(busy, tmp_path, monkeypat
     code, _, err = cli(capsys, "show", "--store", str(busy), "--sysfs-root", "sys")
     assert code == 2 and "give one" in err
     ObjectStore(busy)  # the store is left as it was
+
+
+def test_describe_pod_with_its_claims_and_scheduling_events(busy, tmp_path, capsys):
+    from driver.store.events import FAILED_SCHEDULING, SCHEDULER_COMPONENT, ObjectRef, record_event
+
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: trainer}\nspec:\n  resourceClaims:\n"
+           "  - {name: gpu, resourceClaimName: inference}\n  - {name: scratch, resourceClaimTemplateName: tmpl}\n"
+           "  containers: [{name: c, image: busybox}]\n")
+    (tmp_path / "pod.yaml").write_text(pod)
+    assert cli(capsys, "apply", "-f", str(tmp_path / "pod.yaml"), "--store", str(busy))[0] == 0
+    stored = ObjectStore(busy).get("pods", "default", "trainer")
+    record_event(ObjectStore(busy), ObjectRef.of(stored), reason=FAILED_SCHEDULING,
+                 message="0/1 nodes are available: 1 cannot allocate all claims.", component=SCHEDULER_COMPONENT)
+    code, out, err = cli(capsys, "describe", "po", "trainer", "--store", str(busy))
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "Node: <none> Status: Pending" in text
+    assert "Resource Claims: gpu: claim inference, allocated scratch: from template tmpl (no claim generated yet)" in text
+    assert "Warning FailedScheduling" in text and "fake-dra-scheduler 0/1 nodes are available" in text
+
+
+def test_describe_requests_of_every_shape(node, tmp_path, capsys):
+    claim_yaml = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: shapes}
+spec:
+  devices:
+    requests:
+    - name: net
+      exactly: {deviceClassName: vf.fake-dra.example.com, allocationMode: All, adminAccess: true}
+    - name: gpu
+      firstAvailable:
+      - {name: big, deviceClassName: gpu.fake-dra.example.com}
+      - {name: small, deviceClassName: timeshare.fake-dra.example.com, capacity: {requests: {memory: 4Gi}}}
+    constraints:
+    - {requests: [net, gpu], matchAttribute: resource.kubernetes.io/pcieRoot}
+"""
+    (tmp_path / "c.yaml").write_text(claim_yaml)
+    assert cli(capsys, "apply", "-f", str(tmp_path / "c.yaml"), "--store", str(node))[0] == 0
+    code, out, _ = cli(capsys, "describe", "resourceclaim", "shapes", "--store", str(node))
+    text = " ".join(out.split())
+    assert "net: all vf.fake-dra.example.com admin access" in text
+    assert ("gpu: first available of: big: 1 x gpu.fake-dra.example.com small: 1 x timeshare.fake-dra.example.com "
+            "capacity memory=4Gi") in text
+    assert "Constraints: matchAttribute resource.kubernetes.io/pcieRoot over requests gpu, net" in text
+    assert "State: pending" in text and "Allocation: <none>" in text and "Prepared: no (not allocated)" in text
+
+
+def test_describe_a_node_object_and_a_claim_on_a_device_gone(node, tmp_path, capsys):
+    (tmp_path / "n.yaml").write_text("apiVersion: v1\nkind: Node\nmetadata: {name: node-1, labels: {zone: a}}\n")
+    assert cli(capsys, "apply", "-f", str(tmp_path / "n.yaml"), "--store", str(node))[0] == 0
+    code, out, _ = cli(capsys, "describe", "nodes", "-l", "zone=a", "--store", str(node))
+    text = " ".join(out.split())
+    assert code == 0 and text.startswith("Name: node-1 Labels: zone=a") and "Kind: Node" in text
+    assert "Pools: fake-dra.example.com/node-1" in text
+    gone = claim("gone").rstrip() + ("\nstatus:\n  allocation:\n    devices:\n      results:\n"
+                                     "      - {request: gpu, driver: fake-dra.example.com, pool: node-1, device: gpu-7}\n"
+                                     "    nodeSelector:\n      nodeSelectorTerms:\n      - matchFields:\n"
+                                     "        - {key: metadata.name, operator: In, values: [node-1]}\n")
+    (tmp_path / "g.yaml").write_text(gone)
+    assert cli(capsys, "apply", "-f", str(tmp_path / "g.yaml"), "--store", str(node))[0] == 0
+    code, out, _ = cli(capsys, "describe", "resourceclaim", "gone", "--store", str(node))
+    text = " ".join(out.split())
+    assert "Node: node-1" in text and "gpu-7 (pool fake-dra.example.com/node-1, not published any more)" in text
+
+
+def test_describe_nothing_found(tmp_path, capsys):
+    code, out, err = cli(capsys, "describe", "resourceclaims", "--store", str(tmp_path / "empty"))
+    assert (code, out) == (0, "") and "No resources found in default namespace." in err

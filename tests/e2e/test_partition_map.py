@@ -72,3 +72,20 @@ def test_lines_wrap_at_the_width_without_cutting_names() -> None:
     text = partition_map.render(SLICES, many, D, width=40)
     assert all(len(line) <= 40 for line in text.splitlines() if " " in line.strip())
     assert "nic-0-vf-1" in text.split()[-12:] or "nic-0-vf-1" in text
+
+
+def test_other_drivers_and_unpublished_devices_are_listed_not_drawn() -> None:
+    other = {"metadata": {"name": "o"}, "spec": {"driver": "other.example.com", "nodeName": "n",
+             "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+             "sharedCounters": [{"name": "cs", "counters": {"u": {"value": "4"}}}]}}
+    other_devices = {"metadata": {"name": "od"}, "spec": {"driver": "other.example.com", "nodeName": "n",
+                     "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "acc-0", "consumesCounters": [{"counterSet": "cs", "counters": {"u": {"value": "3"}}}]}]}}
+    claims = [{"metadata": {"namespace": "ns", "name": "acc"}, "status": {"allocation": {"devices": {"results": [
+        {"request": "r", "driver": "other.example.com", "pool": "p", "device": "acc-0"}]}}}},
+              _claim("gone", "gpu-0-mig-7g40gb-0")]
+    usage = usage_of([*SLICES, other, other_devices], claims)
+    text = partition_map.render_usage(usage, usage.for_node("n"))
+    assert "node n: pool other.example.com/p, generation 1, 1 devices" in text
+    assert "device acc-0  held by A:ns/acc" in text and "counter set cs: left u 1/4" in text
+    assert "claims holding devices no pool publishes any more: ns/gone" in text
