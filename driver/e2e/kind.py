@@ -25,7 +25,7 @@ from typing import Any
 
 from driver import DEFAULT_DRIVER_NAME
 from driver.allocator.cluster import ClusterView
-from driver.e2e import partition_map
+from driver.allocator.usage import counters_left, usage_of
 from driver.e2e.manifests import NAMESPACE, class_name, namespace_object, pod_object, podgroup_object
 from driver.e2e.observe import Observation
 from driver.e2e.scenario import Scenario
@@ -229,7 +229,7 @@ class KindBackend:
 
     def _counters(self) -> dict:
         claims = k.list_items(self.api, "ResourceClaim")
-        return partition_map.remaining_counters(self._slices(), partition_map.holders(claims, self.driver_name))
+        return counters_left(usage_of(self._slices(), claims), self.driver_name)
 
     def _released(self, names: Sequence[str]) -> bool:
         deadline = time.monotonic() + 60

@@ -26,8 +26,8 @@ from typing import Any
 
 from driver import DEFAULT_DRIVER_NAME
 from driver.allocator.cluster import ClusterView
+from driver.allocator.usage import counters_left, usage_of
 from driver.discovery import discover, make_sysfs, set_fault
-from driver.e2e import partition_map
 from driver.e2e.container import container_view
 from driver.e2e.manifests import NAMESPACE, device_classes
 from driver.e2e.observe import Observation
@@ -179,7 +179,7 @@ class LocalBackend:
 
     def _counters(self) -> dict:
         claims = self.store.list(CLAIMS, NAMESPACE)
-        return partition_map.remaining_counters(self._slices(), partition_map.holders(claims, self.driver_name))
+        return counters_left(usage_of(self._slices(), claims), self.driver_name)
 
     def _health(self, until: tuple[str, str] | None = None, timeout_s: float = 5.0) -> dict[str, str]:
         """Device -> health from the plugin's stream; with `until`, wait for that device to reach that state."""
