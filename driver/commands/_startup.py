@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from driver.state.pool import attr
+from driver.model.deviceattrs import attr
 
 # Publishing order of the device types (the `type` attribute, docs/architecture.md §2, Rendering).
 TYPE_ORDER = ("gpu", "mig", "vgpu", "timeshare", "nic", "vf")
