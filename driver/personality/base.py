@@ -77,6 +77,7 @@ class DriverProfile(ABC):
     name: str  # the driver name, e.g. gpu.nvidia.com
     cdi: CdiNaming
     checks_prepared: bool = False  # resolve_configs needs `elsewhere` (the state builds it only then)
+    hides_siblings: bool = False  # hidden_by may hide devices: republish after each prepare/unprepare
 
     @abstractmethod
     def render(self, inventory: Inventory, features: Features, *, node_name: str,

@@ -99,6 +99,9 @@ class DeviceState:
         self._features = Features.all_on()
         self._calls = CallGate(max_call_s)
         self._closed = False
+        # Called (outside every lock) after a call changed what is prepared: `run` republishes then when
+        # the personality's driver hides the siblings of prepared devices.
+        self.after_change: Callable[[], None] | None = None
         # Two plugin processes (a surging rolling update) must never both own the checkpoint: the
         # newcomer waits for the old one's lock. Start-up faults are InputErrors naming the path.
         self._dir_lock = StateDirLock(checkpoint.dir)
@@ -288,7 +291,16 @@ class DeviceState:
             if ref.uid in results and not results[ref.uid].error:
                 log.info("prepared claim", extra={"claim": f"{ref.namespace}/{ref.name}", "uid": ref.uid,
                                                   "devices": [d.device for d in devs]})
+        if batch:
+            self._changed()
         return results
+
+    def _changed(self) -> None:
+        if self.after_change is not None:
+            try:
+                self.after_change()
+            except Exception:  # noqa: BLE001 - a hook's failure must not fail a kubelet call
+                log.exception("after-change hook failed")
 
     @contextlib.contextmanager
     def _claims_locked(self, uids: Iterable[str]) -> Iterator[None]:
@@ -551,6 +563,8 @@ class DeviceState:
         for r in gone:
             log.info("unprepared claim", extra={"claim": f"{_short(r.namespace)}/{_short(r.name)}", "uid": r.uid,
                                                 "devices": released[r.uid]})
+        if gone:
+            self._changed()
         return results
 
 

@@ -52,6 +52,7 @@ class NvidiaGpuDriver(DriverProfile):
 
     def __init__(self, settings: NvidiaSettings) -> None:
         self.settings = settings
+        self.hides_siblings = settings.gate("PassthroughSupport")
 
     def render(self, inventory: Inventory, features: Features, *, node_name: str,
                hidden: frozenset[str] = frozenset()) -> Pool:
