@@ -253,7 +253,9 @@ class _Agent:
         self.publisher = start_publisher(args, self.publish_render, publish_interval, self.metrics.registry,
                                          self.profile.name)
         if self.publisher is not None and self.profile.hides_siblings:
-            self.state.after_change = self.publisher.trigger  # republish without the prepared siblings
+            # Republish before answering the kubelet, as NVIDIA's plugin does after a prepare or unprepare
+            # with PassthroughSupport: the prepared device's sibling leaves (or rejoins) the slice.
+            self.state.after_change = self.publisher.run_once
         self.server.start()
 
 

@@ -33,8 +33,11 @@ def claim_object(
     """A ResourceClaim from a scenario's compact request list (class, selector, count, capacity)."""
     reqs = []
     for req in requests:
+        short = str(req["class"])
         exactly: dict[str, Any] = {
-            "deviceClassName": class_name(str(req["class"]), driver_name),
+            # A short name (gpu, mig, ...) is fake-dra's class of that type; a dotted one is a DeviceClass
+            # name as is (another personality's: mig.nvidia.com).
+            "deviceClassName": short if "." in short else class_name(short, driver_name),
             "allocationMode": "ExactCount",
             "count": int(req.get("count", 1)),
         }
