@@ -18,7 +18,8 @@ TYPE_ORDER = ("gpu", "mig", "vgpu", "timeshare", "nic", "vf")
 def inventory_summary(pool: Any, driver_name: str) -> tuple[str, dict[str, Any]]:
     """(message, log fields) for a rendered pool: GPUs, devices per mode, NICs and VFs, slices."""
     devices = pool.devices()
-    types = Counter(str(attr(d, "type", driver_name)) for d in devices.values())
+    # A driver without a `type` attribute (the SR-IOV driver's VFs) counts plain devices.
+    types = Counter(str(attr(d, "type", driver_name) or "device") for d in devices.values())
     gpus = types.get("gpu", 0)
     pfs = {attr(d, "pfPciBusID", driver_name) for d in devices.values() if attr(d, "type", driver_name) == "vf"}
     pfs |= {attr(d, "pciBusID", driver_name) for d in devices.values() if attr(d, "type", driver_name) == "nic"}
@@ -32,5 +33,5 @@ def inventory_summary(pool: Any, driver_name: str) -> tuple[str, dict[str, Any]]
                f"with {vfs} VF{'s' * (vfs != 1)}; devices by mode: {mode_text}; "
                f"{slices} slice{'s' * (slices != 1)} in pool {pool.name}")
     fields = {"gpus": gpus, "nics": len(pfs), "vfs": vfs, "modes": modes, "slices": slices,
-              "counter_sets": len(pool.counter_sets()), "pool": pool.name}
+              "counter_sets": len(pool.counter_sets()), "pool": pool.name, "driver": driver_name}
     return message, fields

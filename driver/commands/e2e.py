@@ -80,8 +80,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if deploy is not None:
         root = deploy
-        for rel, text in render_deploy_files([s for s in load_scenarios(args.scenarios_dir) if s.personality == "fake-dra"],
-                                             args.driver_name).items():
+        for rel, text in render_deploy_files(load_scenarios(args.scenarios_dir), args.driver_name).items():
             target = root / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text)

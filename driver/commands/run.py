@@ -157,7 +157,7 @@ def _node_dirs(args: argparse.Namespace, driver_name: str, node: str) -> common.
         common.output_dir(path, flag)
     if dirs.local_root is not None:
         log.info(f"local mode: sockets, CDI specs and checkpoint under {dirs.local_root}",
-                 extra={"state_dir": str(dirs.local_root)})
+                 extra={"state_dir": str(dirs.local_root), "driver": driver_name})
     else:
         log.info("kubelet directories", extra={"defaults": dirs.origin, "plugins": str(dirs.plugins),
                                                "registry": str(dirs.registry), "cdi_root": str(dirs.cdi)})

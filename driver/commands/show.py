@@ -27,7 +27,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "vGPU types per GPU and the SR-IOV NIC PFs with their VFs and bandwidth.",
     )
     common.add_sysfs_root(parser)
-    common.add_flag(parser, "--driver-config", None, "driver config file (hardware: section adds/overrides models)")
+    common.add_flag(parser, "--driver-config", None, "driver config file (hardware: section adds/overrides models; "
+                    "nvidia: and sriov: for those personalities)")
+    common.add_flag(parser, "--personality", None, "also list the devices this personality publishes, slice by "
+                    "slice (fake-dra, nvidia, sriov; default: hardware only)")
+    common.add_node_name(parser, "node-1")
     parser.set_defaults(func=run)
 
 
@@ -133,8 +137,36 @@ def render(inv: Inventory) -> str:
     return "\n".join(out) + "\n"
 
 
+def published(inv: Inventory, profiles: list, node: str) -> str:
+    """Each driver's slices in publishing order and the devices in them (name, type, profile, memory)."""
+    from driver.features import Features
+    from driver.model.deviceattrs import attr, capacity
+
+    out = []
+    for profile in profiles:
+        pool = profile.render(inv, Features(), node_name=node)
+        rows = []
+        for i, spec in enumerate(pool.slices):
+            for cs in spec.get("sharedCounters") or ():
+                rows.append([i, cs["name"], "counter set", "-", cs["counters"].get("memory", {}).get("value", "-")])
+            for dev in spec.get("devices") or ():
+                rows.append([i, dev["name"], attr(dev, "type", profile.name) or "-",
+                             attr(dev, "profile", profile.name) or "-", capacity(dev, "memory") or "-"])
+        out.append(f"{profile.name}: {len(pool.slices)} slice{'s' * (len(pool.slices) != 1)}, "
+                   f"{len(pool.devices())} devices")
+        out.append(table(["SLICE", "NAME", "TYPE", "PROFILE", "MEMORY"], rows) if rows else "  (nothing published)")
+        out.append("")
+    return "\n".join(out)
+
+
 def run(args: argparse.Namespace) -> int:
     config = common.load_driver_config(args.driver_config)
     inventory = discover(args.sysfs_root, load_catalog(config.get("hardware")))
     print(render(inventory), end="")
+    if args.personality:
+        from driver.commands._personality import profiles_from_args
+
+        profiles = list(profiles_from_args(args, config))
+        print(f"\nAs the {args.personality} personality publishes it on node {common.require_node_name(args)}:\n")
+        print(published(inventory, profiles, args.node_name), end="")
     return 0

@@ -197,14 +197,18 @@ def _doc_rows() -> dict[tuple[str, str], str]:
 
 
 def _cell(results: list[list[str] | str]) -> str:
+    """Per pod: its devices (a GPU's four MIG devices as `gpu-N: 4 MIG`), `none`, or `CEL error`;
+    pods with the same outcome written once with a count."""
     parts = []
     for r in results:
         if isinstance(r, list):
-            parts.append(", ".join(r) if len(r) <= 2 else f"{r[0].rsplit('-mig-', 1)[0]}: 4 MIG")
+            parts.append(", ".join(r) if len(r) <= 2 else f"{r[0].rsplit('-mig-', 1)[0]}: {len(r)} MIG")
         elif "no such key" in r:
-            parts.append("CEL error (index)")
+            parts.append("CEL error (no `index`)")
         else:
             parts.append("none")
+    if len(parts) > 1 and len(set(parts)) == 1:
+        return f"{parts[0]} (x{len(parts)})"
     return "; ".join(parts)
 
 
