@@ -161,12 +161,16 @@ def published(inv: Inventory, profiles: list, node: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     config = common.load_driver_config(args.driver_config)
-    inventory = discover(args.sysfs_root, load_catalog(config.get("hardware")))
-    print(render(inventory), end="")
-    if args.personality:
+    profiles = []
+    if args.personality:  # a bad personality or config is refused before anything is printed
         from driver.commands._personality import profiles_from_args
 
         profiles = list(profiles_from_args(args, config))
-        print(f"\nAs the {args.personality} personality publishes it on node {common.require_node_name(args)}:\n")
-        print(published(inventory, profiles, args.node_name), end="")
+        common.require_node_name(args)
+    inventory = discover(args.sysfs_root, load_catalog(config.get("hardware")))
+    text = render(inventory)
+    if profiles:
+        text += (f"\nAs the {args.personality} personality publishes it on node {args.node_name}:\n\n"
+                 + published(inventory, profiles, args.node_name))
+    print(text, end="")
     return 0
