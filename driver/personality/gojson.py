@@ -80,11 +80,6 @@ def _json_type(value: Any) -> str:
     return "object"
 
 
-def ftype_is_int(go: str) -> bool:
-    """encoding/json names the number it could not fit into an integer field ("number 1.5")."""
-    return go == "int"
-
-
 class _Decoder:
     def __init__(self) -> None:
         self.unknown: list[str] = []
@@ -107,7 +102,8 @@ class _Decoder:
 
     def _mismatch(self, value: Any, owner: Struct, path: str, go: str) -> None:
         if self.type_error is None:
-            number = f" {value}" if isinstance(value, float) and ftype_is_int(go) else ""
+            # encoding/json names the number it could not fit into an integer field ("number 1.5").
+            number = f" {value}" if isinstance(value, float) and go == "int" else ""
             self.type_error = (f"json: cannot unmarshal {_json_type(value)}{number} into Go struct field "
                                f"{owner.go}.{path} of type {go}")
 

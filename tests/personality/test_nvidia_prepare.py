@@ -216,10 +216,6 @@ def test_a_prepared_gpu_hides_its_vfio_sibling_from_other_claims() -> None:
     resolve([], [res("gpu-vfio-1")], gates, elsewhere=[PreparedElsewhere("uid-0", "gpu-0", None)])
 
 
-class _Cache(PoolCache):
-    pass
-
-
 def _state(tmp: Path, claims: FakeClaims, **nvidia: Any) -> DeviceState:
     driver = gpu_driver(**nvidia)
     rendered = driver.render(inventory("h100"), Features(), node_name=NODE)

@@ -279,3 +279,65 @@ def test_two_drivers_on_one_node() -> None:
     assert sorted({s["spec"]["driver"] for s in slices}) == ["gpu.nvidia.com", "sriovnetwork.k8snetworkplumbingwg.io"]
     assert {c["metadata"]["name"] for c in classes} == {"gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com",
                                                         "sriovnetwork.k8snetworkplumbingwg.io"}
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ("DynamicMIG", "nvidia: expected a mapping"),
+    ({"featureGates": ["DynamicMIG"]}, "nvidia.featureGates: expected a mapping"),
+    ({"migEnabled": "some"}, "nvidia.migEnabled: expected a list of GPU minors"),
+    ({"migEnabled": [True]}, "nvidia.migEnabled: key True is not a GPU minor"),
+    ({"migDevices": [0]}, "nvidia.migDevices: expected a mapping"),
+    ({"migDevices": {0: "1g.5gb@0"}}, r"nvidia.migDevices\[0\]: expected a list"),
+    ({"iommuFD": "yes"}, "nvidia.iommuFD: expected true or false"),
+    ({"cudaDriverVersion": 13.0}, None),  # a YAML float is a version too
+    ({"consumableShares": True}, "nvidia.consumableShares: invalid value True"),
+    ({"models": ["a100"]}, "nvidia.models: must be a mapping"),
+    ({"models": {"a100-40gb": "x"}}, r"nvidia.models.a100-40gb: must be a mapping"),
+    ({"models": {"a100-40gb": {"cuda": "8.1"}}}, None),  # merged over the built-in row
+])
+def test_more_bad_nvidia_sections(raw, message) -> None:
+    if message is None:
+        parse_settings(raw)
+        return
+    with pytest.raises(ConfigError, match=message):
+        parse_settings(raw)
+
+
+def test_not_simulated_gates_are_accepted_with_a_warning() -> None:
+    settings = parse_settings({"featureGates": {"FabricManagerPartitioning": True}})
+    assert settings.gate("FabricManagerPartitioning")
+    assert any("Fabric Manager partitions" in w for w in settings.warnings)
+    pool = personality_named("nvidia").drivers({"nvidia": {"featureGates": {"FabricManagerPartitioning": True}}})[0]
+    from driver.features import Features
+
+    from .nodes import inventory
+
+    assert any("not simulated" in w for w in pool.render(inventory("h100"), Features(), node_name="n").warnings)
+
+
+def test_static_mig_mode_without_devices_publishes_nothing_for_that_gpu_and_says_so() -> None:
+    from driver.features import Features
+
+    from .nodes import inventory
+
+    driver = personality_named("nvidia").drivers({"nvidia": {"migEnabled": [0]}})[0]
+    pool = driver.render(inventory("dgx-a100"), Features(), node_name="n")
+    assert not any(n.startswith("gpu-0") for n in pool.devices())
+    assert any("gpu-0: MIG mode is on but no MIG devices exist" in w for w in pool.warnings)
+
+
+def test_a_gpu_bound_to_vfio_pci_is_invisible_to_nvml_but_offered_for_passthrough() -> None:
+    from dataclasses import replace
+
+    from driver.features import Features
+    from driver.model.inventory import Inventory
+
+    from .nodes import inventory
+
+    inv = inventory("h100", 2)
+    bound = Inventory(gpus=(replace(inv.gpus[0], pci=replace(inv.gpus[0].pci, driver="vfio-pci")), inv.gpus[1]))
+    plain = personality_named("nvidia").drivers()[0].render(bound, Features(), node_name="n")
+    assert sorted(plain.devices()) == ["gpu-1"]
+    passthrough = personality_named("nvidia").drivers({"nvidia": {"featureGates": {"PassthroughSupport": True}}})[0]
+    assert sorted(passthrough.render(bound, Features(), node_name="n").devices()) == ["gpu-1", "gpu-vfio-0",
+                                                                                      "gpu-vfio-1"]

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 import yaml
 
-from driver.features import Features
 from driver.personality import personality_named
 from driver.state.types import ClaimRef
 

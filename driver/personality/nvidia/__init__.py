@@ -19,13 +19,12 @@ from driver.model.inventory import Inventory
 from driver.personality.base import AppliedConfig, CdiNaming, DriverProfile, Personality, PreparedElsewhere
 from driver.personality.nvidia import prepare
 from driver.personality.nvidia.render import render_gpus
-from driver.personality.nvidia.settings import NvidiaSettings, parse_settings
+from driver.personality.nvidia.settings import DRIVER, NvidiaSettings, parse_settings
 from driver.personality.sriov import DRIVER as SRIOV_DRIVER
 from driver.personality.sriov import SriovDriver, parse_sriov
 from driver.slices.pool import Pool
 
 NAME = "nvidia"
-DRIVER = prepare.DRIVER
 # deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-{gpu,mig,vfio-gpu}.yaml (resource.k8s.io/v1).
 _CLASSES = (("gpu", "gpu.nvidia.com", "gpu"), ("mig", "mig.nvidia.com", "mig"), ("vfio", "vfio.gpu.nvidia.com", "vfio"))
 

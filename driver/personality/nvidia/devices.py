@@ -19,7 +19,7 @@ from typing import Any
 from driver.hardware.nvml import NvmlFacts
 from driver.model.hardware import MigProfile
 from driver.model.inventory import Gpu, PciDevice
-from driver.model.quantity import format_quantity
+from driver.model.quantity import format_quantity, parse_quantity
 from driver.personality.nvidia.settings import NvidiaSettings, semver
 from driver.slices.common import device
 from driver.slices.names import mib_quantity, stable_uuid
@@ -221,8 +221,6 @@ def apply_consumable_shares(dev: dict[str, Any], settings: NvidiaSettings) -> di
     memory = capacity.get("memory")
     if memory is None:
         return out
-    from driver.model.quantity import parse_quantity
-
     max_mib = int(parse_quantity(memory["value"])) // MIB
     top = mib_quantity(max_mib)
     policies = {

@@ -26,10 +26,9 @@ from driver.model.quantity import parse_quantity
 from driver.personality.base import AppliedConfig, PreparedElsewhere
 from driver.personality.gojson import DecodeError
 from driver.personality.nvidia import opaque as api
-from driver.personality.nvidia.settings import NvidiaSettings
+from driver.personality.nvidia.settings import DRIVER, NvidiaSettings
 from driver.slices.names import env_token
 
-DRIVER = "gpu.nvidia.com"
 MPS_PIPE_ENV = "CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps"
 _FITS = {api.GPU_CONFIG: ("gpu",), api.MIG_CONFIG: ("mig", "migdyn"), api.VFIO_CONFIG: ("vfio",)}
 

@@ -24,7 +24,7 @@ from typing import Any
 from driver.errors import ConfigError
 from driver.model.inventory import Gpu, Inventory
 from driver.personality.nvidia import devices as nv
-from driver.personality.nvidia.settings import NvidiaSettings
+from driver.personality.nvidia.settings import DRIVER, NvidiaSettings
 from driver.slices.pool import Pool
 
 VFIO_DRIVER = "vfio-pci"
@@ -120,5 +120,3 @@ def _check_limits(slices: list[dict[str, Any]]) -> None:
             raise ConfigError(f"the gpu.nvidia.com counter slice would hold {len(spec['sharedCounters'])} counter sets, "
                               "over the API's limit of 8 (NVIDIA's plugin publishes them in one slice)")
 
-
-DRIVER = "gpu.nvidia.com"

@@ -29,6 +29,7 @@ from driver.errors import ConfigError
 from driver.hardware.nvml import NvmlTable, load_nvml_table
 from driver.model.hardware import GpuModel, MigProfile
 
+DRIVER = "gpu.nvidia.com"  # cmd/gpu-kubelet-plugin/main.go DriverName
 # NVIDIA's driver gates and their defaults (featuregates.go, defaultFeatureGates), plus the Kubernetes
 # logging gates its gate set also registers (logsapi.AddFeatureGates; ContextualLogging forced on).
 GATE_DEFAULTS: dict[str, bool] = {

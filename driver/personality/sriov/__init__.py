@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from driver.errors import ConfigError, PrepareError
+from driver.errors import ConfigError, InputError, PrepareError
 from driver.features import Features
 from driver.model.inventory import Inventory
 from driver.personality.base import AppliedConfig, CdiNaming, DriverProfile, Personality, PreparedElsewhere
@@ -179,8 +179,6 @@ class SriovDriver(DriverProfile):
 
 def _build(config: Mapping[str, Any], driver_name: str | None) -> tuple[DriverProfile, ...]:
     if driver_name and driver_name != DRIVER:
-        from driver.errors import InputError
-
         raise InputError(f"--driver-name {driver_name!r}: the sriov personality publishes as {DRIVER} (leave "
                          "--driver-name unset)")
     return (SriovDriver(parse_sriov(config.get("sriov"))),)
