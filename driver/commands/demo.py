@@ -125,7 +125,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             f"--profile {args.profile}: the e2e scenarios are written for the 'demo' node (their steps name its "
             "devices), so they would not test anything on another one; add --inventory-only to look at "
             f"{args.profile}, or run scenarios written for it with `fake-dra e2e --scenarios-dir DIR`")
-    personality = args.personality or DEFAULT_PERSONALITY
+    personality = getattr(args, "personality", None) or DEFAULT_PERSONALITY
     profiles = profiles_from_args(args, config={})
     # A typo'd --scenario is refused before the inventory, not after it.
     scenarios = None if args.inventory_only else [s for s in load_scenarios(names=args.scenario)
