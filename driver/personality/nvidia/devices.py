@@ -9,6 +9,7 @@ names, counter names. Values NVML would report come from the hardware tables (dr
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from collections.abc import Mapping
@@ -90,8 +91,16 @@ class GpuInfo:
     def gi_profile_id(self, profile: MigProfile) -> int:
         return self.settings.nvml.gi_profile_id(self.gpu.model, profile)
 
+    @functools.cached_property
+    def _common(self) -> dict[str, dict[str, Any]]:
+        return self._attributes()
+
     def common_attributes(self) -> dict[str, dict[str, Any]]:
-        """The attributes a full GPU and its MIG devices share (all but type, uuid, parentUUID, profile)."""
+        """The attributes a full GPU and its MIG devices share (all but type, uuid, parentUUID, profile);
+        computed once per GPU (a DynamicMIG GPU has dozens of devices), a fresh copy each call."""
+        return {k: dict(v) for k, v in self._common.items()}
+
+    def _attributes(self) -> dict[str, dict[str, Any]]:
         model, s = self.gpu.model, self.settings
         attrs: dict[str, dict[str, Any]] = {
             "productName": {"string": model.product_name},
@@ -112,6 +121,10 @@ class GpuInfo:
 
     def max_capacities(self) -> dict[str, dict[str, str]]:
         """Per-dimension maxima over every MIG profile (AddDetailAfterWalkingMigProfiles)."""
+        return {k: dict(v) for k, v in self._maxima.items()}
+
+    @functools.cached_property
+    def _maxima(self) -> dict[str, dict[str, str]]:
         best: dict[str, int] = {}
         for profile in self.mig_profiles():
             for name, value in mig_values(profile).items():
