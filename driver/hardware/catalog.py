@@ -51,10 +51,18 @@ def _read_builtin(name: str) -> dict[str, Any]:
     return data
 
 
+# gpus-2026.yaml holds the boards of late 2026 (Blackwell, Grace Hopper, H20); its rows may inherit from
+# gpus.yaml's, so the files are merged before inheritance is resolved.
+BUILTIN_FILES = ("gpus.yaml", "gpus-2026.yaml", "nics.yaml")
+
+
 def builtin_tables() -> dict[str, Any]:
-    """The raw built-in tables (gpus.yaml + nics.yaml) as one mapping, before inheritance."""
+    """The raw built-in tables (BUILTIN_FILES) as one mapping, before inheritance."""
+    merged: dict[str, Any] = {}
+    for name in BUILTIN_FILES:
+        merged = deep_merge(merged, _read_builtin(name))
     # Deep copy: callers (and overrides) must never alter the cached parse.
-    return copy.deepcopy(deep_merge(_read_builtin("gpus.yaml"), _read_builtin("nics.yaml")))
+    return copy.deepcopy(merged)
 
 
 def load_catalog(overrides: Mapping[str, Any] | None = None) -> HardwareCatalog:

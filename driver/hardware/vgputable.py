@@ -20,6 +20,8 @@ VGPU_KEYS = {"board_gb", "board_mib", "prefix", "profiles", "mig_backed", "sourc
 _VGPU_ROW_KEYS = {"type", "name", "framebuffer_mib", "max_instances", "source", "unconfirmed"}
 # Time-sliced rows only: the guide's "Maximum vGPUs per GPU in Mixed-Size Mode".
 _VGPU_MIXED_KEY = "max_mixed"
+# MIG-backed rows only: vGPUs per GPU instance (NVIDIA's time-sliced MIG-backed types; default 1).
+_PER_INSTANCE_KEY = "per_instance"
 _VGPU_SUFFIX = re.compile(r"^(\d+)C$")
 
 
@@ -90,7 +92,7 @@ def _vgpu_row(iwhere: str, item: Any, ctx: _VgpuContext, mig_gpu: Mapping[str, A
     if not isinstance(item, Mapping):
         form = "a mapping" if mig_gpu is not None else "a suffix string like '4C' or a mapping"
         raise ConfigError(f"{iwhere}: must be {form}")
-    allowed = _VGPU_ROW_KEYS | ({"mig"} if mig_gpu is not None else {_VGPU_MIXED_KEY})
+    allowed = _VGPU_ROW_KEYS | ({"mig", _PER_INSTANCE_KEY} if mig_gpu is not None else {_VGPU_MIXED_KEY})
     check_keys(iwhere, item, allowed)
     if ("type" in item) == ("name" in item):
         raise ConfigError(f"{iwhere}: set exactly one of type (suffix after '<prefix>-') and name")
@@ -111,7 +113,9 @@ def _vgpu_row(iwhere: str, item: Any, ctx: _VgpuContext, mig_gpu: Mapping[str, A
         if mig is None:
             known = sorted(p.name for p in mig_gpu.get("mig_profiles", ()))
             raise ConfigError(f"{iwhere}.mig: {mig_profile!r} is not a MIG profile of this GPU; known: {known or 'none'}")
-        per_instance = _vgpus_per_instance(iwhere, max_instances, mig)
+        if _PER_INSTANCE_KEY in item:
+            per_instance = integer(f"{iwhere}.{_PER_INSTANCE_KEY}", item[_PER_INSTANCE_KEY], minimum=1)
+            _check_per_instance(iwhere, max_instances, per_instance, mig)
     mixed = None
     if _VGPU_MIXED_KEY in item:
         mixed = integer(f"{iwhere}.{_VGPU_MIXED_KEY}", item[_VGPU_MIXED_KEY], minimum=1)
@@ -130,17 +134,13 @@ def _vgpu_row(iwhere: str, item: Any, ctx: _VgpuContext, mig_gpu: Mapping[str, A
     )
 
 
-def _vgpus_per_instance(iwhere: str, max_instances: int, mig: MigProfile) -> int:
-    """vGPUs of a MIG-backed type per GPU instance. The guide gives the maximum per GPU; more than
-    the instances the GPU can hold means NVIDIA's time-sliced MIG-backed mode (vGPU 19+: `DC-1-12C`,
-    8 per GPU on four 1g.24gb instances = 2 each), where every instance holds the same number."""
+def _check_per_instance(iwhere: str, max_instances: int, per_instance: int, mig: MigProfile) -> None:
+    """A time-sliced MIG-backed type (vGPU 19+: `DC-1-12C`, 8 per GPU on four 1g.24gb instances, 2 each)
+    puts the same number of vGPUs on every instance, so the guide's maximum per GPU is that number times
+    the instances; a row that says otherwise is a typo in one of the two."""
     instances = len(mig.placements)
-    if max_instances <= instances:
-        return 1
-    if max_instances % instances:
+    if per_instance > 1 and per_instance * instances != max_instances:
         raise ConfigError(
-            f"{iwhere}.max_instances: {max_instances} vGPUs on the {instances} GPU instances of MIG profile "
-            f"{mig.name} is not a whole number per instance (time-sliced MIG-backed vGPUs share every "
-            "instance equally)"
+            f"{iwhere}.{_PER_INSTANCE_KEY}: {per_instance} vGPUs on each of the {instances} GPU instances of MIG "
+            f"profile {mig.name} make {per_instance * instances}, not max_instances {max_instances}"
         )
-    return max_instances // instances

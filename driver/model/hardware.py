@@ -44,7 +44,8 @@ class VgpuProfile:
     None when the table does not give it (the equal-size figure is used then).
     `vgpus_per_instance` is how many vGPUs of a MIG-backed type share one GPU instance: 1 for the
     classic MIG-backed types, more for NVIDIA's time-sliced MIG-backed types (vGPU 19+, RTX PRO
-    Blackwell: `DC-1-12C` puts 2 vGPUs on each of the four 1g.24gb instances, 8 per GPU).
+    Blackwell: `DC-1-12C` puts 2 vGPUs on each of the four 1g.24gb instances, 8 per GPU); the table's
+    `per_instance`.
     """
 
     name: str  # e.g. "A100X-4C" (profile attribute); the host writes "GRID A100X-4C", "NVIDIA A100X-4C" or
