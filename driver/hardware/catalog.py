@@ -260,14 +260,20 @@ def _mig(
 
 
 def unconfirmed_rows(catalog: HardwareCatalog) -> list[str]:
-    """One line per model and table row whose numbers are marked as not confirmed against NVIDIA's
-    documentation or a real capture: `<model>[ MIG <profile> | vGPU <type>]: <why>`."""
+    """One line per model with numbers marked as not confirmed against NVIDIA's documentation or a real
+    capture: `<model>: <why>; MIG <profile>, <profile>: <why>; vGPU <type>: <why>`, the model's own mark
+    first, then its MIG and vGPU rows, rows with the same reason named together."""
     out = []
     for model in catalog.models():
-        if model.unconfirmed:
-            out.append(f"{model.name}: {model.unconfirmed}")
-        out.extend(f"{model.name} MIG {p.name}: {p.unconfirmed}" for p in model.mig_profiles if p.unconfirmed)
-        out.extend(f"{model.name} vGPU {v.name}: {v.unconfirmed}" for v in model.vgpu_profiles if v.unconfirmed)
+        parts = [model.unconfirmed] if model.unconfirmed else []
+        for kind, rows in (("MIG", model.mig_profiles), ("vGPU", model.vgpu_profiles)):
+            by_reason: dict[str, list[str]] = {}
+            for row in rows:
+                if row.unconfirmed:
+                    by_reason.setdefault(row.unconfirmed, []).append(row.name)
+            parts.extend(f"{kind} {', '.join(names)}: {why}" for why, names in by_reason.items())
+        if parts:
+            out.append(f"{model.name}: " + "; ".join(parts))
     return out
 
 

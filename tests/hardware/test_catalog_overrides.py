@@ -177,6 +177,19 @@ def test_overrides_cite_sources_by_key_or_in_prose() -> None:
     assert "t4: engine counts guessed" in unconfirmed_rows(catalog)
 
 
+def test_unconfirmed_rows_are_one_line_per_model_with_equal_reasons_together() -> None:
+    from driver.hardware.catalog import unconfirmed_rows
+
+    catalog = load_catalog({"gpus": {"a30": {
+        "unconfirmed": "lab board",
+        "mig": {"profiles": {"1g.6gb": {"unconfirmed": "guessed"}, "2g.12gb": {"unconfirmed": "guessed"},
+                             "4g.24gb": {"unconfirmed": "other"}}},
+        "vgpu": {"profiles": [{"type": "4C", "framebuffer_mib": 4096, "max_instances": 6, "unconfirmed": "max?"}]},
+    }}})
+    (row,) = [r for r in unconfirmed_rows(catalog) if r.startswith("a30:")]
+    assert row == "a30: lab board; MIG 4g.24gb: other; MIG 2g.12gb, 1g.6gb: guessed; vGPU A30-4C: max?"
+
+
 def test_mig_backed_rows_in_a_config() -> None:
     catalog = load_catalog({"gpus": {"a30": {"vgpu": {"profiles": [], "mig_backed": [
         {"name": "Lab-1-6C", "mig": "1g.6gb", "framebuffer_mib": 6144, "max_instances": 4, "unconfirmed": "lab"}]}}}})
