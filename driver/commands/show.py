@@ -105,9 +105,11 @@ def _vgpu(gpu: Gpu) -> str:
 
 
 def _nic(nic: NicPF) -> str:
-    head = (f"NIC {nic.index}: {nic.pci.address} {nic.interface or '(no netdev)'}  {nic.product_name}  "
-            f"{speed(nic.speed_mbps)}  NUMA {nic.pci.numa_node if nic.pci.numa_node is not None else '-'}  "
-            f"{nic.pci.pcie_root or '-'}")
+    # Long product names (BlueField-3's is 62 characters) wrap rather than overflow 100 columns.
+    head = textwrap.fill(f"NIC {nic.index}: {nic.pci.address} {nic.interface or '(no netdev)'}  {nic.product_name}  "
+                         f"{speed(nic.speed_mbps)}  NUMA {nic.pci.numa_node if nic.pci.numa_node is not None else '-'}  "
+                         f"{nic.pci.pcie_root or '-'}", width=100, subsequent_indent="    ", break_long_words=False,
+                         break_on_hyphens=False)
     share = ""
     if nic.vfs and nic.speed_mbps:
         # What each VF gets when the PF's bandwidth is split statically (without valueFrom).
