@@ -63,11 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _check_flags(args: argparse.Namespace) -> None:
     """Durations become floats on `args`; the socket and CDI directories are resolved like `run` does."""
     args.timeout = common.positive_seconds(args.timeout, "--timeout")
-    try:
-        args.wait = float(args.wait)
-    except (TypeError, ValueError):
-        raise InputError(f"--wait: expected seconds, got {args.wait!r}") from None
-    if not args.wait >= 0:
+    args.wait = common.seconds(args.wait, "--wait")
+    if args.wait < 0:
         raise InputError(f"--wait: must be zero or positive, got {args.wait!r}")
     if (args.device or args.until) and not args.health:
         raise InputError("--device and --until go with --health")
