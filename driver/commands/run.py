@@ -32,6 +32,10 @@ log = logging.getLogger("fake-dra.run")
 CRASH_STEPS = ("prepare-started", "prepare-cdi-written", "prepare-completed", "unprepare-cdi-removed",
                "unprepare-completed")
 CANCEL_WINDOW_S = 5.0  # after the grace period: at most this long (and at most the grace) to roll back
+# Longer than a predecessor's hand-over with the default flags (10 s grace + 5 s cancel window), so a
+# surging rolling update's successor takes over without a restart; a second `run` by mistake is told
+# who owns the node within this time. deploy/ sets 'forever'.
+LOCK_WAIT_S = 30.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -53,6 +57,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "(never past the kubelet call's own deadline or 45 s)")
     common.add_flag(parser, "--grace-period", "10", "seconds to let in-flight calls finish on SIGTERM; calls still "
                     "running are then cancelled and rolled back (within min(grace, 5) s more)")
+    common.add_flag(parser, "--wait-for-lock", str(int(LOCK_WAIT_S)),
+                    "seconds to wait while another process owns this node's state directory (a rolling "
+                    f"update's predecessor handing over) before giving up; 'forever' waits without a bound "
+                    f"(default {int(LOCK_WAIT_S)})")
     parser.add_argument("--no-publish", action="store_true", help="serve the plugin only; do not publish slices")
     parser.add_argument("--device-metadata", type=_on_off, default=True, metavar="true|false",
                         help="write DRA device metadata files (KEP-5304) and bind-mount them into containers "
@@ -87,6 +95,16 @@ def _pause_at(value: str | None) -> tuple[str | None, float]:
     if step not in CRASH_STEPS:
         raise InputError(f"FAKE_DRA_PAUSE_AT: unknown step {step!r} (known: {', '.join(CRASH_STEPS)})")
     return step, common.positive_seconds(seconds, "FAKE_DRA_PAUSE_AT seconds")
+
+
+def lock_wait_seconds(value: str) -> float | None:
+    """--wait-for-lock: seconds (0: do not wait), or 'forever' (None)."""
+    if str(value).strip().lower() == "forever":
+        return None
+    out = common.seconds(value, "--wait-for-lock")
+    if out < 0:
+        raise InputError(f"--wait-for-lock: must be zero, positive or 'forever', got {value!r}")
+    return out
 
 
 def _claim_source(args: argparse.Namespace, deadline_s: float) -> Any:
@@ -209,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
     publish_interval = common.positive_seconds(args.publish_interval, "--publish-interval")
     grace_s = common.positive_seconds(args.grace_period, "--grace-period")
     api_deadline = common.positive_seconds(args.api_deadline, "--api-deadline")
+    lock_wait = lock_wait_seconds(args.wait_for_lock)
     if args.metrics_addr:
         parse_addr(args.metrics_addr)
     dirs = _node_dirs(args, driver_name, node)
@@ -231,7 +250,8 @@ def run(args: argparse.Namespace) -> int:
     # anything: a live one belongs to another instance (a surge successor waits for the lock first).
     state = DeviceState(driver_name=driver_name, claims=claims, pool=pool_cache,
                         cdi=CdiWriter(dirs.cdi, driver_name), checkpoint=checkpoint, crash_hook=_crash_hook(),
-                        when_owned=lambda: check_sockets(paths), **_device_info(args, claims, driver_name, state_dir))
+                        when_owned=lambda: check_sockets(paths), lock_wait_s=lock_wait,
+                        **_device_info(args, claims, driver_name, state_dir))
     log.info(f"restored {state.count()} prepared claims", extra={"claims": state.count(), "state_dir": str(state_dir)})
 
     def devices():

@@ -23,7 +23,6 @@ Every call is bounded besides: by its gRPC deadline and by the kubelet's 45 s (d
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import stat
@@ -31,6 +30,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from driver import flock
 from driver.deadline import KUBELET_CALL_TIMEOUT_S, Deadline
 from driver.errors import CallAborted, InputError
 
@@ -99,10 +99,14 @@ class StateDirLock:
     """flock on `<state-dir>/lock`: one plugin process owns the state directory at a time.
 
     The newcomer of a surging rolling update waits until the old process releases it (explicitly
-    after its last write, or by exiting: the kernel drops the lock even on SIGKILL)."""
+    after its last write, or by exiting: the kernel drops the lock even on SIGKILL), for at most
+    `wait_s` seconds (None: for ever, as a DaemonSet's successor should); then an InputError naming
+    the holder. The owner writes its PID and host name into the file for the next waiter's message
+    (driver.flock)."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, wait_s: float | None = None) -> None:
         self.path = state_dir / LOCK_FILE
+        self.wait_s = wait_s
         self._fd = -1
 
     def acquire(self) -> None:
@@ -116,12 +120,18 @@ class StateDirLock:
                 self.release()
                 raise InputError(f"state directory lock {self.path} is not a regular file; remove it")
             os.fchmod(self._fd, 0o600)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.warning("another plugin process owns the state directory; waiting for it to exit",
-                        extra={"state_dir": str(self.path.parent)})
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+        def busy(holder: str) -> None:
+            bound = "without a bound" if self.wait_s is None else f"up to {self.wait_s:g} s (--wait-for-lock)"
+            log.warning(f"another plugin process owns the state directory: {holder}; waiting {bound} for it to exit",
+                        extra={"state_dir": str(self.path.parent), "holder": holder})
+        if not flock.lock(self._fd, self.wait_s, on_busy=busy):
+            holder = flock.describe_holder(self._fd)
+            self.release()
+            raise InputError(f"state directory {self.path.parent} is owned by another plugin process ({holder}); "
+                             f"gave up after {self.wait_s:g} s (--wait-for-lock; 'forever' waits as a rolling "
+                             "update's successor does). Is a second `fake-dra run` serving this node?")
+        flock.record_holder(self._fd)
 
     def release(self) -> None:
         if self._fd >= 0:

@@ -70,12 +70,14 @@ class DeviceState:
         claim_status: ClaimStatusReporter | None = None,
         max_call_s: float = KUBELET_CALL_TIMEOUT_S,
         when_owned: Callable[[], None] | None = None,
+        lock_wait_s: float | None = None,
     ) -> None:
         """`metadata` writes KEP-5304 device metadata files (default: off, only cleans up);
         `claim_status` reports VFs in ResourceClaim status.devices (default: not at all);
         `max_call_s` bounds every call (the kubelet's 45 s); `when_owned` runs once this process
         owns the state directory, before anything in it or in the CDI root is touched (run.py
-        probes the kubelet sockets there)."""
+        probes the kubelet sockets there); `lock_wait_s` bounds the wait for another process's
+        hold on the state directory (None: for ever)."""
         self.driver_name = driver_name
         self._claims = claims
         self._pool = pool
@@ -95,7 +97,7 @@ class DeviceState:
         self._closed = False
         # Two plugin processes (a surging rolling update) must never both own the checkpoint: the
         # newcomer waits for the old one's lock. Start-up faults are InputErrors naming the path.
-        self._dir_lock = StateDirLock(checkpoint.dir)
+        self._dir_lock = StateDirLock(checkpoint.dir, lock_wait_s)
         try:
             with startup_io("state directory", checkpoint.dir):
                 checkpoint.ensure_dir()
