@@ -21,6 +21,7 @@ import contextlib
 import errno
 import logging
 import os
+import secrets
 import socket
 import stat
 import threading
@@ -154,6 +155,19 @@ def _unlink_if(path: Path, inode: tuple[int, int] | None) -> None:
             path.unlink()
 
 
+def _staging_name(path: Path) -> Path:
+    """A hidden name beside `path` that nobody uses: random, not the PID, which two containers
+    sharing the registry directory both have as 1 (gRPC would unlink the other's staged socket and
+    that process would then place ours under its name). At most as long as `path`'s name
+    ("dra.sock": a dot and 7 hex digits, 2^28 names), so the AF_UNIX limit checked for the final
+    path holds for it too."""
+    width = max(1, min(7, len(path.name) - 1))
+    while True:
+        staged = path.with_name("." + secrets.token_hex(4)[:width])
+        if not os.path.lexists(staged):
+            return staged
+
+
 @contextlib.contextmanager
 def _private_umask() -> Iterator[None]:
     old = os.umask(0o077)  # the socket inode is created with this mask: never world-accessible
@@ -227,7 +241,7 @@ class PluginServer:
         hard-linked to its real name: link() fails if that name was taken meanwhile (a racing
         instance) instead of replacing it, and gRPC's own unlink later hits only the staging name.
         """
-        staged = path.with_name(f".{os.getpid():x}")
+        staged = _staging_name(path)
         with _private_umask():
             if server.add_insecure_port(f"unix://{staged}") == 0:
                 raise InputError(f"cannot listen on unix socket {staged} (for {path})")
