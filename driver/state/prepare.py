@@ -112,6 +112,8 @@ class DeviceState:
                 checkpoint.remove_stale_temps()
                 self._cp = self._load()
                 self._metadata.prune(set(self._cp.claims))
+                for tmp in self._metadata.remove_stale_temps():
+                    log.info("removed the temp file of an interrupted device metadata write", extra={"path": str(tmp)})
         except BaseException:
             self._dir_lock.release()
             raise
