@@ -39,7 +39,6 @@ from driver.plugin.metrics import PluginMetrics
 from driver.plugin.protos import DRA as _DRA
 from driver.plugin.protos import HEALTH as _HEALTH
 from driver.plugin.services import (
-    DEFAULT_STATE_CONCURRENCY,
     DRA_VERSIONS,
     HEALTH_VERSIONS,
     MAX_HEALTH_STREAMS,
@@ -180,18 +179,16 @@ def _private_umask() -> Iterator[None]:
 class PluginServer:
     def __init__(self, *, driver_name: str, paths: SocketPaths, state: DeviceState,
                  health: Callable[[], list[DeviceHealthStatus]], metrics: PluginMetrics,
-                 health_interval_s: float = 5.0, max_workers: int = 32,
-                 state_concurrency: int = DEFAULT_STATE_CONCURRENCY) -> None:
+                 health_interval_s: float = 5.0, max_workers: int = 32) -> None:
         self.driver_name = driver_name
         self.paths = paths
         self.state = state
         self.metrics = metrics
         self._health = health
         self.hub = HealthHub(health_interval_s)
-        # Many worker threads (long-lived health streams each hold one), but only a few may work
-        # on the state at once: see driver.plugin.services.dra_servicer.
+        # Many worker threads (long-lived health streams each hold one; claim reads wait on the API
+        # in others), but only a few work on the state at once: driver.state.ownership.StateGate.
         self._max_workers = max_workers
-        self._gate = threading.BoundedSemaphore(state_concurrency)
         self._streams = threading.BoundedSemaphore(MAX_HEALTH_STREAMS)
         self._dra: grpc.Server | None = None
         self._reg: grpc.Server | None = None
@@ -214,7 +211,7 @@ class PluginServer:
         pool = futures.ThreadPoolExecutor(max_workers=self._max_workers + MAX_HEALTH_STREAMS, thread_name_prefix="dra")
         self._dra = grpc.server(pool)
         for version, (pb2, grpc_mod) in _DRA.items():
-            grpc_mod.add_DRAPluginServicer_to_server(dra_servicer(pb2, grpc_mod, version, self.state, self.metrics, self._gate),
+            grpc_mod.add_DRAPluginServicer_to_server(dra_servicer(pb2, grpc_mod, version, self.state, self.metrics),
                                                      self._dra)
         for version, (pb2, grpc_mod) in _HEALTH.items():
             grpc_mod.add_DRAResourceHealthServicer_to_server(

@@ -40,7 +40,7 @@ from driver.state.claimstatus import ClaimStatusReporter
 from driver.state.metadata import DeviceMetadataWriter
 from driver.state.names import check_label, check_subdomain, check_uid
 from driver.state.names import shorten as _short
-from driver.state.ownership import CallGate, StateDirLock, startup_io
+from driver.state.ownership import CallGate, StateDirLock, StateGate, startup_io
 from driver.state.pool import PoolCache
 from driver.state.revalidate import PlacedIndex
 from driver.state.types import ClaimRef, ClaimSource, PreparedDevice, PrepareResult
@@ -48,6 +48,18 @@ from driver.state.types import ClaimRef, ClaimSource, PreparedDevice, PrepareRes
 log = logging.getLogger("fake-dra.state")
 CrashHook = Callable[[str], None]
 Batch = tuple[ClaimRef, list[PreparedDevice]]
+DEFAULT_CONCURRENCY = 2  # calls working on the state at once: 2-4 measured best on 2 cores, 8+ worse
+BUSY = "timed out waiting for other calls to finish; retry"
+BUSY_MARGIN_S = 1.0  # a call refused as busy answers this long before its Deadline (itself 0.5 s early)
+OVERRULED = ("unprepared while this prepare was still in flight (the kubelet cancelled it); nothing was kept, "
+             "prepare again if the claim is still needed")
+
+
+class _InFlight:
+    """One prepare call in flight: the claims an unprepare has overruled since it started."""
+
+    def __init__(self) -> None:
+        self.overruled: set[str] = set()
 
 
 def _no_crash(step: str) -> None:
@@ -71,13 +83,15 @@ class DeviceState:
         max_call_s: float = KUBELET_CALL_TIMEOUT_S,
         when_owned: Callable[[], None] | None = None,
         lock_wait_s: float | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
         """`metadata` writes KEP-5304 device metadata files (default: off, only cleans up);
         `claim_status` reports VFs in ResourceClaim status.devices (default: not at all);
         `max_call_s` bounds every call (the kubelet's 45 s); `when_owned` runs once this process
         owns the state directory, before anything in it or in the CDI root is touched (run.py
         probes the kubelet sockets there); `lock_wait_s` bounds the wait for another process's
-        hold on the state directory (None: for ever)."""
+        hold on the state directory (None: for ever); `concurrency`: how many calls work on the
+        state at once (driver.state.ownership.StateGate; claim reads are not counted)."""
         self.driver_name = driver_name
         self._claims = claims
         self._pool = pool
@@ -94,6 +108,9 @@ class DeviceState:
         # Revalidation is strict regardless of the scheduler's gates: that is its point.
         self._features = Features.all_on()
         self._calls = CallGate(max_call_s)
+        self._gate = StateGate(concurrency)
+        # claim UID -> the prepares of it in flight, so an unprepare of the claim can overrule them
+        self._prepares: dict[str, list[_InFlight]] = {}
         self._closed = False
         # Two plugin processes (a surging rolling update) must never both own the checkpoint: the
         # newcomer waits for the old one's lock. Start-up faults are InputErrors naming the path.
@@ -220,28 +237,70 @@ class DeviceState:
 
     # -- prepare --------------------------------------------------------------------------
 
-    def prepare(self, refs: Sequence[ClaimRef], timeout_s: float | None = None) -> dict[str, PrepareResult]:
-        """`timeout_s`: how long the caller still waits (its gRPC deadline); never more than max_call_s."""
-        return self._call(refs, timeout_s, self._prepare, lambda error: PrepareResult(error=error))
+    def prepare(self, refs: Sequence[ClaimRef], timeout_s: float | None = None,
+                abandoned: threading.Event | None = None) -> dict[str, PrepareResult]:
+        """`timeout_s`: how long the caller still waits (its gRPC deadline); never more than max_call_s.
+        `abandoned`: set when the caller cancels the call or goes away (the gRPC context ended)."""
+        return self._call(refs, timeout_s, abandoned, self._prepare, lambda error: PrepareResult(error=error))
 
-    def _call(self, refs: Sequence[ClaimRef], timeout_s: float | None,
+    def _call(self, refs: Sequence[ClaimRef], timeout_s: float | None, abandoned: threading.Event | None,
               work: Callable[[Sequence[ClaimRef], Deadline], dict[str, Any]],
               refused: Callable[[str], Any]) -> dict[str, Any]:
         """One kubelet call: bounded by its deadline and counted by the call gate, so a shutdown can
         drain or cancel it. A call refused before it changed anything (CallAborted: the plugin is
-        closing, the deadline passed) answers every claim with `refused(reason)`; the names in it
-        are shortened, since a claim whose names failed validation may be among them."""
-        deadline = self._calls.deadline(timeout_s)
+        closing, the deadline passed, the caller went away) answers every claim with
+        `refused(reason)`; the names in it are shortened, since a claim whose names failed
+        validation may be among them."""
+        deadline = self._calls.deadline(timeout_s, abandoned)
         with self._calls.call():
             try:
                 return work(refs, deadline)
             except CallAborted as exc:
                 return {ref.uid: refused(f"claim {_short(ref.namespace)}/{_short(ref.name)}: {exc}") for ref in refs}
 
+    @contextlib.contextmanager
+    def _working(self, deadline: Deadline) -> Iterator[bool]:
+        """Hold a state gate slot (True), or False when none came free in time: the caller answers
+        `busy` then, early enough (BUSY_MARGIN_S before its deadline) for the kubelet to get it."""
+        if not self._gate.enter(deadline.at - BUSY_MARGIN_S, deadline):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            self._gate.leave()
+
+    @contextlib.contextmanager
+    def _in_flight(self, uids: Iterable[str]) -> Iterator[_InFlight]:
+        """Register a prepare of `uids` until it returns: an unprepare of one of them marks it
+        `overruled` (driver.state.prepare's commit rule: an unprepare wins over a prepare of the
+        same claim that is still in flight)."""
+        mine, uids = _InFlight(), list(uids)
+        with self._lock:
+            for uid in uids:
+                self._prepares.setdefault(uid, []).append(mine)
+        try:
+            yield mine
+        finally:
+            with self._lock:
+                for uid in uids:
+                    flights = self._prepares.get(uid)
+                    if flights is not None:
+                        flights.remove(mine)
+                        if not flights:
+                            del self._prepares[uid]
+
     def _prepare(self, refs: Sequence[ClaimRef], deadline: Deadline) -> dict[str, PrepareResult]:
-        results: dict[str, PrepareResult] = {}
+        unique = _dedupe(refs, results := {}, PrepareResult)
+        with self._in_flight(ref.uid for ref in unique) as flight:
+            return self._prepare_fetched(self._fetch_all(unique, deadline, results), results, flight, deadline)
+
+    def _fetch_all(self, refs: Sequence[ClaimRef], deadline: Deadline,
+                   results: dict[str, PrepareResult]) -> list[tuple[ClaimRef, dict[str, Any]]]:
+        """Read every claim, outside the state gate and every lock: API latency must not stall the
+        other calls of the node."""
         fetched: list[tuple[ClaimRef, dict[str, Any]]] = []
-        for ref in _dedupe(refs, results, PrepareResult):
+        for ref in refs:
             try:
                 _check_ref(ref)
             except FakeDraError as exc:  # the names are not trusted yet: shown shortened
@@ -256,30 +315,47 @@ class DeviceState:
                 log.exception("reading a claim failed unexpectedly", extra={"claim": _short(f"{ref.namespace}/{ref.name}")})
                 results[ref.uid] = PrepareResult(
                     error=f"claim {_short(ref.namespace)}/{_short(ref.name)}: reading the claim failed: {type(exc).__name__}")
-        with self._claims_locked(ref.uid for ref, _ in fetched), self._calls.mutating(deadline, "prepare"):
-            with self._lock:
-                pending, batch, before, recorded = self._prepare_locked(fetched, results)
-            need = None  # already prepared claims whose flush failed earlier: everything
-            if batch:
-                ok, done = self._act(batch, before, results, recorded, dict((r.uid, c) for r, c in fetched), deadline)
-                need = done if not pending else None
-                pending.extend(ok)
-                if not pending and done:
-                    # Every claim failed (no spec, no metadata) and was rolled back in memory: let
-                    # the file say so too (best effort, no fsync), or a restart would reserve their
-                    # devices again. (A cancelled call leaves that to shutdown's final flush.)
-                    with contextlib.suppress(OSError, CallAborted):
-                        self._write_current(durable=False)
-            if pending:
-                try:
-                    self._flush(need)
-                except OSError as exc:
-                    # The claims stay recorded (and reserved); the kubelet's retry finishes them.
-                    for ref, _ in pending:
-                        results[ref.uid] = PrepareResult(
-                            error=f"claim {ref.namespace}/{ref.name}: writing checkpoint: {exc}")
-                    return results
-                self._crash("prepare-completed")
+        return fetched
+
+    def _prepare_fetched(self, fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult],
+                         flight: _InFlight, deadline: Deadline) -> dict[str, PrepareResult]:
+        with self._working(deadline) as working:
+            if not working:
+                for ref, _ in fetched:
+                    results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {BUSY}")
+                return results
+            with self._claims_locked(ref.uid for ref, _ in fetched), self._calls.mutating(deadline, "prepare"):
+                return self._prepare_locked_claims(fetched, results, flight, deadline)
+
+    def _prepare_locked_claims(self, fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult],
+                               flight: _InFlight, deadline: Deadline) -> dict[str, PrepareResult]:
+        """Holding the claims' own locks and a gate slot: validate and record (under the global
+        lock), act, commit, make durable."""
+        with self._lock:
+            fetched = [(ref, claim) for ref, claim in fetched if not self._overruled(ref, flight, results)]
+            pending, batch, before, recorded = self._prepare_locked(fetched, results)
+        need = None  # already prepared claims whose flush failed earlier: everything
+        if batch:
+            ok, done = self._act(batch, before, results, recorded, dict((r.uid, c) for r, c in fetched),
+                                 deadline, flight)
+            need = done if not pending else None
+            pending.extend(ok)
+            if not pending and done:
+                # Every claim failed (no spec, no metadata) and was rolled back in memory: let
+                # the file say so too (best effort, no fsync), or a restart would reserve their
+                # devices again. (A cancelled call leaves that to shutdown's final flush.)
+                with contextlib.suppress(OSError, CallAborted):
+                    self._write_current(durable=False)
+        if pending:
+            try:
+                self._flush(need)
+            except OSError as exc:
+                # The claims stay recorded (and reserved); the kubelet's retry finishes them.
+                for ref, _ in pending:
+                    results[ref.uid] = PrepareResult(
+                        error=f"claim {ref.namespace}/{ref.name}: writing checkpoint: {exc}")
+                return results
+            self._crash("prepare-completed")
         for ref, devs in pending:
             results[ref.uid] = PrepareResult(devices=tuple(devs))
         for ref, devs in batch:
@@ -300,6 +376,13 @@ class DeviceState:
         finally:
             for i in reversed(stripes):
                 self._stripes[i].release()
+
+    def _overruled(self, ref: ClaimRef, flight: _InFlight, results: dict[str, PrepareResult]) -> bool:
+        """Under self._lock: was the claim unprepared since this call started? Then it gets no record."""
+        if ref.uid not in flight.overruled:
+            return False
+        results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {OVERRULED}")
+        return True
 
     def _fetch(self, ref: ClaimRef, deadline: Deadline) -> dict[str, Any]:
         try:
@@ -395,7 +478,7 @@ class DeviceState:
 
     def _act(self, batch: list[Batch], before: dict[str, ClaimEntry | None],
              results: dict[str, PrepareResult], recorded: int,
-             claims: Mapping[str, dict[str, Any]], deadline: Deadline) -> tuple[list[Batch], int]:
+             claims: Mapping[str, dict[str, Any]], deadline: Deadline, flight: _InFlight) -> tuple[list[Batch], int]:
         """Outside the global lock (the claims' own locks are held): persist PrepareStarted, write
         the CDI specs, mark PrepareCompleted. Returns the claims that succeeded and the version
         recording them."""
@@ -436,6 +519,17 @@ class DeviceState:
             if self._status is not None and ok:  # take back what was just reported (its own budget:
                 self._status.unprepared(ok, pool_devices)  # a stale Ready would outlive the rollback)
             return self._roll_back(batch, before, results, str(exc)), 0
+        # An unprepare of a claim of this call came in meanwhile (it waits for the claim's lock):
+        # it wins, so this call keeps nothing of that claim and the unprepare then finds it gone.
+        with self._lock:
+            late = {ref.uid for ref, _ in batch if ref.uid in flight.overruled}
+        if late:
+            late_ok = [(ref, devs) for ref, devs in ok if ref.uid in late]
+            if self._status is not None and late_ok:
+                self._status.unprepared(late_ok, pool_devices)
+            self._roll_back([b for b in batch if b[0].uid in late], before, results, OVERRULED)
+            ok = [b for b in ok if b[0].uid not in late]
+            failed = [ref for ref in failed if ref.uid not in late]
         # Roll back in an order that cannot fail halfway: first the records (memory only), so a
         # failed claim reserves nothing whatever the disk does; then, best effort, any spec an
         # earlier attempt left (a read-only CDI root refuses even to unlink a missing file).
@@ -483,9 +577,11 @@ class DeviceState:
 
     # -- unprepare ------------------------------------------------------------------------
 
-    def unprepare(self, refs: Sequence[ClaimRef], timeout_s: float | None = None) -> dict[str, str]:
-        """claim UID -> error ("" on success). Works for deleted claims and unknown UIDs."""
-        return self._call(refs, timeout_s, self._unprepare, str)
+    def unprepare(self, refs: Sequence[ClaimRef], timeout_s: float | None = None,
+                  abandoned: threading.Event | None = None) -> dict[str, str]:
+        """claim UID -> error ("" on success). Works for deleted claims and unknown UIDs. Overrules
+        every prepare of the same claims still in flight: none of them keeps anything."""
+        return self._call(refs, timeout_s, abandoned, self._unprepare, str)
 
     def _unprepare(self, refs: Sequence[ClaimRef], deadline: Deadline) -> dict[str, str]:
         results: dict[str, str] = {}
@@ -496,6 +592,18 @@ class DeviceState:
                 valid.append(ref)
             except FakeDraError as exc:
                 results[ref.uid] = str(exc)
+        with self._lock:  # before waiting for anything: a prepare of the claim may be reading it now
+            for ref in valid:
+                for flight in self._prepares.get(ref.uid, ()):
+                    flight.overruled.add(ref.uid)
+        with self._working(deadline) as working:
+            if not working:
+                for ref in valid:
+                    results[ref.uid] = f"claim {_short(ref.namespace)}/{_short(ref.name)}: {BUSY}"
+                return results
+            return self._unprepare_valid(valid, results, deadline)
+
+    def _unprepare_valid(self, valid: list[ClaimRef], results: dict[str, str], deadline: Deadline) -> dict[str, str]:
         with self._claims_locked(r.uid for r in valid), self._calls.mutating(deadline, "unprepare"):
             for ref in valid:
                 step = "removing CDI spec"

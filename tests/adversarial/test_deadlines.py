@@ -11,9 +11,6 @@ from kubernetes import client
 from adversarial.claims import allocated_claim, ref
 from driver.kube.claims import KubeClaimSource
 from driver.plugin.client import KubeletClient
-from driver.plugin.gen import dra_v1_pb2, dra_v1_pb2_grpc
-from driver.plugin.metrics import PluginMetrics
-from driver.plugin.services import dra_servicer
 from driver.state.cdi import CdiWriter
 from driver.state.checkpoint import CheckpointStore
 from driver.state.pool import PoolCache
@@ -57,42 +54,33 @@ def test_no_call_runs_longer_than_its_cap_even_without_a_grpc_deadline(api, tmp_
     state.close()
 
 
-class _Deadline:
-    def __init__(self, seconds: float) -> None:
-        self.at = time.monotonic() + seconds
+def test_a_call_refused_as_busy_reaches_the_kubelet_before_its_deadline(make_plugin):
+    # Issue 18 item 3: the busy answer was sent exactly at the call's deadline, so the kubelet saw
+    # DEADLINE_EXCEEDED instead of it. Two prepares stalled at a step hold both state-gate slots.
+    plugin = make_plugin()
+    plugin.start(env={"FAKE_DRA_TEST_MODE": "1", "FAKE_DRA_PAUSE_AT": "prepare-started:8"})
+    holders = [allocated_claim(f"h{i}", [f"gpu-{i}"]) for i in range(2)]
+    for c in holders:
+        plugin.store.create("resourceclaims", c)
+    stalled = [threading.Thread(target=plugin.client().prepare, args=([ref(c)],), daemon=True) for c in holders]
+    for t in stalled:
+        t.start()
+    give_up = time.monotonic() + 6
+    while not _both_paused(plugin) and time.monotonic() < give_up:
+        time.sleep(0.05)
+    late = allocated_claim("late", ["nic-0-vf-0"])
+    plugin.store.create("resourceclaims", late)
+    with KubeletClient(plugin.registry, DRIVER, timeout_s=3.0) as kubelet:
+        t0 = time.monotonic()
+        answer = kubelet.prepare([ref(late)])[ref(late)[2]]  # before the fix: DEADLINE_EXCEEDED
+        took = time.monotonic() - t0
+    assert "timed out waiting for other calls to finish; retry" in answer.error
+    assert took < 3.0 - 1.0
+    for t in stalled:
+        t.join(20)
+    assert plugin.stop() == 0
 
-    def time_remaining(self) -> float:
-        return max(0.0, self.at - time.monotonic())
 
-    def abort(self, code, details):  # pragma: no cover - not expected here
-        raise AssertionError(details)
-
-
-class _Stuck:
-    """A state whose first call holds the gate for a long time."""
-
-    def __init__(self) -> None:
-        self.release = threading.Event()
-
-    def prepare(self, refs, timeout_s=None):
-        self.release.wait(10)
-        return {}
-
-    def count(self) -> int:
-        return 0
-
-
-def test_waiting_for_the_state_gate_counts_against_the_call_deadline():
-    state = _Stuck()
-    gate = threading.BoundedSemaphore(1)
-    servicer = dra_servicer(dra_v1_pb2, dra_v1_pb2_grpc, "v1", state, PluginMetrics.create(), gate)
-    req = dra_v1_pb2.NodePrepareResourcesRequest(claims=[dra_v1_pb2.Claim(namespace="default", name="c", uid="u")])
-    holder = threading.Thread(target=servicer.NodePrepareResources, args=(req, _Deadline(20)))
-    holder.start()
-    time.sleep(0.1)
-    t0 = time.monotonic()
-    resp = servicer.NodePrepareResources(req, _Deadline(0.5))
-    assert time.monotonic() - t0 < 1.5
-    assert "timed out waiting for other calls" in resp.claims["u"].error
-    state.release.set()
-    holder.join()
+def _both_paused(plugin) -> bool:
+    state = plugin.state / "checkpoint.json"
+    return state.exists() and len(plugin.checkpoint()["claims"]) == 2

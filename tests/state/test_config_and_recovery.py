@@ -100,7 +100,9 @@ def test_concurrent_prepare_and_unprepare_of_the_same_claim_stay_consistent(env)
         t.start()
     for t in threads:
         t.join()
-    assert errors == []
+    # An unprepare overrules a prepare of the same claim still in flight (the kubelet never sends
+    # both at once, but when it cancels a prepare and unprepares, the unprepare must win).
+    assert [e for e in errors if "unprepared while this prepare was still in flight" not in e] == []
     prepared = ref.uid in st.prepared()
     assert prepared == any(ref.uid in f for f in env.cdi_files()), "checkpoint and CDI specs disagree"
     # Whatever the interleaving, a final prepare and unprepare both succeed.
