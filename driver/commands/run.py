@@ -8,8 +8,9 @@ the inventory (and re-publishes, unless --no-publish).
 
 Test hooks: with FAKE_DRA_TEST_MODE=1, FAKE_DRA_CRASH_AT=<step> SIGKILLs the process at that step
 of prepare/unprepare (prepare-started, prepare-cdi-written, prepare-completed,
-unprepare-cdi-removed, unprepare-completed) and FAKE_DRA_PAUSE_AT=<step>:<seconds> stalls the
-call there (a slow disk, for hand-over tests); without FAKE_DRA_TEST_MODE both are ignored.
+unprepare-cdi-removed, unprepare-completed) or of the start-up recovery of a lost checkpoint
+(recover-read, recover-saved; driver.state.recovery) and FAKE_DRA_PAUSE_AT=<step>:<seconds> stalls
+the call there (a slow disk, for hand-over tests); without FAKE_DRA_TEST_MODE both are ignored.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ from driver.errors import InputError
 from driver.features import Features
 
 log = logging.getLogger("fake-dra.run")
-CRASH_STEPS = ("prepare-started", "prepare-cdi-written", "prepare-completed", "unprepare-cdi-removed",
-               "unprepare-completed")
+CALL_STEPS = ("prepare-started", "prepare-cdi-written", "prepare-completed", "unprepare-cdi-removed",
+              "unprepare-completed")
+RECOVERY_STEPS = ("recover-read", "recover-saved")  # at start, rebuilding a lost checkpoint (driver.state.recovery)
+CRASH_STEPS = CALL_STEPS + RECOVERY_STEPS
 CANCEL_WINDOW_S = 5.0  # after the grace period: at most this long (and at most the grace) to roll back
 # Longer than a predecessor's hand-over with the default flags (10 s grace + 5 s cancel window), so a
 # surging rolling update's successor takes over without a restart; a second `run` by mistake is told

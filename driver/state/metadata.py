@@ -47,7 +47,7 @@ from typing import Any
 from driver.errors import InputError, PrepareError
 from driver.fsutil import TEMP_SUFFIX, NotRegularFile, atomic_write_at, make_dirs, open_dirs, read_regular
 from driver.state.device_env import granted
-from driver.state.names import check_label, check_uid
+from driver.state.names import check_label, check_subdomain, check_uid
 from driver.state.types import ClaimRef, NetworkData, PreparedDevice
 
 log = logging.getLogger("fake-dra.metadata")
@@ -370,6 +370,50 @@ class DeviceMetadataWriter:
             log.warning("unreadable device metadata file; rewriting it", extra={"path": str(path)})
             return None
         return objects[0] if objects else None
+
+
+@dataclass(frozen=True)
+class MetadataRecord:
+    """What a claim's metadata files say about it: the claim and its devices of this driver as
+    (request, pool, device). Evidence that a prepare of the claim got at least that far."""
+
+    ref: ClaimRef
+    devices: list[tuple[str, str, str]]
+
+
+def read_evidence(root: Path, driver_name: str) -> list[MetadataRecord]:
+    """Every claim with metadata files under `root` (driver.state.recovery, when the checkpoint
+    cannot be used). Files and directories that are not ours, links, and files that do not
+    decode or do not name the claim of their directory are skipped with a warning."""
+    out = []
+    for claim_dir in sorted(_subdirs(root)):
+        try:
+            uid = check_uid(claim_dir.name)
+        except InputError:
+            continue
+        ref, devices = None, []
+        for request_dir in sorted(_subdirs(claim_dir)):
+            path = request_dir / f"{driver_name}-metadata.json"
+            try:
+                obj = decode(read_regular(path))[0]
+                meta = obj["metadata"]
+                found = ClaimRef(check_label(meta["namespace"], "namespace"), check_subdomain(meta["name"], "name"),
+                                 meta["uid"])
+                if found.uid != uid or (ref is not None and found != ref):
+                    raise ValueError(f"names claim {found.uid}, not {uid}")
+                ref = found
+                for request in obj["requests"]:
+                    for dev in request["devices"]:
+                        if dev.get("driver") == driver_name:
+                            devices.append((str(request["name"]), str(dev["pool"]), check_label(dev["name"], "device")))
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError, KeyError, TypeError, IndexError, InputError) as exc:
+                log.warning("skipping unreadable device metadata while rebuilding state",
+                            extra={"path": str(path), "error": str(exc)})
+        if ref is not None and devices:
+            out.append(MetadataRecord(ref, devices))
+    return out
 
 
 def _subdirs(path: Path) -> list[Path]:

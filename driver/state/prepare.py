@@ -42,6 +42,7 @@ from driver.state.names import check_label, check_subdomain, check_uid
 from driver.state.names import shorten as _short
 from driver.state.ownership import CallGate, StateDirLock, StateGate, startup_io
 from driver.state.pool import PoolCache
+from driver.state.recovery import recover
 from driver.state.revalidate import PlacedIndex
 from driver.state.types import ClaimRef, ClaimSource, PreparedDevice, PrepareResult
 
@@ -139,30 +140,7 @@ class DeviceState:
     # -- start-up -------------------------------------------------------------------------
 
     def _load(self) -> Checkpoint:
-        cp = self._store.load()
-        if cp is not None:
-            self._drop_previous_boot(cp)
-            return cp
-        cp = Checkpoint()
-        for ref, devices in self._cdi.read_prepared():
-            # Recorded as prepared in this boot: an empty boot ID would never match a later boot,
-            # so the entry would survive every reboot and keep its devices reserved.
-            cp.claims[ref.uid] = ClaimEntry(ref, COMPLETED, self._store.boot_id, devices)
-        self._store.save(cp)
-        log.warning("rebuilt checkpoint from CDI specs", extra={"claims": len(cp.claims)})
-        return cp
-
-    def _drop_previous_boot(self, cp: Checkpoint) -> None:
-        """After a reboot nothing is prepared any more: the kubelet re-prepares what is still in use
-        (from scratch), so older-boot entries would only reserve devices forever."""
-        boot = self._store.boot_id
-        old = [uid for uid, e in cp.claims.items() if boot and e.boot_id and e.boot_id != boot]
-        for uid in old:
-            self._cdi.remove(uid)  # a persistent --cdi-root keeps specs across reboots
-            del cp.claims[uid]
-        if old:
-            self._store.save(cp)
-            log.info("dropped claims prepared before the last reboot", extra={"claims": len(old)})
+        return recover(self._store, self._cdi, self._metadata.root, self.driver_name, self._crash)
 
     def shutdown(self, grace_s: float, cancel_s: float) -> bool:
         """Let the running calls finish for up to grace_s, cancel (roll back) the rest, and flush.
@@ -437,7 +415,8 @@ class DeviceState:
                     step = "writing CDI spec"
                     if not self._cdi.exists(ref.uid):
                         log.warning("CDI spec missing for a prepared claim; recreating it", extra={"claim": ref.uid})
-                        self._cdi.write(entry.ref, entry.devices, self._metadata.mounts(files, entry.devices))
+                        self._cdi.write(entry.ref, entry.devices, self._metadata.mounts(files, entry.devices),
+                                        self._store.boot_id)
                 except OSError as exc:
                     results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {step}: {exc}")
                     continue
@@ -501,7 +480,7 @@ class DeviceState:
             try:
                 files = self._metadata.write(ref, claims[ref.uid], devs, pool_devices, self._pool.unrequested)
                 step = "writing CDI spec"
-                self._cdi.write(ref, devs, self._metadata.mounts(files, devs))
+                self._cdi.write(ref, devs, self._metadata.mounts(files, devs), self._store.boot_id)
                 ok.append((ref, devs))
             except Exception as exc:  # noqa: BLE001 - whatever it is, this claim only
                 if not isinstance(exc, (OSError, FakeDraError)):
