@@ -7,8 +7,9 @@ the state directory is released only after the last write; docs/robustness.md). 
 the inventory (and re-publishes, unless --no-publish).
 
 Test hooks: with FAKE_DRA_TEST_MODE=1, FAKE_DRA_CRASH_AT=<step> SIGKILLs the process at that step
-of prepare/unprepare (prepare-started, prepare-cdi-written, prepare-completed,
-unprepare-cdi-removed, unprepare-completed) or of the start-up recovery of a lost checkpoint
+of prepare/unprepare (prepare-read: before the claims are read, so a pause there stands in for a
+slow API server; prepare-started, prepare-cdi-written, prepare-completed, unprepare-cdi-removed,
+unprepare-completed) or of the start-up recovery of a lost checkpoint
 (recover-read, recover-saved; driver.state.recovery) and FAKE_DRA_PAUSE_AT=<step>:<seconds> stalls
 the call there (a slow disk, for hand-over tests); without FAKE_DRA_TEST_MODE both are ignored.
 """
@@ -30,7 +31,7 @@ from driver.errors import InputError
 from driver.features import Features
 
 log = logging.getLogger("fake-dra.run")
-CALL_STEPS = ("prepare-started", "prepare-cdi-written", "prepare-completed", "unprepare-cdi-removed",
+CALL_STEPS = ("prepare-read", "prepare-started", "prepare-cdi-written", "prepare-completed", "unprepare-cdi-removed",
               "unprepare-completed")
 RECOVERY_STEPS = ("recover-read", "recover-saved")  # at start, rebuilding a lost checkpoint (driver.state.recovery)
 CRASH_STEPS = CALL_STEPS + RECOVERY_STEPS

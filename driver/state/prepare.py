@@ -278,6 +278,7 @@ class DeviceState:
         """Read every claim, outside the state gate and every lock: API latency must not stall the
         other calls of the node."""
         fetched: list[tuple[ClaimRef, dict[str, Any]]] = []
+        self._crash("prepare-read")  # test hook: a slow API read (FAKE_DRA_PAUSE_AT), or a kill before any write
         for ref in refs:
             try:
                 _check_ref(ref)
