@@ -10,8 +10,9 @@ Test hooks: with FAKE_DRA_TEST_MODE=1, FAKE_DRA_CRASH_AT=<step> SIGKILLs the pro
 of prepare/unprepare (prepare-read: before the claims are read, so a pause there stands in for a
 slow API server; prepare-started, prepare-cdi-written, prepare-completed, unprepare-cdi-removed,
 unprepare-completed) or of the start-up recovery of a lost checkpoint
-(recover-read, recover-saved; driver.state.recovery) and FAKE_DRA_PAUSE_AT=<step>:<seconds> stalls
-the call there (a slow disk, for hand-over tests); without FAKE_DRA_TEST_MODE both are ignored.
+(recover-read, recover-saved; driver.state.recovery) and FAKE_DRA_PAUSE_AT=<step>:<seconds>[,...]
+stalls the call there (a slow disk or API server, for hand-over and cancellation tests); without
+FAKE_DRA_TEST_MODE both are ignored.
 """
 
 from __future__ import annotations
@@ -78,27 +79,31 @@ def _crash_hook():
     step = os.environ.get("FAKE_DRA_CRASH_AT")
     if step and step not in CRASH_STEPS:
         raise InputError(f"FAKE_DRA_CRASH_AT: unknown step {step!r} (known: {', '.join(CRASH_STEPS)})")
-    pause_step, pause_s = _pause_at(os.environ.get("FAKE_DRA_PAUSE_AT"))
+    pauses = _pauses(os.environ.get("FAKE_DRA_PAUSE_AT"))
     if step:
         log.warning("test mode: will SIGKILL at step", extra={"step": step})
-    if pause_step:
+    for pause_step, pause_s in pauses.items():
         log.warning("test mode: will pause at step", extra={"step": pause_step, "seconds": pause_s})
 
     def hook(current: str) -> None:
-        if current == pause_step:
-            time.sleep(pause_s)
+        if current in pauses:
+            time.sleep(pauses[current])
         if current == step:
             os.kill(os.getpid(), signal.SIGKILL)
     return hook
 
 
-def _pause_at(value: str | None) -> tuple[str | None, float]:
-    if not value:
-        return None, 0.0
-    step, _, seconds = value.partition(":")
-    if step not in CRASH_STEPS:
-        raise InputError(f"FAKE_DRA_PAUSE_AT: unknown step {step!r} (known: {', '.join(CRASH_STEPS)})")
-    return step, common.positive_seconds(seconds, "FAKE_DRA_PAUSE_AT seconds")
+def _pauses(value: str | None) -> dict[str, float]:
+    """FAKE_DRA_PAUSE_AT: `<step>:<seconds>[,<step>:<seconds>...]`."""
+    out: dict[str, float] = {}
+    for item in (value or "").split(","):
+        if not item:
+            continue
+        step, _, seconds = item.partition(":")
+        if step not in CRASH_STEPS:
+            raise InputError(f"FAKE_DRA_PAUSE_AT: unknown step {step!r} (known: {', '.join(CRASH_STEPS)})")
+        out[step] = common.positive_seconds(seconds, "FAKE_DRA_PAUSE_AT seconds")
+    return out
 
 
 def lock_wait_seconds(value: str) -> float | None:

@@ -81,6 +81,8 @@ class Figures:
     inputs_tried: int = 0
     kubelet_calls: int = 0
     cancelled_calls: int = 0
+    saw_cancellation: int = 0  # claims of cancelled calls the plugin refused or rolled back (its log)
+    overruled: int = 0  # claims an unprepare overruled while their prepare was in flight (its log)
     generator_inputs: dict[str, int] = field(default_factory=dict)
     kills: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KILLS, 0))
     kills_survived: int = 0
@@ -115,6 +117,8 @@ class Figures:
             f"of them prepares cancelled in flight and then unprepared; generators: {gens}; "
             f"leak-check calls {2 * self.leak_cycles})",
             f"  kills survived     {self.kills_survived}/{sum(self.kills.values())}  ({kills})",
+            f"  cancellations      {self.saw_cancellation} claims of cancelled calls kept nothing, "
+            f"{self.overruled} prepares overruled by the claim's unprepare",
             f"  claims lost        {self.claims_lost}",
             f"  double-bookings    {self.double_bookings}",
             f"  stale holds        {self.stale_holds}   orphan CDI specs {self.orphan_specs}",
@@ -178,12 +182,16 @@ class Soak:
 
     def _env_for(self, kill: str) -> dict[str, str]:
         env = {"FAKE_DRA_TEST_MODE": "1"}
+        # Reads as slow as an API server's (a pause at prepare-read), so the load's cancellations
+        # land mid-read; in a hand-over a long stall at a step as well, which some calls straddle.
+        pauses = {"prepare-read": round(self.rng.uniform(0.04, 0.12), 3)}
         if kill == "crash-at-step":
             env["FAKE_DRA_CRASH_AT"] = self.rng.choice(CALL_STEPS)
-        if kill == "handover":  # calls stall at a step so that some straddle the grace period
-            # prepare-read stands in for a slow API read: the load cancels some calls stalled there
+        if kill == "handover":
             step = self.rng.choice(("prepare-read", "prepare-started", "prepare-cdi-written"))
-            env["FAKE_DRA_PAUSE_AT"] = f"{step}:{self.rng.uniform(0.5, 2 * self.config.grace_s + 2):.2f}"
+            pauses[step] = round(self.rng.uniform(0.5, 2 * self.config.grace_s + 2), 2)
+        if kill in ("crash-at-step", "handover"):
+            env["FAKE_DRA_PAUSE_AT"] = ",".join(f"{step}:{seconds}" for step, seconds in pauses.items())
         return env
 
     def _serve(self, plugin: Plugin) -> None:
@@ -218,6 +226,10 @@ class Soak:
         self._leak_check()
         self.figures.kubelet_calls = self.workload.calls
         self.figures.cancelled_calls = self.workload.cancelled
+        # Every process of the node appends to the same log; one "prepare failed" line per claim.
+        failed = [line for line in self._node.log_text().splitlines() if "prepare failed for claim" in line]
+        self.figures.saw_cancellation = sum("cancelled by the caller" in line for line in failed)
+        self.figures.overruled = sum("unprepared while this prepare was still in flight" in line for line in failed)
         self.figures.conflicts_refused = self.workload.refused_conflicts
         self.figures.inputs_tried = (self.figures.kubelet_calls + sum(self.figures.generator_inputs.values())
                                      + 2 * self.figures.leak_cycles)

@@ -48,7 +48,7 @@ class Pod:
 
 class Workload:
     def __init__(self, ledger: Ledger, seed: int, threads: int = 3, pods_per_thread: int = 4,
-                 cancel_rate: float = 0.15) -> None:
+                 cancel_rate: float = 0.25) -> None:
         self.ledger = ledger
         self.seed = seed
         self.threads = threads
@@ -147,7 +147,7 @@ class Workload:
         with self._lock:
             self.calls += 1
         call = kubelet.start_prepare([pod.ref])
-        time.sleep(rng.uniform(0.0, 0.03))
+        time.sleep(rng.uniform(0.0, 0.04))
         if not call.cancel():  # it finished first: an ordinary answer
             self._answered(pod, kubelet.prepare_result(call.result())[pod.ref[2]])
             return
