@@ -2,7 +2,9 @@
 
 Order per request (compute, then act, then record; docs/architecture.md §3, "The claim's state in
 the plugin"):
-1. outside the lock: validate the names and fetch every claim (API latency must not serialise);
+1. outside every lock and the state gate: validate the names and fetch every claim (API latency
+   must not serialise); then take one of the state gate's slots (driver.state.ownership.StateGate)
+   and the claims' own locks;
 2. under the lock: idempotent answers for claims already prepared in this boot (recreating a lost
    CDI spec); for the rest check allocation/UID/driver/pool/device existence, parse opaque config
    and revalidate counters, compatibility groups and exclusivity together with every device
@@ -10,15 +12,18 @@ the plugin"):
    driver.state.revalidate — the allocator's own rules);
 3. under the lock: record PrepareStarted (atomic rename, no fsync), write the CDI specs, mark
    PrepareCompleted in memory; then, outside the lock, make the checkpoint durable (fsync) before
-   answering. Concurrent calls share that fsync (group commit), so the lock is never held across
-   a disk flush.
+   answering. Concurrent calls share that fsync (group commit, driver.state.journal), so the lock
+   is never held across a disk flush.
 A crash anywhere leaves a state the retried call repairs: a PrepareStarted claim is simply
 prepared again (its devices stay reserved meanwhile), a CDI spec always has a checkpoint record.
 Errors are per claim; only a failure to write the checkpoint fails the claims of that batch.
 The state directory is owned by one plugin process at a time (flock, driver.state.ownership), and
-every call is bounded by a Deadline (its gRPC deadline, the kubelet's 45 s, a shutdown's
-cancellation): a prepare whose deadline passes before it commits (marks PrepareCompleted) rolls
-back, so nothing is written after `shutdown` returns and the successor reads a settled state.
+every call is bounded by a Deadline (its gRPC deadline, the kubelet's 45 s, its caller's or a
+shutdown's cancellation): a prepare whose deadline passes before it commits (marks
+PrepareCompleted) rolls back, so nothing is written after `shutdown` returns and the successor
+reads a settled state, and nothing is kept of a call the kubelet cancelled. An unprepare overrules
+every prepare of the same claim still in flight (driver.state.inflight). What the node holds at
+start comes from driver.state.recovery.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ from driver.state.claimstatus import ClaimStatusReporter
 from driver.state.metadata import DeviceMetadataWriter
 from driver.state.names import check_label, check_subdomain, check_uid
 from driver.state.names import shorten as _short
+from driver.state.inflight import Flight, InFlight
+from driver.state.journal import Journal
 from driver.state.ownership import CallGate, StateDirLock, StateGate, startup_io
 from driver.state.pool import PoolCache
 from driver.state.recovery import recover
@@ -56,11 +63,6 @@ OVERRULED = ("unprepared while this prepare was still in flight (the kubelet can
              "prepare again if the claim is still needed")
 
 
-class _InFlight:
-    """One prepare call in flight: the claims an unprepare has overruled since it started."""
-
-    def __init__(self) -> None:
-        self.overruled: set[str] = set()
 
 
 def _no_crash(step: str) -> None:
@@ -102,17 +104,12 @@ class DeviceState:
         self._metadata = metadata or DeviceMetadataWriter(checkpoint.dir, driver_name, enabled=False)
         self._status = claim_status
         self._lock = threading.Lock()
-        self._io_lock = threading.Lock()  # serialises checkpoint writes and fsyncs
         self._stripes = [threading.Lock() for _ in range(64)]
-        self._version = self._written = self._synced = 0
-        self._dirty: set[str] = set()  # claim UIDs changed since the last checkpoint encode
         # Revalidation is strict regardless of the scheduler's gates: that is its point.
         self._features = Features.all_on()
         self._calls = CallGate(max_call_s)
         self._gate = StateGate(concurrency)
-        # claim UID -> the prepares of it in flight, so an unprepare of the claim can overrule them
-        self._prepares: dict[str, list[_InFlight]] = {}
-        self._closed = False
+        self._flights = InFlight()
         # Two plugin processes (a surging rolling update) must never both own the checkpoint: the
         # newcomer waits for the old one's lock. Start-up faults are InputErrors naming the path.
         self._dir_lock = StateDirLock(checkpoint.dir, lock_wait_s)
@@ -136,6 +133,7 @@ class DeviceState:
             self._dir_lock.release()
             raise
         self._placed = PlacedIndex(self._cp, driver_name)
+        self._journal = Journal(checkpoint, self._cp, self._lock)
 
     # -- start-up -------------------------------------------------------------------------
 
@@ -150,7 +148,7 @@ class DeviceState:
         if not self._calls.drain(grace_s, cancel_s):
             return False
         try:
-            self._flush()  # the rollbacks of cancelled calls reach the disk before the successor reads it
+            self._journal.flush()  # the rollbacks of cancelled calls reach the disk before the successor reads it
         except OSError as exc:
             # The file then still holds their PrepareStarted records: reserved until retried, harmless.
             log.error("final checkpoint write failed", extra={"path": str(self._store.path), "error": str(exc)})
@@ -159,41 +157,7 @@ class DeviceState:
     def close(self) -> None:
         """Release the state directory (the process exiting does the same). Nothing is written
         afterwards, even by a call that somehow slipped past `shutdown`."""
-        with self._io_lock:
-            self._closed = True
-            self._dir_lock.release()
-
-    # -- checkpoint persistence (group commit) ----------------------------------------------
-
-    def _write_current(self, durable: bool, need: int | None = None) -> None:
-        """Outside self._lock: write (and optionally fsync) the checkpoint as of now.
-
-        Group commit: the I/O lock is taken *before* the snapshot, so a caller that waited while
-        another one wrote snapshots everything recorded meanwhile (its own change and those of
-        every other waiter) and the callers behind it find their versions already covered; with
-        C concurrent prepares that is ~1 write per wave instead of one per call. self._lock is
-        held only while encoding, never across the disk I/O. `need` is the version the caller's
-        own change produced (default: everything recorded so far)."""
-        with self._io_lock:
-            if self._closed:
-                raise CallAborted("the state directory was released; not writing the checkpoint")
-            with self._lock:
-                target = self._version if need is None else need
-                if (self._synced if durable else self._written) >= target:
-                    return
-                data, version = self._store.encode(self._cp, self._dirty), self._version
-                self._dirty = set()
-            if version > self._written:
-                self._store.write(data, durable=durable)
-                self._written = version
-                if durable:
-                    self._synced = version
-            elif durable:  # the file on disk already holds this version: only flush it
-                self._store.sync()
-                self._synced = self._written
-
-    def _flush(self, need: int | None = None) -> None:
-        self._write_current(durable=True, need=need)
+        self._journal.close(then=self._dir_lock.release)
 
     def prepared(self) -> dict[str, ClaimEntry]:
         with self._lock:
@@ -211,7 +175,7 @@ class DeviceState:
         else:
             self._cp.claims[uid] = entry
         self._placed.update(uid, entry)
-        self._dirty.add(uid)
+        self._journal.changed(uid)
 
     # -- prepare --------------------------------------------------------------------------
 
@@ -248,29 +212,9 @@ class DeviceState:
         finally:
             self._gate.leave()
 
-    @contextlib.contextmanager
-    def _in_flight(self, uids: Iterable[str]) -> Iterator[_InFlight]:
-        """Register a prepare of `uids` until it returns: an unprepare of one of them marks it
-        `overruled` (driver.state.prepare's commit rule: an unprepare wins over a prepare of the
-        same claim that is still in flight)."""
-        mine, uids = _InFlight(), list(uids)
-        with self._lock:
-            for uid in uids:
-                self._prepares.setdefault(uid, []).append(mine)
-        try:
-            yield mine
-        finally:
-            with self._lock:
-                for uid in uids:
-                    flights = self._prepares.get(uid)
-                    if flights is not None:
-                        flights.remove(mine)
-                        if not flights:
-                            del self._prepares[uid]
-
     def _prepare(self, refs: Sequence[ClaimRef], deadline: Deadline) -> dict[str, PrepareResult]:
         unique = _dedupe(refs, results := {}, PrepareResult)
-        with self._in_flight(ref.uid for ref in unique) as flight:
+        with self._flights.prepare(ref.uid for ref in unique) as flight:
             return self._prepare_fetched(self._fetch_all(unique, deadline, results), results, flight, deadline)
 
     def _fetch_all(self, refs: Sequence[ClaimRef], deadline: Deadline,
@@ -297,7 +241,7 @@ class DeviceState:
         return fetched
 
     def _prepare_fetched(self, fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult],
-                         flight: _InFlight, deadline: Deadline) -> dict[str, PrepareResult]:
+                         flight: Flight, deadline: Deadline) -> dict[str, PrepareResult]:
         with self._working(deadline) as working:
             if not working:
                 for ref, _ in fetched:
@@ -307,7 +251,7 @@ class DeviceState:
                 return self._prepare_locked_claims(fetched, results, flight, deadline)
 
     def _prepare_locked_claims(self, fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult],
-                               flight: _InFlight, deadline: Deadline) -> dict[str, PrepareResult]:
+                               flight: Flight, deadline: Deadline) -> dict[str, PrepareResult]:
         """Holding the claims' own locks and a gate slot: validate and record (under the global
         lock), act, commit, make durable."""
         with self._lock:
@@ -324,10 +268,10 @@ class DeviceState:
                 # the file say so too (best effort, no fsync), or a restart would reserve their
                 # devices again. (A cancelled call leaves that to shutdown's final flush.)
                 with contextlib.suppress(OSError, CallAborted):
-                    self._write_current(durable=False)
+                    self._journal.write(durable=False)
         if pending:
             try:
-                self._flush(need)
+                self._journal.flush(need)
             except OSError as exc:
                 # The claims stay recorded (and reserved); the kubelet's retry finishes them.
                 for ref, _ in pending:
@@ -356,9 +300,9 @@ class DeviceState:
             for i in reversed(stripes):
                 self._stripes[i].release()
 
-    def _overruled(self, ref: ClaimRef, flight: _InFlight, results: dict[str, PrepareResult]) -> bool:
-        """Under self._lock: was the claim unprepared since this call started? Then it gets no record."""
-        if ref.uid not in flight.overruled:
+    def _overruled(self, ref: ClaimRef, flight: Flight, results: dict[str, PrepareResult]) -> bool:
+        """Was the claim unprepared since this call started? Then it gets no record."""
+        if not self._flights.overruled(flight, ref.uid):
             return False
         results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {OVERRULED}")
         return True
@@ -398,9 +342,7 @@ class DeviceState:
         before = {ref.uid: self._cp.claims.get(ref.uid) for ref, _ in batch}
         for ref, devs in batch:
             self._set_entry(ref.uid, ClaimEntry(ref, STARTED, boot, devs))
-        if batch:
-            self._version += 1
-        return pending, batch, before, self._version
+        return pending, batch, before, (self._journal.bump() if batch else self._journal.version)
 
     def _validate_all(self, fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult],
                       boot: str, pending: list[Batch], batch: list[Batch]) -> None:
@@ -424,7 +366,7 @@ class DeviceState:
                 except FakeDraError as exc:
                     results[ref.uid] = PrepareResult(error=str(exc))
                     continue
-                if self._synced < self._version:  # recorded by a call whose flush failed
+                if self._journal.lagging:  # recorded by a call whose flush failed
                     pending.append((ref, entry.devices))
                 else:
                     results[ref.uid] = PrepareResult(devices=tuple(entry.devices))
@@ -458,17 +400,17 @@ class DeviceState:
 
     def _act(self, batch: list[Batch], before: dict[str, ClaimEntry | None],
              results: dict[str, PrepareResult], recorded: int,
-             claims: Mapping[str, dict[str, Any]], deadline: Deadline, flight: _InFlight) -> tuple[list[Batch], int]:
+             claims: Mapping[str, dict[str, Any]], deadline: Deadline, flight: Flight) -> tuple[list[Batch], int]:
         """Outside the global lock (the claims' own locks are held): persist PrepareStarted, write
         the CDI specs, mark PrepareCompleted. Returns the claims that succeeded and the version
         recording them."""
         try:
-            self._write_current(durable=False, need=recorded)
+            self._journal.write(durable=False, need=recorded)
         except OSError as exc:
             with self._lock:
                 for uid, old in before.items():
                     self._set_entry(uid, old)
-                self._version += 1
+                self._journal.bump()
             for ref, _ in batch:
                 results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: writing checkpoint: {exc}")
             return [], 0
@@ -501,8 +443,7 @@ class DeviceState:
             return self._roll_back(batch, before, results, str(exc)), 0
         # An unprepare of a claim of this call came in meanwhile (it waits for the claim's lock):
         # it wins, so this call keeps nothing of that claim and the unprepare then finds it gone.
-        with self._lock:
-            late = {ref.uid for ref, _ in batch if ref.uid in flight.overruled}
+        late = {ref.uid for ref, _ in batch if self._flights.overruled(flight, ref.uid)}
         if late:
             late_ok = [(ref, devs) for ref, devs in ok if ref.uid in late]
             if self._status is not None and late_ok:
@@ -518,8 +459,7 @@ class DeviceState:
                 self._set_entry(ref.uid, ClaimEntry(ref, COMPLETED, self._store.boot_id, devs))
             for ref in failed:
                 self._set_entry(ref.uid, before[ref.uid])
-            self._version += 1
-            version = self._version
+            version = self._journal.bump()
         for ref in failed:
             try:
                 self._cdi.remove(ref.uid)
@@ -551,7 +491,7 @@ class DeviceState:
             for ref, _ in batch:
                 if ref.uid not in kept:
                     self._set_entry(ref.uid, before[ref.uid])
-            self._version += 1
+            self._journal.bump()
         log.warning("rolled back an unfinished prepare", extra={"claims": len(batch), "reason": reason})
         return []
 
@@ -572,10 +512,7 @@ class DeviceState:
                 valid.append(ref)
             except FakeDraError as exc:
                 results[ref.uid] = str(exc)
-        with self._lock:  # before waiting for anything: a prepare of the claim may be reading it now
-            for ref in valid:
-                for flight in self._prepares.get(ref.uid, ()):
-                    flight.overruled.add(ref.uid)
+        self._flights.overrule(r.uid for r in valid)  # before waiting: a prepare of it may be reading it now
         with self._working(deadline) as working:
             if not working:
                 for ref in valid:
@@ -605,10 +542,10 @@ class DeviceState:
                 for r in gone:
                     self._set_entry(r.uid, None)
                 if gone:
-                    self._version += 1
+                    self._journal.bump()
             try:
                 # Also persists removals of an earlier call whose flush failed (its retry lands here).
-                self._flush()
+                self._journal.flush()
             except OSError as exc:
                 for r in valid:
                     if not results[r.uid]:
