@@ -31,7 +31,7 @@ from driver.plugin.gen import pluginregistration_v1_pb2_grpc as reg_grpc
 from driver.plugin.metrics import PluginMetrics
 from driver.state.names import shorten
 from driver.state.prepare import DeviceState
-from driver.state.types import ClaimRef, DeviceHealthStatus, PrepareResult
+from driver.state.types import ClaimRef, DeviceHealthStatus
 
 log = logging.getLogger("fake-dra.plugin")
 DRA_VERSIONS = ("v1", "v1beta1")  # the kubelet takes the first it supports: newest first

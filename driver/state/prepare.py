@@ -63,8 +63,6 @@ OVERRULED = ("unprepared while this prepare was still in flight (the kubelet can
              "prepare again if the claim is still needed")
 
 
-
-
 def _no_crash(step: str) -> None:
     return None
 
@@ -213,7 +211,8 @@ class DeviceState:
             self._gate.leave()
 
     def _prepare(self, refs: Sequence[ClaimRef], deadline: Deadline) -> dict[str, PrepareResult]:
-        unique = _dedupe(refs, results := {}, PrepareResult)
+        results: dict[str, PrepareResult] = {}
+        unique = _dedupe(refs, results, PrepareResult)
         with self._flights.prepare(ref.uid for ref in unique) as flight:
             return self._prepare_fetched(self._fetch_all(unique, deadline, results), results, flight, deadline)
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 from driver.state.cdi import CdiWriter
 from driver.state.checkpoint import COMPLETED, STARTED, Checkpoint, CheckpointStore, ClaimEntry
@@ -40,7 +41,7 @@ from driver.state.types import PreparedDevice
 log = logging.getLogger("fake-dra.state")
 
 
-def recover(store: CheckpointStore, cdi: CdiWriter, metadata_root: object, driver_name: str,
+def recover(store: CheckpointStore, cdi: CdiWriter, metadata_root: Path, driver_name: str,
             crash: Callable[[str], None]) -> Checkpoint:
     """The claims this node holds, with the checkpoint durable on disk when it was rebuilt.
     Raises OSError when the rebuilt checkpoint cannot be written (the caller's start-up error).
@@ -72,7 +73,7 @@ def recover(store: CheckpointStore, cdi: CdiWriter, metadata_root: object, drive
     return cp
 
 
-def rebuild(boot: str, cdi: CdiWriter, metadata_root: object, driver_name: str) -> tuple[Checkpoint, list[str]]:
+def rebuild(boot: str, cdi: CdiWriter, metadata_root: Path, driver_name: str) -> tuple[Checkpoint, list[str]]:
     """(the checkpoint the evidence describes, UIDs of specs prepared in another boot)."""
     cp, other_boot = Checkpoint(), []
     for spec in cdi.read_prepared():
@@ -83,7 +84,7 @@ def rebuild(boot: str, cdi: CdiWriter, metadata_root: object, driver_name: str) 
         # so the entry would survive every reboot and keep its devices reserved.
         cp.claims[spec.ref.uid] = ClaimEntry(spec.ref, COMPLETED, boot, spec.devices)
     held = {(d.pool, d.device) for e in cp.claims.values() for d in e.devices if not d.admin_access}
-    for record in read_evidence(metadata_root, driver_name):  # type: ignore[arg-type]
+    for record in read_evidence(metadata_root, driver_name):
         uid = record.ref.uid
         if uid in cp.claims or uid in other_boot:
             continue
