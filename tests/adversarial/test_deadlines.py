@@ -84,3 +84,28 @@ def test_a_call_refused_as_busy_reaches_the_kubelet_before_its_deadline(make_plu
 def _both_paused(plugin) -> bool:
     state = plugin.state / "checkpoint.json"
     return state.exists() and len(plugin.checkpoint()["claims"]) == 2
+
+
+def test_two_slow_claim_reads_stall_no_other_call_on_the_node(make_plugin, api, tmp_path):
+    # Issue 18 item 3: the two-slot state gate was held across the claim's API read, so two slow
+    # reads stalled every other prepare and unprepare on the node (an unprepare needs no API).
+    plugin = make_plugin(extra_args=("--kubeconfig", str(api.kubeconfig(tmp_path / "kc")), "--no-publish"))
+    kubelet = plugin.start()
+    slow = [allocated_claim(f"slow-{i}", [f"gpu-{i}"]) for i in range(2)]
+    for c in slow:
+        api.add(c)
+        api.stall(c["metadata"]["name"])
+    stalled = [kubelet.start_prepare([ref(c)]) for c in slow]
+    for c in slow:
+        api.wait_read(c["metadata"]["name"])
+    fast = allocated_claim("fast", ["nic-0-vf-0"])
+    api.add(fast)
+    with KubeletClient(plugin.registry, DRIVER, timeout_s=5.0) as other:
+        t0 = time.monotonic()
+        assert other.prepare([ref(fast)])[ref(fast)[2]].error == ""
+        assert other.unprepare([ref(fast)]) == {ref(fast)[2]: ""}
+        assert time.monotonic() - t0 < 3.0, "a call waited for the slow reads of other claims"
+    for c in slow:
+        api.release(c["metadata"]["name"])
+    assert all(kubelet.prepare_result(f.result(timeout=20))[ref(c)[2]].error == "" for f, c in zip(stalled, slow))
+    assert plugin.stop() == 0
