@@ -131,6 +131,12 @@ class CheckpointStore:
         except Exception as exc:  # noqa: BLE001 - anything unparsable is "corrupt", never fatal
             return Loaded(None, f"corrupt ({exc})")
 
+    def peek(self) -> Checkpoint:
+        """The stored checkpoint for a reader that is not the plugin (`fake-dra describe`): nothing
+        is moved or written. FileNotFoundError when there is none; ValueError (or an OSError)
+        saying what is wrong with a file the plugin would not trust (driver.state.recovery)."""
+        return self._parse(read_own_file(self.path))
+
     def keep_aside(self) -> Path | None:
         """Keep the unusable `checkpoint.json` for a human as checkpoint.json.corrupt-<unix time>
         (`-<n>` appended when taken), without moving it: a hard link, which needs no data blocks (a
