@@ -25,6 +25,7 @@ from typing import Any
 
 from driver.allocator.cluster.accounts import Hold, PoolAccount, PoolAllocations, PoolId, claim_holds
 from driver.allocator.cluster.store import SliceStore
+from driver.allocator.cluster.usage import PublishedPool, Usage, read_usage
 from driver.allocator.engine import DEFAULT_BUDGET
 from driver.allocator.inputs import DeviceClass, claim_label, parse_class
 from driver.allocator.parsed import ParsedSlice
@@ -64,7 +65,7 @@ class ClusterView:
         self._accounts: dict[PoolId, dict[tuple, PoolAccount]] = {}
         self._entries: dict[str, NodeEntry] = {}
         self._pool_users: dict[PoolId, set[str]] = {}
-        self._published: dict[PoolId, tuple[Any, PoolAccount]] = {}  # usage.PublishedPool and its account (also in _accounts)
+        self._published: dict[PoolId, tuple[PublishedPool, PoolAccount]] = {}  # for usage; the account is in _accounts too
         if objects:
             self.load(objects)
 
@@ -328,12 +329,10 @@ class ClusterView:
         for node in self.nodes() if nodes is None else nodes:
             self.entry(node)
 
-    def usage(self, driver: str | None = None, pool: str | None = None) -> Any:
+    def usage(self, driver: str | None = None, pool: str | None = None) -> Usage:
         """A `Usage` (cluster/usage.py) of every pool, or one driver's, or one pool's: per pool its
         counters total/used/left and who holds each device; read from the per-pool accounts the
         view keeps current, so its cost is the selected pools' counters and holds."""
-        from driver.allocator.cluster.usage import read_usage
-
         def selected(pid: PoolId) -> bool:
             return (driver is None or pid[0] == driver) and (pool is None or pid[1] == pool)
 
@@ -346,11 +345,9 @@ class ClusterView:
                       if (kept := [h for h in holds if selected(h.pool_id)])}
         return read_usage(published, orphans, claims)
 
-    def _usage_account(self, pid: PoolId) -> tuple[Any, PoolAccount, PoolAllocations]:
+    def _usage_account(self, pid: PoolId) -> tuple[PublishedPool, PoolAccount, PoolAllocations]:
         """The pool as its newest generation publishes it, its whole-pool account and allocations
         (built on first use after a change of its slices, then kept current by claim updates)."""
-        from driver.allocator.cluster.usage import PublishedPool
-
         allocations = self._allocations.get(pid)
         if allocations is None:
             allocations = self._allocations.setdefault(pid, PoolAllocations())
