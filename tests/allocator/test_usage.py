@@ -163,10 +163,12 @@ def test_bad_records_are_problems_not_crashes() -> None:
 def test_only_held_devices_are_parsed_and_a_broken_one_is_a_problem() -> None:
     slices = _slices()
     slices[1]["spec"]["devices"] += [{"name": "broken", "capacity": {"x": {}}}, {"name": "unheld", "capacity": {"x": {}}}]
-    usage = usage_of(slices, [_claim("a", {"device": "broken"}), _claim("b", {"device": "big"})])
-    assert usage.problems == ["ResourceSlice p-d: spec.devices[5].capacity[x].value: required"]
+    usage = usage_of(slices, [_claim("a", {"device": "broken"}), _claim("b", {"device": "big"}),
+                              _claim("a2", {"device": "broken", "adminAccess": True}), _claim("a3", {"device": "broken"})])
+    assert usage.problems == ["ResourceSlice p-d: spec.devices[5].capacity[x].value: required"], "once per device"
     pool = usage.pools[(D, "p")]
-    assert [h.claim for h in pool.holds["broken"]] == ["default/a"] and pool.counters()["cs"]["u"].used == 6
+    assert [h.claim for h in pool.holds["broken"]] == ["default/a", "default/a2", "default/a3"]
+    assert pool.counters()["cs"]["u"].used == 6
     with pytest.raises(InputError, match=r"devices\[6\].capacity\[x\].value: required"):
         pool.device_info("unheld")
 
