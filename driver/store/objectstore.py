@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import logging
 import os
 import re
@@ -179,17 +180,35 @@ class ObjectStore:
         else:
             dirs = [self._dir(resource, namespace)]
         out = []
-        for d in dirs:
-            if not d.is_dir():
-                continue
-            for path in sorted(d.glob("*.yaml")):
-                try:
-                    out.append(_load(path, read_object_text(path)))
-                except FileNotFoundError:  # deleted between glob and read
+        with _collector_paused():
+            for d in dirs:
+                if not d.is_dir():
                     continue
-                except InputError as exc:
-                    log.warning("leaving out an unreadable object: %s", exc)
+                for path in sorted(d.glob("*.yaml")):
+                    try:
+                        out.append(_load(path, read_object_text(path)))
+                    except FileNotFoundError:  # deleted between glob and read
+                        continue
+                    except InputError as exc:
+                        log.warning("leaving out an unreadable object: %s", exc)
         return out
+
+    def names(self, resource: str, namespace: str | None = None) -> list[str]:
+        """Names of the objects of one namespace (or cluster scope), from the file names alone."""
+        folder = self._dir(resource, namespace)
+        try:
+            return sorted(e.name[:-len(_SUFFIX)] for e in os.scandir(folder)
+                          if e.name.endswith(_SUFFIX) and not e.name.startswith("."))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def get_text(self, resource: str, namespace: str | None, name: str) -> str | None:
+        """The stored text of one object, unparsed (None when absent): for callers that can tell an
+        unchanged object by its bytes (driver.fleet) before paying for a parse."""
+        try:
+            return read_object_text(self.path_of(resource, namespace, name))
+        except FileNotFoundError:
+            return None
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -250,6 +269,20 @@ class ObjectStore:
             return (self.root / ".resourceVersion").read_text().strip() or "0"
         except FileNotFoundError:
             return "0"
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while a list builds objects: parsed files hold no cycles, yet
+    every few thousand new containers the collector walks all the young ones, which makes reading a
+    fleet's slices (~1,000 containers per slice) three times slower."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class _Batch:
