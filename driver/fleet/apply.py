@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ from driver.errors import ConflictError, NotFoundError
 from driver.features import Features
 from driver.fleet.nodes import ForeignNode, is_fleet_node, node_object, updated_node
 from driver.fleet.spec import Fleet, NodeGroup
-from driver.fleet.targets import BATCH_NODES, FleetTarget, ListedSlices
+from driver.fleet.targets import BATCH_NODES, FleetTarget
 from driver.fleet.template import Template, Templates, features_for
 from driver.kube.allocated import allocated_from_claims
 from driver.publish.reconcile import ReconcileStats, reconcile
@@ -140,13 +140,18 @@ def apply_fleet(
     features: Features,
     templates: Templates,
     progress: Progress | None = None,
+    absent: Collection[str] = (),
 ) -> ApplyStats:
-    """One pass making `target` hold `fleet` (module docstring). Raises ForeignNode before any write."""
+    """One pass making `target` hold `fleet` (module docstring). Raises ForeignNode before any write.
+
+    `absent`: nodes of the fleet to leave without a Node this pass (someone deleted them while
+    `fleet run` watched); slices still published for them are removed, as the garbage collector
+    removes a deleted Node's slices on a cluster."""
     started = time.monotonic()
-    stats = ApplyStats(nodes=fleet.size)
     nodes = {_name(n): n for n in target.list_nodes()}
+    wanted = [(name, group) for name, group in fleet.nodes() if name not in absent]
+    stats = ApplyStats(nodes=len(wanted))
     check_foreign(fleet, nodes)
-    wanted = fleet.nodes()
     groups = {g.name: templates.get(g.profile, g.driver_config, g.fidelity, features) for g in fleet.groups}
     names = {node: _slice_names(groups[g.name], driver_name, node) for node, g in wanted}
     index = target.slice_index(driver_name, {n for ns in names.values() for n in ns})
@@ -176,7 +181,10 @@ def apply_fleet(
                 done += 1
                 if progress is not None:
                     progress(done, total)
-    leftover = index.rest() if gone else {}
+    leftover = index.rest() if gone or absent else {}
+    with target.batch():
+        for name in sorted(set(absent) & set(leftover)):
+            _remove_slices(target, leftover.pop(name), stats)
     for start in range(0, len(gone), BATCH_NODES):
         with target.batch():
             for node in gone[start:start + BATCH_NODES]:
@@ -216,14 +224,17 @@ def _ensure_node(target: FleetTarget, fleet: Fleet, group: NodeGroup, name: str,
     return (stored.get("metadata") or {}).get("uid")
 
 
-def _remove_node(target: FleetTarget, node: dict[str, Any], slices: list[dict[str, Any]], stats: ApplyStats) -> None:
+def _remove_slices(target: FleetTarget, slices: list[dict[str, Any]], stats: ApplyStats) -> None:
     for s in slices:
-        meta = s.get("metadata") or {}
         try:
-            target.delete_slice(_name(s), uid=meta.get("uid"))
+            target.delete_slice(_name(s), uid=(s.get("metadata") or {}).get("uid"))
             stats.slices_deleted += 1
         except NotFoundError:
             pass
+
+
+def _remove_node(target: FleetTarget, node: dict[str, Any], slices: list[dict[str, Any]], stats: ApplyStats) -> None:
+    _remove_slices(target, slices, stats)
     try:
         target.delete_node(_name(node), (node.get("metadata") or {}).get("uid"))
         stats.nodes_deleted += 1
@@ -248,4 +259,4 @@ def delete_fleet(target: FleetTarget, fleet_name: str, *, driver_name: str, prog
     return stats
 
 
-__all__ = ["ApplyStats", "ForeignNode", "ListedSlices", "apply_fleet", "check_foreign", "delete_fleet"]
+__all__ = ["ApplyStats", "ForeignNode", "apply_fleet", "check_foreign", "delete_fleet"]

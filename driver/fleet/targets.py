@@ -58,22 +58,6 @@ def by_node(slices: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-class ListedSlices:
-    """An index over slices already listed and parsed (an API server's list)."""
-
-    def __init__(self, slices: list[dict[str, Any]]) -> None:
-        self._by_node = by_node(slices)
-
-    def unchanged(self, node: str, names: list[str], texts_for: Callable[[int], list[str]], owner_uid: str | None) -> bool:
-        return False  # reconcile compares the parsed objects (and writes nothing when equal)
-
-    def take(self, node: str, names: list[str]) -> list[dict[str, Any]]:
-        return self._by_node.pop(node, [])
-
-    def rest(self) -> dict[str, list[dict[str, Any]]]:
-        return dict(self._by_node)
-
-
 _SPEC_MARK = ',"spec":'
 _GENERATION = re.compile(r'\{"driver":"[^"]*","pool":\{"name":"[^"]*","generation":(\d+),')
 
