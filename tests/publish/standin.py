@@ -15,8 +15,9 @@ behaviour that matters for reconcile and gate detection, so tests run without a 
   `kubernetes_feature_enabled` for the configured *scheduler* gates (stands in for kube-scheduler's
   endpoint);
 - fault injection: `inject_conflicts(n)` makes the next n writes lose a race with "someone else";
-  `inject_failures([(status, retry_after), ...])` answers the next requests with those statuses
-  (429 Too Many Requests with a Retry-After header, 5xx), as an overloaded apiserver does.
+  `inject_failures([(status, retry_after), ...], method=None)` answers the next requests (of that
+  method) with those statuses (429 Too Many Requests with a Retry-After header, 5xx), as an
+  overloaded apiserver does.
 Watch is not implemented (the publisher does not watch). Written independently of driver.publish so
 a bug there cannot hide in a shared helper.
 """
@@ -128,6 +129,7 @@ class StandInState:
         self.authorization: list[str | None] = []  # Authorization header of each request, in order
         self.conflicts_left = 0
         self.failures: list[tuple[int, int | None]] = []  # (status, Retry-After seconds) for the next requests
+        self.failures_method: str | None = None  # only requests of this method fail
 
     def next_rv(self) -> str:
         self.rv += 1
@@ -181,7 +183,7 @@ class _Handler(BaseHTTPRequestHandler):
         st.authorization.append(self.headers.get("Authorization"))
         st.content_types.append(self.headers.get("Content-Type"))
         with st.lock:
-            if st.failures:
+            if st.failures and st.failures_method in (None, method):
                 code, retry_after = st.failures.pop(0)
                 reason = "TooManyRequests" if code == 429 else "InternalError"
                 return self._send(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason,
@@ -431,9 +433,10 @@ class StandInServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def inject_failures(self, failures: list[tuple[int, int | None]]) -> None:
+    def inject_failures(self, failures: list[tuple[int, int | None]], method: str | None = None) -> None:
         with self.state.lock:
             self.state.failures = list(failures)
+            self.state.failures_method = method
 
     def inject_conflicts(self, n: int) -> None:
         with self.state.lock:
