@@ -172,6 +172,10 @@ def _apply(args: argparse.Namespace, target: Any, fleet: Any, features: Features
     from driver.fleet.template import Templates
 
     progress = _Progress(fleet.name, "applied")
+    if target.kind == "store":
+        from driver.commands._local import seed_device_classes
+
+        seed_device_classes(target.store, args.driver_name)  # as `fake-dra run` does in local mode
     with Templates(args.driver_name) as templates:
         try:
             stats = apply_fleet(target, fleet, driver_name=args.driver_name, features=features,

@@ -66,6 +66,9 @@ def node_object(fleet: Fleet, group: NodeGroup, name: str) -> dict[str, Any]:
             "allocatable": dict(CAPACITY),
             "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "fake",
                          "kubeProxyVersion": "fake"},
+            # Static: on a cluster kwok takes over the conditions; in the local store nothing else sets them.
+            "conditions": [{"type": "Ready", "status": "True", "reason": "FleetNode",
+                            "message": "simulated by fake-dra fleet: no kubelet"}],
             "phase": "Running",
         },
     }
