@@ -80,3 +80,26 @@ def test_writes_leave_the_callers_object_alone(tmp_path):
     assert "uid" not in obj["metadata"] and stored["metadata"]["uid"]
     stored["metadata"]["labels"] = {"x": "y"}
     assert "labels" not in obj["metadata"]
+
+
+@pytest.mark.parametrize("syncfs", [True, False], ids=["syncfs-once", "fsync-each"])
+def test_a_batch_is_durable_either_way(tmp_path, monkeypatch, syncfs):
+    import driver.store.objectstore as objectstore
+
+    calls = {"syncfs": 0, "fsync": 0}
+    monkeypatch.setattr(objectstore, "can_sync_filesystem", lambda: syncfs)
+    monkeypatch.setattr(objectstore, "sync_filesystem", lambda root: calls.__setitem__("syncfs", calls["syncfs"] + 1) or True)
+    real = objectstore.atomic_write
+
+    def counting(path, data, mode, sync_dir=True, fsync=True):
+        calls["fsync"] += int(fsync)
+        return real(path, data, mode, sync_dir=sync_dir, fsync=fsync)
+
+    monkeypatch.setattr(objectstore, "atomic_write", counting)
+    store = ObjectStore(tmp_path)
+    with store.batch():
+        for i in range(10):
+            store.create("resourceslices", slice_obj(f"s{i}"))
+    object_fsyncs = calls["fsync"] - 2  # the counter file: reserved ahead, then the final value
+    assert (calls["syncfs"], object_fsyncs) == ((1, 0) if syncfs else (0, 10))
+    assert len(store.list("resourceslices")) == 10
