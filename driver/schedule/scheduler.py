@@ -121,6 +121,9 @@ class Scheduler:
         self.progress = progress
         self.next_start = 0
         self.report = Report()
+        # Bumped by every bind: an unschedulable pod's outcome holds until then (see _cycle).
+        self.generation = 0
+        self._unschedulable_memo: dict[tuple, tuple[int, list[str], str]] = {}
 
     # ---- loading ---------------------------------------------------------------------------------
     def _load(self) -> list[dict[str, Any]]:
@@ -182,15 +185,28 @@ class Scheduler:
             if len((c.claim.get("status") or {}).get("reservedFor") or []) >= MAX_RESERVED_FOR and not _reserved(c.claim, pod):
                 return self._unschedulable(pod, resolution, label, f"resourceclaim {c.claim['metadata']['name']} "
                                            f"is reserved by {MAX_RESERVED_FOR} consumers already")
-        parsed = self.dra.parse([c.claim for c in todo]) if todo else []
         shape = shape_of([c.claim for c in todo])
+        labels = [_label(c.claim) for c in todo]
+        # kube-scheduler does not retry an unschedulable pod until the cluster changes (its queueing
+        # hints); likewise a pod asking what an unschedulable one asked, with nothing bound since,
+        # is unschedulable for the same reasons: no need to visit every node again.
+        key = (needs.shape, needs.requests, shape, tuple(_label(c.claim) for c in bound))
+        known = self._unschedulable_memo.get(key)
+        if known is not None and known[0] == self.generation:
+            message = known[2]
+            for old, new in zip(known[1], labels):
+                message = message.replace(f"claim {old}:", f"claim {new}:")
+            return self._unschedulable(pod, resolution, label, message)
+        parsed = self.dra.parse([c.claim for c in todo]) if todo else []
         found, reasons = self._filter(needs, parsed, shape, bound)
         if not found:
             if todo:
                 for node, reason in list(reasons.items()):
                     if reason == _DRA:
                         reasons[node] = self.dra.explain(node, parsed, shape)
-            return self._unschedulable(pod, resolution, label, fit_error(reasons, len(self.nodes)))
+            message = fit_error(reasons, len(self.nodes))
+            self._unschedulable_memo[key] = (self.generation, labels, message)
+            return self._unschedulable(pod, resolution, label, message)
         node, allocations = self._choose(found)
         self._bind(pod, resolution, todo, bound, node, allocations)
         return PodOutcome(label, node, names)
@@ -257,6 +273,7 @@ class Scheduler:
         self._claim_statuses(status, resolution, meta.get("uid"))
         self._write_pod({**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status})
         self.by_name[node].add_pod(dict(PodNeeds.of(pod).requests))
+        self.generation += 1
 
     def _unschedulable(self, pod: dict[str, Any], resolution: Resolution, label: str, message: str) -> PodOutcome:
         for c in resolution.claims:
