@@ -92,8 +92,7 @@ def _target(args: argparse.Namespace, *, write: bool) -> Any:
     if uses_api_server(args):
         from driver.kube.fleet import kube_fleet_target
 
-        return kube_fleet_target(args.kubeconfig, qps=_positive(args.qps, "--qps"),
-                                 burst=_positive(args.burst, "--burst", int))
+        return kube_fleet_target(args.kubeconfig, qps=args.qps_value, burst=args.burst_value)
     from driver.fleet.targets import StoreFleetTarget
 
     return StoreFleetTarget(_store.open_store(args, write=write))
@@ -116,10 +115,19 @@ def _features(args: argparse.Namespace, target: Any, probe_node: str) -> Feature
         overrides=parse_gates(args.features), scheduler_metrics_url=args.scheduler_metrics_url,
         scheduler_flags=sched, metrics_token_file=args.metrics_token_file, metrics_ca_file=args.metrics_ca_file,
         metrics_insecure=bool(args.metrics_insecure_skip_verify))
+    if args.action != "run":  # a one-shot command prints the gates in its summary instead
+        logging.getLogger("fake-dra.gates").setLevel(logging.WARNING)
     report = detector.detect()
     for warning in report.warnings:
         log.warning(warning)
     return report.features
+
+
+def _gates(features: Features) -> str:
+    """The detected gates only (the others are locked or follow 1.37's defaults)."""
+    from driver.publish.fields import DETECTED_GATES
+
+    return ",".join(f"{g}={'true' if features.enabled(g) else 'false'}" for g in DETECTED_GATES)
 
 
 def _where(target: Any, args: argparse.Namespace) -> str:
@@ -155,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--dry-run: only with `fleet apply` (not {args.action})")
     budget = _budget(args.etcd_budget)
     interval = _positive(args.interval, "--interval")
+    args.qps_value, args.burst_value = _positive(args.qps, "--qps"), _positive(args.burst, "--burst", int)
     common.require_driver_name(args)
     if args.action == "delete":
         return _delete(args, fleet)
@@ -196,14 +205,14 @@ def _report(args: argparse.Namespace, target: Any, name: str, stats: Any, featur
     if args.output == "json":
         print(json.dumps(out, indent=2))
         return
-    rate = stats.nodes / stats.seconds if stats.seconds and stats.nodes else 0.0
+    rate = stats.nodes / stats.seconds if stats.seconds and stats.nodes >= 50 else 0.0
     print(f"fleet {name} on {_where(target, args)}: {stats.nodes} nodes, {stats.slices} slices, {stats.devices} devices")
     print(f"nodes: {stats.nodes_created} created, {stats.nodes_updated} updated, {stats.nodes_deleted} deleted; "
           f"slices: {stats.slices_created} created, {stats.slices_updated} updated, {stats.slices_deleted} deleted "
           f"({stats.writes} writes, {target.requests} requests) in {stats.seconds:.1f} s"
           + (f", {rate:.0f} nodes/s" if rate else ""))
     if features is not None:
-        print(f"features: {features}")
+        print(f"gates: {_gates(features)}")
     for warning in stats.warnings:
         print(f"warning: {warning}")
 
@@ -230,7 +239,7 @@ def _dry_run(args: argparse.Namespace, fleet: Any, features: Features, budget: i
                                      _size(s.bytes_per_node)] for s in sizes]
         rows.append(["total", "", "", sum(s.nodes for s in sizes), sum(s.slices for s in sizes),
                      sum(s.devices for s in sizes), _size(total), ""])
-        print(f"fleet {fleet.name} (dry run, nothing written; features: {features})")
+        print(f"fleet {fleet.name} (dry run, nothing written; gates: {_gates(features)})")
         print(table(["GROUP", "PROFILE", "FIDELITY", "NODES", "SLICES", "DEVICES", "SLICE JSON", "PER NODE"], rows))
     if over:
         print(f"warning: the fleet's slices are {_size(total)} of JSON, over --etcd-budget {_size(budget)} "

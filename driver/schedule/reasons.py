@@ -16,12 +16,17 @@ from collections.abc import Mapping
 
 # A dash and digits inside a name (`gpu-3-counters`, `memory-slice-5`), not a count or a size.
 _INDEX = re.compile(r"(?<=[a-z])-\d+(?=[-\s,;:)(/]|$)")
+_CLAIM = re.compile(r"claim ([^\s:]+):")
+_HIDDEN = "claim \x00:"  # stands in for a claim name while indices are replaced
 MAX_MESSAGE = 1024  # kube-scheduler truncates event notes at 1,024 characters (validation.NoteLengthLimit)
 
 
 def normalize(reason: str, node: str) -> str:
     text = reason.replace(f"node {node}", "the node")
-    text = _INDEX.sub("-*", text)
+    claims = _CLAIM.findall(text)  # claim names are the pod's own: kept as they are
+    text = _INDEX.sub("-*", _CLAIM.sub(lambda _: _HIDDEN, text))
+    for name in claims:
+        text = text.replace(_HIDDEN, f"claim {name}:", 1)
     # Lists that differ only by index collapse: "gpu-*-counters, gpu-*-counters" -> "gpu-*-counters".
     parts = []
     for part in text.split(", "):
