@@ -34,3 +34,14 @@ def inventory_summary(pool: Any, driver_name: str) -> tuple[str, dict[str, Any]]
     fields = {"gpus": gpus, "nics": len(pfs), "vfs": vfs, "modes": modes, "slices": slices,
               "counter_sets": len(pool.counter_sets()), "pool": pool.name}
     return message, fields
+
+
+def empty_inventory_warning(pool: Any, sysfs_root: str) -> str | None:
+    """The warning for a node with nothing to publish (a wrong --sysfs-root, or a host without GPUs
+    and SR-IOV NICs), naming the flag and how to make a fake node; None when there are devices."""
+    if pool.devices():
+        return None
+    return (f"no GPUs or SR-IOV NICs found under --sysfs-root {sysfs_root}: the node publishes an empty pool and "
+            "no claim can be prepared. Check the path; for a fake node, write a tree with "
+            "`fake-dra make-sysfs --profile demo --out sys` and run with --sysfs-root sys "
+            "(`fake-dra make-sysfs --list` shows the profiles)")

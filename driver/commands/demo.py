@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 from driver import DEFAULT_DRIVER_NAME
 from driver.commands import common
-from driver.tables import TABLE_WIDTH
+from driver.tables import terminal_width
 from driver.errors import InputError
 
 TOUR = "tour"
@@ -51,12 +51,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _section(out: TextIO, title: str) -> None:
-    out.write(f"\n== {title} {'=' * max(0, 96 - len(title))}\n")
+    out.write(f"\n== {title} {'=' * max(0, terminal_width() - 4 - len(title))}\n")
     out.flush()
 
 
 def _wrapped(text: str, indent: str = "    ") -> str:
-    return textwrap.fill(text, width=TABLE_WIDTH, subsequent_indent=indent, break_long_words=False,
+    return textwrap.fill(text, width=terminal_width(), subsequent_indent=indent, break_long_words=False,
                          break_on_hyphens=False)
 
 

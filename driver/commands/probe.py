@@ -29,6 +29,11 @@ from driver.commands import _store, common
 from driver.errors import FakeDraError, InputError, NotFoundError
 
 HEALTH_STATES = ("HEALTHY", "UNHEALTHY", "UNKNOWN")
+# The kubelet gives NodePrepareResources/NodeUnprepareResources 45 s (pkg/kubelet/cm/dra: the plugin
+# client's default call timeout). The plugin plans within the deadline it is given (its status
+# writer starts a write only with 5 s left), so playing the kubelet with less changes what it does.
+KUBELET_CALL_TIMEOUT_S = 45.0
+QUICK_TIMEOUT_S = 5.0  # a liveness probe's answer, or a health snapshot, comes at once or not at all
 
 
 class ProbeFailed(FakeDraError):
@@ -42,7 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common.add_driver_name(parser)
     common.add_node_name(parser)
     common.add_kubelet_dirs(parser, sockets_only=True)
-    common.add_flag(parser, "--timeout", "5", "seconds for each gRPC call, and for --until (default 5)")
+    common.add_flag(parser, "--timeout", None,
+                    f"seconds for each gRPC call, and for --until (default: {KUBELET_CALL_TIMEOUT_S:g} for --prepare and "
+                    f"--unprepare, the kubelet's own deadline; {QUICK_TIMEOUT_S:g} for the liveness check and --health)")
     common.add_flag(parser, "--wait", "0", "retry until the plugin answers, for up to this many seconds "
                     "(default 0: try once)", metavar="SECONDS")
     action = parser.add_mutually_exclusive_group()
@@ -62,6 +69,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _check_flags(args: argparse.Namespace) -> None:
     """Durations become floats on `args`; the socket and CDI directories are resolved like `run` does."""
+    if args.timeout is None:
+        args.timeout = KUBELET_CALL_TIMEOUT_S if (args.prepare or args.unprepare) else QUICK_TIMEOUT_S
     args.timeout = common.positive_seconds(args.timeout, "--timeout")
     try:
         args.wait = float(args.wait)

@@ -164,13 +164,16 @@ def _node_dirs(args: argparse.Namespace, driver_name: str, node: str) -> common.
     return dirs
 
 
-def _log_inventory(pool: Any, driver_name: str) -> None:
-    from driver.commands._startup import inventory_summary
+def _log_inventory(pool: Any, driver_name: str, sysfs_root: str) -> None:
+    from driver.commands._startup import empty_inventory_warning, inventory_summary
 
     message, fields = inventory_summary(pool, driver_name)
     log.info(message, extra=fields)
     for warning in getattr(pool, "warnings", ()) or ():
         log.warning(warning)
+    empty = empty_inventory_warning(pool, sysfs_root)
+    if empty:
+        log.warning(empty, extra={"sysfs_root": sysfs_root})
 
 
 def start_publisher(args: argparse.Namespace, render: Callable[[Features], Any], interval_s: float,
@@ -222,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
     # scheduler. Device names do not depend on gates, so allocations from any published variant
     # are found, and revalidation still knows which modes exclude each other (version skew).
     pool_cache = PoolCache(lambda: render(Features.all_on()), max_age_s=max(15.0, health_interval))
-    _log_inventory(pool_cache.refresh(), driver_name)  # also fails fast on a broken sysfs root or config
+    _log_inventory(pool_cache.refresh(), driver_name, args.sysfs_root)  # also fails fast on a broken sysfs root or config
 
     state_dir = dirs.state
     checkpoint = CheckpointStore(state_dir, driver_name=driver_name, node_name=node,

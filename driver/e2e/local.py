@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from driver import DEFAULT_DRIVER_NAME
-from driver.allocator.cache import AllocatorCache
-from driver.allocator.session import Allocator
+from driver.allocator.cluster import ClusterView
+from driver.allocator.usage import counters_left, usage_of
 from driver.discovery import discover, make_sysfs, set_fault
-from driver.e2e import partition_map
 from driver.e2e.container import container_view
 from driver.e2e.manifests import NAMESPACE, device_classes
 from driver.e2e.observe import Observation
@@ -36,6 +35,7 @@ from driver.e2e.plugin_proc import PluginDirs, PluginProcess
 from driver.e2e.scenario import Scenario
 from driver.e2e.views import devices_by_claim, flatten, skewed_view
 from driver.errors import AllocationError, InputError, NotFoundError
+from driver.features import Features
 from driver.hardware import load_catalog
 from driver.plugin.client import ClaimResult
 from driver.publish.backend import LocalGateConfig
@@ -89,8 +89,9 @@ class LocalBackend:
         self._scenario: Scenario | None = None
         self._slice_key: tuple = ("unset",)
         self._slice_cache: list[dict[str, Any]] = []
-        # Like kube-scheduler's DRA plugin: parsed slices survive between scheduling cycles.
-        self._alloc_cache = AllocatorCache()
+        # Like kube-scheduler's DRA plugin: the cluster view (parsed slices, what claims hold)
+        # survives between scheduling cycles; one per gate set (the skewed scheduler has its own).
+        self._views: dict[Features, ClusterView] = {}
 
     # ---- lifecycle -------------------------------------------------------------------------
     def for_scenario(self, scenario: Scenario) -> Any:
@@ -187,7 +188,7 @@ class LocalBackend:
 
     def _counters(self) -> dict:
         claims = self.store.list(CLAIMS, NAMESPACE)
-        return partition_map.remaining_counters(self._slices(), partition_map.holders(claims, self.driver_name))
+        return counters_left(usage_of(self._slices(), claims), self.driver_name)
 
     def _health(self, until: tuple[str, str] | None = None, timeout_s: float = 5.0) -> dict[str, str]:
         """Device -> health from the plugin's stream; with `until`, wait for that device to reach that state."""
@@ -210,10 +211,15 @@ class LocalBackend:
         if skewed:
             slices, features = skewed_view(slices, features)
         allocated = [c for c in self.store.list(CLAIMS, NAMESPACE) if (c.get("status") or {}).get("allocation")]
+        view = self._views.get(features)
+        if view is None:
+            view = self._views[features] = ClusterView(features=features)
         try:
-            alloc = Allocator(slices=slices, classes=self.store.list("deviceclasses"), node=NODE,
-                              features=features, allocated=allocated, cache=self._alloc_cache)
-            results = alloc.allocate([claims[n] for n in todo])
+            # Synced with the store: only what changed since the last cycle is parsed again.
+            view.replace_slices(slices)
+            view.replace_classes(self.store.list("deviceclasses"))
+            view.replace_claims(allocated)
+            results = view.allocator(NODE).allocate([claims[n] for n in todo])
         except AllocationError as exc:
             return [], str(exc)
         for name, allocation in zip(todo, results):
