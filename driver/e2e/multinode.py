@@ -27,7 +27,7 @@ from typing import Any
 
 from driver import DEFAULT_DRIVER_NAME
 from driver.discovery import make_sysfs
-from driver.e2e import partition_map
+from driver.allocator.usage import usage_of
 from driver.e2e.container import container_view
 from driver.e2e.local import FinalState
 from driver.e2e.manifests import NAMESPACE, device_classes
@@ -188,14 +188,10 @@ class MultiNodeBackend:
 
     def _counters(self) -> dict:
         """`<node>/<counter set>` -> counter -> amount left (counter set names repeat across nodes)."""
-        claims = self.store.list(CLAIMS, NAMESPACE)
-        out = {}
-        for name in self.nodes:
-            mine = [c for c in claims if any(r.get("pool") == name for r in (((c.get("status") or {}).get(
-                "allocation") or {}).get("devices") or {}).get("results") or [])]
-            left = partition_map.remaining_counters(self._slices(name), partition_map.holders(mine, self.driver_name))
-            out.update({f"{name}/{cs}": counters for cs, counters in left.items()})
-        return out
+        usage = usage_of(self._slices(None), self.store.list(CLAIMS, NAMESPACE))
+        return {f"{pool.name}/{cs}": {name: use.left for name, use in counters.items()}
+                for pool in usage.pools.values() if pool.driver == self.driver_name
+                for cs, counters in pool.counters().items()}
 
     # ---- scheduler -------------------------------------------------------------------------------
     def _schedule(self, pod: _Pod) -> tuple[str | None, str]:
