@@ -17,8 +17,10 @@ A cycle, as kube-scheduler with DRA runs it (pkg/scheduler/schedule_one.go):
    the same cycle is written once, already allocated), then the pod's `spec.nodeName`, its
    PodScheduled=True condition (what the binding sets) and `status.resourceClaimStatuses`.
 A pod that fits nowhere stays pending: PodScheduled=False, reason Unschedulable, and a message
-grouping the nodes by reason (reasons.py); its template claims are still made, as the controller
-makes them whatever the scheduler does. Unchanged pending pods are not written again.
+grouping the nodes by reason (reasons.py), and a FailedScheduling Event on it (driver.store.events);
+its template claims are still made, as the controller makes them whatever the scheduler does.
+Unchanged pending pods are not written again (nor is their event: kube-scheduler would count one
+more attempt). Bound pods get no Scheduled event.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from driver.schedule.dra import DraFilter, shape_of
 from driver.schedule.nodes import NodeInfo, PodNeeds, term_matches, resource_reason, sorted_nodes, static_reason
 from driver.schedule.reasons import fit_error
 from driver.store import ObjectStore
+from driver.store.events import FAILED_SCHEDULING, SCHEDULER_COMPONENT, ObjectRef, record_event
 
 POLICIES = ("first", "most-allocated", "least-allocated")
 MIN_FEASIBLE_NODES = 100  # minFeasibleNodesToFind
@@ -286,6 +289,11 @@ class Scheduler:
         self._claim_statuses(status, resolution, (pod.get("metadata") or {}).get("uid"))
         if status != (pod.get("status") or {}):
             self._write_pod({**pod, "status": status})
+            # kube-scheduler's FailedScheduling event on the pod (`fake-dra describe pod` lists it);
+            # recorded when the outcome changes, so an unchanged pending pod costs no write.
+            record_event(self.store, ObjectRef.of(pod), reason=FAILED_SCHEDULING, message=message,
+                         component=SCHEDULER_COMPONENT)
+            self.report.writes += 1
         return PodOutcome(label, None, [c.claim["metadata"]["name"] for c in resolution.claims], message)
 
     def _claim_statuses(self, status: dict[str, Any], resolution: Resolution, uid: Any) -> None:

@@ -211,3 +211,37 @@ def test_json_lines(store, fleet, capsys):
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(o["name"], o["node"]) for o in lines] == [("default/x", "a-0000"), ("default/y", None)]
     assert lines[0]["reason"] is None and len(lines[0]["claims"]) == 1 and "untolerated taint" in lines[1]["reason"]
+
+
+def test_an_unschedulable_pod_gets_a_failed_scheduling_event_once_per_change(store, fleet, schedule):
+    from driver.store.events import ObjectRef, events_for
+
+    fleet({"name": "a", "count": 1, "profile": "demo"})
+    add(store, mig_template(), pod("plain", tolerate=False))
+    schedule()
+    schedule()
+    (event,) = events_for(store, ObjectRef.of(store.get("pods", "default", "plain")))
+    assert (event["reason"], event["type"], event["count"]) == ("FailedScheduling", "Warning", 1)
+    assert event["message"].startswith("0/1 nodes are available: 1 node: node(s) had untolerated taint")
+
+
+def test_show_store_sums_a_fleet_per_node_group(store, fleet, schedule, capsys):
+    from driver.cli import main
+
+    fleet({"name": "a100", "count": 2, "profile": "dgx-a100"}, {"name": "nic", "count": 1, "profile": "no-gpu",
+                                                                  "fidelity": "whole"})
+    add(store, mig_template(), *(pod(f"p{i}") for i in range(10)), vf_template(), pod("net", "vf"))
+    report = schedule()
+    assert [o.node for o in report.outcomes if o.name == "default/net"] == ["nic-0000"]  # the start index rotated there
+    assert main(["show", "--store", str(store.root)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split() == ["GROUP", "PROFILE", "NODES", "DEVICES", "HELD", "MIG", "SLICES", "USED", "VF",
+                              "BANDWIDTH", "USED"]
+    a100 = out[2].split()
+    assert a100[:3] == ["lab/a100", "dgx-a100", "2"]
+    # Ten 1g.5gb MIG devices (one memory slice each) of 2 x 8 GPUs x 8 slices; a100's 8 VF
+    # counter sets of 200G each stay free; the whole-fidelity NIC group publishes no counters.
+    assert " ".join(a100[3:]) == "10 of 512 10 of 128 0 of 3200 Gb/s"
+    assert out[3].split() == ["lab/nic", "no-gpu", "1", "1", "of", "8", "-", "-"]
+    assert main(["show", "--store", str(store.root), "--node-name", "a100-0000"]) == 0
+    assert "MIG slices" in capsys.readouterr().out
