@@ -38,11 +38,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "vGPU types per GPU and the SR-IOV NIC PFs with their VFs and bandwidth.",
     )
     common.add_flag(parser, "--sysfs-root", None, "root of the sysfs tree to discover (default /sys)")
-    common.add_flag(parser, "--driver-config", None, "driver config file (hardware: section adds/overrides models)")
+    common.add_flag(parser, "--driver-config", None, "driver config file (hardware: section adds/overrides models; "
+                    "nvidia: and sriov: for those personalities)")
+    common.add_flag(parser, "--personality", None, "also list the devices this personality publishes, slice by "
+                    "slice (fake-dra, nvidia, sriov; default: hardware only)")
     parser.add_argument("--store", nargs="?", const="", default=None, metavar="DIR",
                         help="draw what the claims of the local object store hold on each node instead of the "
                              "hardware (DIR default: $XDG_STATE_HOME/fake-dra/store, the one `run` uses)")
-    common.add_flag(parser, "--node-name", None, "--store: only this node (default: every node with slices)")
+    common.add_flag(parser, "--node-name", None, "--store: only this node (default: every node with slices); "
+                    "--personality: the node the slices are rendered for (default node-1)")
     parser.set_defaults(func=run)
 
 
@@ -104,9 +108,11 @@ def _vgpu(gpu: Gpu) -> str:
 
 
 def _nic(nic: NicPF) -> str:
-    head = (f"NIC {nic.index}: {nic.pci.address} {nic.interface or '(no netdev)'}  {nic.product_name}  "
-            f"{speed(nic.speed_mbps)}  NUMA {nic.pci.numa_node if nic.pci.numa_node is not None else '-'}  "
-            f"{nic.pci.pcie_root or '-'}")
+    # Long product names (BlueField-3's is 62 characters) wrap rather than overflow 100 columns.
+    head = textwrap.fill(f"NIC {nic.index}: {nic.pci.address} {nic.interface or '(no netdev)'}  {nic.product_name}  "
+                         f"{speed(nic.speed_mbps)}  NUMA {nic.pci.numa_node if nic.pci.numa_node is not None else '-'}  "
+                         f"{nic.pci.pcie_root or '-'}", width=100, subsequent_indent="    ", break_long_words=False,
+                         break_on_hyphens=False)
     share = ""
     if nic.vfs and nic.speed_mbps:
         # What each VF gets when the PF's bandwidth is split statically (without valueFrom).
@@ -153,7 +159,8 @@ def _wants_store(args: argparse.Namespace) -> bool:
     the one typed on the command line wins over an exported FAKE_DRA_* variable."""
     if args.store is None:
         return False
-    hardware = [f for f, v in (("--sysfs-root", args.sysfs_root), ("--driver-config", args.driver_config)) if v]
+    hardware = [f for f, v in (("--sysfs-root", args.sysfs_root), ("--driver-config", args.driver_config),
+                               ("--personality", args.personality)) if v]
     if not hardware:
         return True
     from_vars = getattr(args, "from_variables", {})
@@ -167,12 +174,45 @@ def _wants_store(args: argparse.Namespace) -> bool:
     raise InputError(f"--store and {hardware[0]} are both set: give the one you mean on the command line")
 
 
+def published(inv: Inventory, profiles: list, node: str) -> str:
+    """Each driver's slices in publishing order and the devices in them (name, type, profile, memory)."""
+    from driver.features import Features
+    from driver.model.deviceattrs import attr, capacity
+
+    out = []
+    for profile in profiles:
+        pool = profile.render(inv, Features(), node_name=node)
+        rows = []
+        for i, spec in enumerate(pool.slices):
+            for cs in spec.get("sharedCounters") or ():
+                rows.append([i, cs["name"], "counter set", "-", cs["counters"].get("memory", {}).get("value", "-")])
+            for dev in spec.get("devices") or ():
+                rows.append([i, dev["name"], attr(dev, "type", profile.name) or "-",
+                             attr(dev, "profile", profile.name) or "-", capacity(dev, "memory") or "-"])
+        out.append(f"{profile.name}: {len(pool.slices)} slice{'s' * (len(pool.slices) != 1)}, "
+                   f"{len(pool.devices())} devices")
+        out.append(table(["SLICE", "NAME", "TYPE", "PROFILE", "MEMORY"], rows) if rows else "  (nothing published)")
+        out.append("")
+    return "\n".join(out)
+
+
 def run(args: argparse.Namespace) -> int:
     if _wants_store(args):
         return _usage(args)
     config = common.load_driver_config(args.driver_config)
+    profiles = []
+    if args.personality:  # a bad personality or config is refused before anything is printed
+        from driver.commands._personality import profiles_from_args
+
+        profiles = list(profiles_from_args(args, config))
+        args.node_name = args.node_name or "node-1"
+        common.require_node_name(args)
     inventory = discover(args.sysfs_root or "/sys", load_catalog(config.get("hardware")))
-    print(render(inventory), end="")
+    text = render(inventory)
+    if profiles:
+        text += (f"\nAs the {args.personality} personality publishes it on node {args.node_name}:\n\n"
+                 + published(inventory, profiles, args.node_name))
+    print(text, end="")
     return 0
 
 

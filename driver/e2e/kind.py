@@ -81,6 +81,8 @@ class KindBackend:
     def skip_reason(self, scenario: Scenario) -> str | None:
         if not scenario.kind:
             return "local only (needs what Kubernetes 1.37 lacks, e.g. KEP-5941 valueFrom)"
+        if scenario.personality != "fake-dra":
+            return f"personality {scenario.personality}: the kind install (deploy/) runs fake-dra's own driver"
         if any(s.action == "gates" for s in scenario.steps):
             return "flips feature gates, which a running cluster cannot do"
         # valueFrom (DRASharedConsumableCapacity) is not in 1.37; scenarios that need it are local only.

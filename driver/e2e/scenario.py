@@ -110,6 +110,9 @@ class Scenario:
     steps: tuple[Step, ...]
     path: str = ""
     kind: bool = True  # can run on the kind backend (False: local-only, e.g. needs valueFrom)
+    personality: str = "fake-dra"  # driver.personality name: which driver(s) the node is presented as
+    driver_config: Mapping[str, Any] = field(default_factory=dict)  # the plugin's driver config (nvidia: ...)
+    gpus: int | None = None  # keep only the profile's first N GPUs (make-sysfs --gpus)
     nodes: tuple[ScenarioNode, ...] = ()  # empty: one node running the plugin, with `profile`
 
     def claim_names(self) -> list[str]:
@@ -193,7 +196,8 @@ def _check_requests(requests: Any, where: str) -> None:
             raise _fail(where, f"claim.requests[{i}] must be a mapping")
         _check_name(req.get("name"), where, f"claim.requests[{i}].name")
         if "class" not in req:
-            raise _fail(where, f"claim.requests[{i}] needs a class (gpu, mig, vgpu, timeshare, vf)")
+            raise _fail(where, f"claim.requests[{i}] needs a class (gpu, mig, vgpu, timeshare, vf, or a DeviceClass "
+                               "name such as mig.nvidia.com)")
         extra = set(req) - {"name", "class", "selector", "count", "capacity"}
         if extra:
             raise _fail(where, f"claim.requests[{i}] does not take {', '.join(sorted(extra))}")
@@ -208,7 +212,8 @@ def parse_scenario(data: Any, path: str = "<memory>") -> Scenario:
     reason = data.get("reason")
     if not isinstance(reason, str) or not reason.strip() or "\n" in reason.strip():
         raise _fail(where, "needs a one-line `reason`")
-    unknown = sorted(set(data) - {"name", "reason", "profile", "features", "steps", "kind", "nodes"})
+    unknown = sorted(set(data) - {"name", "reason", "profile", "features", "steps", "kind", "personality",
+                                  "driverConfig", "gpus", "nodes"})
     if unknown:
         raise _fail(where, f"unknown field {', '.join(unknown)}")
     gates = data.get("features") or {}
@@ -220,8 +225,14 @@ def parse_scenario(data: Any, path: str = "<memory>") -> Scenario:
         raise _fail(where, "needs a non-empty list of steps")
     steps = tuple(_parse_step(s, i, where) for i, s in enumerate(steps_raw, start=1))
     _check_references(steps, where)
+    personality, driver_config = _personality(data, where)
+    gpus = data.get("gpus")
+    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0):
+        raise _fail(where, f"gpus must be a non-negative integer (the profile's first N GPUs), got {gpus!r}")
     profile = str(data.get("profile", "demo"))
     nodes = _parse_nodes(data.get("nodes"), profile, where)
+    if nodes and (personality != "fake-dra" or driver_config or gpus is not None):
+        raise _fail(where, "personality, driverConfig and gpus are for single-node scenarios (not with `nodes:`)")
     for step in steps:
         if nodes and step.action not in MULTI_NODE_ACTIONS:
             raise _fail(f"{where} step {step.index}", f"action {step.action} is for single-node scenarios "
@@ -241,8 +252,26 @@ def parse_scenario(data: Any, path: str = "<memory>") -> Scenario:
         steps=steps,
         path=path,
         kind=bool(data.get("kind", True)),
+        personality=personality,
+        driver_config=driver_config,
+        gpus=gpus,
         nodes=nodes,
     )
+
+
+def _personality(data: Mapping[str, Any], where: str) -> tuple[str, dict[str, Any]]:
+    """The scenario's personality and driver config, checked by configuring it (the plugin would)."""
+    from driver.personality import DEFAULT_PERSONALITY, personality_named
+
+    name = data.get("personality", DEFAULT_PERSONALITY)
+    config = data.get("driverConfig") or {}
+    if not isinstance(config, Mapping):
+        raise _fail(where, "driverConfig must be a mapping (the sections of a driver config file)")
+    try:
+        personality_named(name if isinstance(name, str) else repr(name), "personality").drivers(config)
+    except InputError as exc:
+        raise _fail(where, str(exc)) from None
+    return str(name), dict(config)
 
 
 def _parse_nodes(raw: Any, profile: str, where: str) -> tuple[ScenarioNode, ...]:

@@ -237,6 +237,32 @@ CASES = [
          env={"FAKE_DRA_DRIVER_NAME": "x_y"}),
     Case(("get", "resourceclaims", "-n", "Bad_NS"), ("--namespace", "Bad_NS")),
     Case(("get", "resourceclaims"), ("--namespace", "Bad_NS", "FAKE_DRA_NAMESPACE"), env={"FAKE_DRA_NAMESPACE": "Bad_NS"}),
+    # personalities (docs/personalities.md)
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--personality", "nvida"), ("--personality", "'nvida'", "known: ")),
+    Case(("slices", "--sysfs-root", "sys", *NODE), ("--personality", "FAKE_DRA_PERSONALITY"),
+         env={"FAKE_DRA_PERSONALITY": "amd"}),
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--personality", "nvidia", "--driver-name", "gpu.example.com"),
+         ("--driver-name", "gpu.nvidia.com")),
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--personality", "nvidia", "--driver-config", "nvidia-gates.yaml"),
+         ("feature gate DynamicMIG is currently mutually exclusive with PassthroughSupport",)),
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--personality", "nvidia", "--driver-config", "nvidia-mig.yaml"),
+         ("nvidia.migDevices[0][0]", "2g.10gb cannot start at memory slice 1")),
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--personality", "nvidia", "--driver-config", "nvidia-shares.yaml"),
+         ("nvidia.consumableShares", "requires feature gate ConsumableShares")),
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--personality", "sriov", "--driver-config", "sriov-mode.yaml"),
+         ("sriov.eswitchMode",)),
+    Case((*RUN, "--personality", "nvidia", "--driver-config", "nvidia-gates.yaml"), ("DynamicMIG",)),
+    Case((*PUBLISH, "--store", "store", "--personality", "nvidia", "--driver-config", "nvidia-mig.yaml"),
+         ("nvidia.migDevices[0][0]",)),
+    Case(("show", "--sysfs-root", "sys", "--personality", "nvidia", "--driver-config", "nvidia-gates.yaml"),
+         ("mutually exclusive",)),
+    Case(("probe", *NODE, "--personality", "nope"), ("--personality", "'nope'")),
+    Case(("demo", "--personality", "nope", "--inventory-only"), ("--personality", "'nope'")),
+    Case(("e2e", "--personality", "nope", "--list"), ("--personality", "'nope'")),
+    Case(("make-sysfs", "--profile", "h100", "--gpus", "9", "--out", "new"), ("--gpus 9", "has 8 GPUs")),
+    Case(("make-sysfs", "--gpus", "-1", "--out", "new"), ("--gpus", "negative")),
+    Case(("make-sysfs", "--out", "new"), ("FAKE_DRA_GPUS", "--gpus"), env={"FAKE_DRA_GPUS": "two"}),
+    Case(("e2e", "--scenarios-dir", "bad-personality", "--list"), ("personality", "unknown personality 'amd'")),
     # global flags, before or after the command, as flags or variables
     Case(("--log-level", "LOUD", "discover"), ("--log-level", "LOUD")),
     Case(("discover", "--log-level", "LOUD"), ("--log-level", "LOUD")),
@@ -277,6 +303,13 @@ def world(tmp_path_factory) -> Path:
     (root / "control-scenarios").mkdir()
     (root / "control-scenarios" / "x.yaml").write_text("name: a\x01\n")
     (root / "scalar.yaml").write_text("just a sentence\n")
+    (root / "nvidia-gates.yaml").write_text("nvidia:\n  featureGates: {DynamicMIG: true, PassthroughSupport: true}\n")
+    (root / "nvidia-mig.yaml").write_text("nvidia:\n  migDevices: {0: [2g.10gb@1]}\n")
+    (root / "nvidia-shares.yaml").write_text("nvidia:\n  consumableShares: memory\n")
+    (root / "sriov-mode.yaml").write_text("sriov:\n  eswitchMode: offload\n")
+    (root / "bad-personality").mkdir()
+    (root / "bad-personality" / "x.yaml").write_text(
+        "name: x\nreason: one line\npersonality: amd\nsteps: [{action: observe}]\n")
     fleet = ("apiVersion: fake-dra.example.com/v1alpha1\nkind: Fleet\nmetadata: {name: lab}\n"
              "spec:\n  nodeGroups:\n  - {name: a, count: 1, profile: demo, labels: {rack: r1}}\n")
     (root / "fleet.yaml").write_text(fleet)

@@ -13,7 +13,7 @@ import pytest
 from driver import DEFAULT_DRIVER_NAME
 from driver.cli import main
 from driver.discovery import make_sysfs
-from driver.e2e.manifests import CLASSES
+from driver.personality.fakedra.classes import CLASSES
 from driver.e2e.plugin_proc import PluginDirs, PluginProcess
 from driver.features import Features
 from driver.store import ObjectStore
