@@ -183,8 +183,11 @@ def _apply(args: argparse.Namespace, target: Any, fleet: Any, features: Features
     progress = _Progress(fleet.name, "applied")
     if target.kind == "store":
         from driver.commands._local import seed_device_classes
+        from driver.personality import DEFAULT_PERSONALITY, personality_named
 
-        seed_device_classes(target.store, args.driver_name)  # as `fake-dra run` does in local mode
+        # As `fake-dra run` does in local mode: the DeviceClasses of the (default) personality's driver.
+        drivers = personality_named(DEFAULT_PERSONALITY).drivers({}, args.driver_name)
+        seed_device_classes(target.store, [dc for d in drivers for dc in d.device_classes()])
     with Templates(args.driver_name) as templates:
         try:
             stats = apply_fleet(target, fleet, driver_name=args.driver_name, features=features,

@@ -6,6 +6,7 @@ import pytest
 
 from driver import DEFAULT_DRIVER_NAME
 from driver.commands._local import seed_device_classes
+from driver.e2e.manifests import device_classes
 from driver.features import Features
 from driver.fleet.apply import apply_fleet
 from driver.fleet.spec import API_VERSION, parse_fleet
@@ -42,7 +43,7 @@ def pod(name: str, template: str | None = "mig-1g", *, claim: str | None = None,
 @pytest.fixture
 def store(tmp_path):
     store = ObjectStore(tmp_path / "store")
-    seed_device_classes(store, DRIVER)
+    seed_device_classes(store, device_classes(DRIVER))
     return store
 
 
