@@ -20,7 +20,6 @@ says now).
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -33,10 +32,8 @@ from driver.fleet.spec import Fleet, NodeGroup
 from driver.fleet.targets import BATCH_NODES, FleetTarget
 from driver.fleet.template import Template, Templates, features_for
 from driver.kube.allocated import allocated_from_claims
-from driver.publish.reconcile import ReconcileStats, reconcile
+from driver.publish.reconcile import MAX_ATTEMPTS, ReconcileStats, reconcile
 from driver.slices import slice_name
-
-log = logging.getLogger("fake-dra.fleet")
 
 Progress = Callable[[int, int], None]  # (nodes done, nodes in all)
 
@@ -126,10 +123,10 @@ def _name(obj: dict[str, Any]) -> str:
 
 def check_foreign(fleet: Fleet, nodes: dict[str, dict[str, Any]]) -> None:
     """ForeignNode for the first node name the fleet wants that another owner's Node holds."""
-    for name, _group in fleet.nodes():
+    for name, group in fleet.nodes():
         node = nodes.get(name)
         if node is not None and not is_fleet_node(node, fleet.name):
-            updated_node(node, fleet, _group)  # raises ForeignNode with the owner named
+            updated_node(node, fleet, group)  # raises ForeignNode with the owner named
 
 
 def apply_fleet(
@@ -205,23 +202,25 @@ def _slice_names(template: Template, driver: str, node: str) -> list[str]:
 
 def _ensure_node(target: FleetTarget, fleet: Fleet, group: NodeGroup, name: str, current: dict[str, Any] | None,
                  stats: ApplyStats) -> str | None:
-    """The Node's UID after creating or updating it as the fleet wants it."""
-    if current is None:
+    """The Node's UID after creating or updating it as the fleet wants it. A Node changed meanwhile
+    (on a cluster kwok writes its status all the time, which moves its resourceVersion) is read
+    again and judged afresh."""
+    for _ in range(MAX_ATTEMPTS):
         try:
-            created = target.create_node(node_object(fleet, group, name))
-        except ConflictError:  # created meanwhile by someone else: judge it like a listed one
-            current = next((n for n in target.list_nodes() if _name(n) == name), None)
             if current is None:
-                raise
-        else:
-            stats.nodes_created += 1
-            return (created.get("metadata") or {}).get("uid")
-    changed = updated_node(current, fleet, group)
-    if changed is None:
-        return (current.get("metadata") or {}).get("uid")
-    stored = target.update_node(changed)
-    stats.nodes_updated += 1
-    return (stored.get("metadata") or {}).get("uid")
+                created = target.create_node(node_object(fleet, group, name))
+                stats.nodes_created += 1
+                return (created.get("metadata") or {}).get("uid")
+            changed = updated_node(current, fleet, group)
+            if changed is None:
+                return (current.get("metadata") or {}).get("uid")
+            stored = target.update_node(changed)
+            stats.nodes_updated += 1
+            return (stored.get("metadata") or {}).get("uid")
+        except (ConflictError, NotFoundError):
+            stats.conflicts += 1
+            current = target.get_node(name)
+    raise ConflictError(f"node {name}: changed by someone else on each of {MAX_ATTEMPTS} attempts")
 
 
 def _remove_slices(target: FleetTarget, slices: list[dict[str, Any]], stats: ApplyStats) -> None:

@@ -138,6 +138,7 @@ class FleetTarget(Protocol):
     def requests(self) -> int: ...
 
     def list_nodes(self) -> list[dict[str, Any]]: ...
+    def get_node(self, name: str) -> dict[str, Any] | None: ...
     def create_node(self, obj: dict[str, Any]) -> dict[str, Any]: ...
     def update_node(self, obj: dict[str, Any]) -> dict[str, Any]: ...
     def delete_node(self, name: str, uid: str | None) -> None: ...
@@ -169,6 +170,13 @@ class StoreFleetTarget:
     def list_nodes(self) -> list[dict[str, Any]]:
         self._calls += 1
         return self.store.list(NODES)
+
+    def get_node(self, name: str) -> dict[str, Any] | None:
+        self._calls += 1
+        try:
+            return self.store.get(NODES, None, name)
+        except NotFoundError:
+            return None
 
     def create_node(self, obj: dict[str, Any]) -> dict[str, Any]:
         self._calls += 1

@@ -15,6 +15,7 @@ import contextlib
 from collections.abc import Collection, Iterator
 from typing import Any
 
+from driver.errors import NotFoundError
 from driver.kube.slices import CLAIMS, SLICES, KubeSliceBackend
 from driver.kube.throttle import ThrottledApi
 
@@ -52,6 +53,12 @@ class KubeFleetTarget:
 
     def list_nodes(self) -> list[dict[str, Any]]:
         return self.slices.list_paged(NODES, [])
+
+    def get_node(self, name: str) -> dict[str, Any] | None:
+        try:
+            return self.api.request("GET", f"{NODES}/{name}")
+        except NotFoundError:
+            return None
 
     def create_node(self, obj: dict[str, Any]) -> dict[str, Any]:
         return self.api.request("POST", NODES, [], obj)

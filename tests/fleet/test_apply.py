@@ -196,3 +196,30 @@ def test_the_etcd_budget_warning(tmp_path, capsys):
     with pytest.raises(InputError):
         from driver.commands.fleet import _budget
         _budget("lots")
+
+
+def test_a_node_changed_between_list_and_write_is_read_again(store, target, apply, monkeypatch):
+    """On a cluster kwok writes a Node's status all the time; a label update that loses that race
+    (409) reads the Node again and keeps what the other writer wrote."""
+    doc = fleet_doc(group("a", 1))
+    apply(doc)
+    node = store.get("nodes", None, "a-0000")
+    node["metadata"]["labels"]["type"] = "real"
+    store.update("nodes", node)
+    real_update = target.update_node
+    raced = []
+
+    def racing(obj):
+        if not raced:
+            raced.append(True)
+            other = store.get("nodes", None, "a-0000")
+            other["status"]["conditions"] = [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
+            store.update("nodes", other)  # kwok's heartbeat got there first
+        return real_update(obj)
+
+    monkeypatch.setattr(target, "update_node", racing)
+    stats = apply(doc)
+    assert (stats.nodes_updated, stats.conflicts) == (1, 1)
+    stored = store.get("nodes", None, "a-0000")
+    assert stored["metadata"]["labels"]["type"] == "kwok"
+    assert stored["status"]["conditions"][0]["reason"] == "KubeletReady"
