@@ -176,7 +176,15 @@ class Scheduler:
         return self.report
 
     def _cycle(self, pod: dict[str, Any]) -> PodOutcome:
+        """One pod's scheduling cycle. A pod or claim the checks refuse (the API server would have)
+        stays pending with the refusal as its reason; the other pods are still scheduled."""
         label = _label(pod)
+        try:
+            return self._schedule_pod(pod, label)
+        except InputError as exc:
+            return self._unschedulable(pod, Resolution(), label, str(exc))
+
+    def _schedule_pod(self, pod: dict[str, Any], label: str) -> PodOutcome:
         needs = PodNeeds.of(pod)
         resolution = self.index.resolve(pod)
         names = [c.claim["metadata"]["name"] for c in resolution.claims]

@@ -245,3 +245,18 @@ def test_show_store_sums_a_fleet_per_node_group(store, fleet, schedule, capsys):
     assert out[3].split() == ["lab/nic", "no-gpu", "1", "1", "of", "8", "-", "-"]
     assert main(["show", "--store", str(store.root), "--node-name", "a100-0000"]) == 0
     assert "MIG slices" in capsys.readouterr().out
+
+
+def test_a_malformed_pod_or_claim_is_its_own_reason_and_the_others_still_schedule(store, fleet, schedule):
+    fleet({"name": "a", "count": 1, "profile": "demo"})
+    bad_pod = pod("bad-pod")
+    bad_pod["spec"]["tolerations"] = ["not an object"]
+    bad_claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "odd", "namespace": "default"},
+                 "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "mig.fake-dra.example.com",
+                                                                               "count": -3}}]}}}
+    store.create("resourceclaims", bad_claim)  # written behind `apply`'s checks
+    add(store, mig_template(), bad_pod, pod("odd-user", None, claim="odd"), pod("fine"))
+    by_name = {o.name: o for o in schedule().outcomes}
+    assert "Pod default/bad-pod: spec.tolerations[0]: must be an object" in by_name["default/bad-pod"].reason
+    assert "odd" in by_name["default/odd-user"].reason and by_name["default/odd-user"].node is None
+    assert by_name["default/fine"].node == "a-0000"
