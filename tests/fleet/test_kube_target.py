@@ -114,3 +114,33 @@ def test_the_token_bucket_paces_requests():
         bucket.take()
     assert len(slept) == 20  # the first 5 went at once
     assert now[0] == pytest.approx(2.0)  # 25 requests at 10/s with 5 saved up
+
+
+def test_the_command_against_an_api_server(server, tmp_path, capsys):
+    """`fake-dra fleet apply --kubeconfig`: gates detected by dry-run probes, Nodes and slices created
+    through the API, and a second apply that only lists."""
+    import json
+
+    import yaml
+
+    from driver.cli import main
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "standin",
+        "clusters": [{"name": "standin", "cluster": {"server": server.url}}],
+        "users": [{"name": "standin", "user": {}}],
+        "contexts": [{"name": "standin", "context": {"cluster": "standin", "user": "standin"}}]}))
+    path = tmp_path / "lab.yaml"
+    path.write_text(json.dumps(fleet_doc(group("a", 2))))
+    server.state.apiserver_gates["DRADeviceCompatibilityGroups"] = False  # the probes find it off
+    assert main(["fleet", "apply", "-f", str(path), "--kubeconfig", str(kubeconfig), "-o", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["target"], out["nodesCreated"]) == ("apiserver", 2)
+    assert "DRADeviceCompatibilityGroups=false" in out["features"]
+    assert sorted(server.state.nodes) == ["a-0000", "a-0001"]
+    assert not any("compatibilityGroups" in json.dumps(s) for s in server.state.slices.values())
+    assert main(["fleet", "apply", "-f", str(path), "--kubeconfig", str(kubeconfig), "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["writes"] == 0
+    assert main(["fleet", "delete", "-f", str(path), "--kubeconfig", str(kubeconfig)]) == 0
+    assert server.state.nodes == {} and server.state.slices == {}
