@@ -90,7 +90,20 @@ class KindBackend:
                   if g != "DRASharedConsumableCapacity" and on != self.features.enabled(g)]
         if differ:
             return f"needs gates {', '.join(differ)} set differently from the kind cluster"
+        if scenario.nodes:
+            from driver.e2e.kindmulti import multi_node_skip_reason
+
+            return multi_node_skip_reason(self.api, scenario)
         return None
+
+    def for_scenario(self, scenario: Scenario) -> Any:
+        """Scenarios with `nodes:` run on kind workers and kwok nodes (kindmulti.py)."""
+        if not scenario.nodes:
+            return self
+        from driver.e2e.kindmulti import KindMultiNodeBackend
+
+        return KindMultiNodeBackend(kubeconfig=self.kubeconfig, driver_name=self.driver_name,
+                                    timeout_s=self.timeout_s, features=self.features)
 
     def start(self, scenario: Scenario) -> None:
         nodes = k.list_items(self.api, "Node", label_selector=f"{PROFILE_LABEL}={scenario.profile}")

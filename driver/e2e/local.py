@@ -96,6 +96,15 @@ class LocalBackend:
         self._views: dict[Features, ClusterView] = {}
 
     # ---- lifecycle -------------------------------------------------------------------------
+    def for_scenario(self, scenario: Scenario) -> Any:
+        """A scenario with `nodes:` runs on the multi-node variant of this backend (multinode.py)."""
+        if not scenario.nodes:
+            return self
+        from driver.e2e.multinode import MultiNodeBackend
+
+        return MultiNodeBackend(driver_name=self.driver_name, keep=self.keep, settle_s=self.settle_s,
+                                final_states=self.final_states, kept=self.kept)
+
     def start(self, scenario: Scenario) -> None:
         self._scenario = scenario
         # Short path: AF_UNIX socket paths are limited to 107 bytes.

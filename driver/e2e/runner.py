@@ -110,6 +110,8 @@ def run_step(step: Step, backend: Backend, make_claim: Callable[..., dict[str, A
         return backend.restart_plugin(str(a.get("signal", "TERM")))
     if step.action == "observe":
         return backend.observe()
+    if step.action == "delete-node":
+        return backend.delete_node(a["name"])
     raise InputError(f"unknown action {step.action!r}")  # parse_scenario rejects these earlier
 
 
@@ -127,6 +129,8 @@ def run_scenario(scenario: Scenario, backend: Backend, make_claim: Callable[...,
     result = ScenarioResult(scenario.name, scenario.reason)
     started = time.monotonic()
     current = "setup"
+    # A backend may hand a scenario to a variant of itself (the local backend: several nodes).
+    backend = getattr(backend, "for_scenario", lambda s: backend)(scenario)
     try:
         backend.start(scenario)
         for step in scenario.steps:
