@@ -112,8 +112,10 @@ def _unknown(data: Mapping[str, Any], known: tuple[str, ...], where: str, owner:
 
 def _one_of(value: Any, known: list[str], where: str, what: str) -> str:
     """`value` when it is one of `known`; else InputError naming the path, the closest and the rest."""
-    if not isinstance(value, str) or not value:
+    if value is None or value == "":
         raise InputError(f"{where}: required (one of {', '.join(known)})")
+    if not isinstance(value, str):
+        raise InputError(f"{where}: expected a string, one of {', '.join(known)}; got {value!r}")
     if value not in known:
         close = difflib.get_close_matches(value, known, n=1, cutoff=0.6)
         hint = f"did you mean {close[0]!r}? " if close else ""

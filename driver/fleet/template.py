@@ -178,11 +178,13 @@ def fleet_drivers(driver_name: str) -> tuple[str, ...]:
     personality changes loses the old drivers' slices, even after an apply cut short between the
     Node's update and their removal. InputError when `driver_name` is another personality's driver
     (fake-dra's groups would publish under NVIDIA's name)."""
-    fixed = {n: p.name for p in PERSONALITIES.values() for n in p.fixed_driver_names}
-    if driver_name in fixed:
+    fixed = [n for p in PERSONALITIES.values() for n in p.fixed_driver_names]
+    owners = [p.name for p in PERSONALITIES.values() if driver_name in p.fixed_driver_names]
+    if owners:
         raise InputError(f"--driver-name {driver_name!r}: in a fleet it names the fake-dra personality's driver, and "
-                         f"{driver_name} is the {fixed[driver_name]} personality's; choose another name or leave it unset")
-    return (driver_name, *fixed)
+                         f"{'personalities' if len(owners) > 1 else 'personality'} {' and '.join(owners)} "
+                         f"publish{'' if len(owners) > 1 else 'es'} {driver_name}; choose another name or leave it unset")
+    return (driver_name, *dict.fromkeys(fixed))
 
 
 def device_classes(personalities: list[str], driver_name: str) -> list[dict[str, Any]]:

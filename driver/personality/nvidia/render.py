@@ -47,6 +47,7 @@ def per_gpu_devices(inventory: Inventory, settings: NvidiaSettings, node_name: s
     counter set; and whether DynamicMIG's partitionable layout is in effect (the gate on and some
     GPU MIG-capable: state.IsMigCapable)."""
     gpus = sorted(inventory.gpus, key=lambda g: g.pci.address)
+    _check_minors(settings, {g.index for g in gpus})
     dynamic = settings.gate("DynamicMIG") and any(g.model.mig_capable and _nvml_visible(g) for g in gpus)
     out = []
     for gpu in gpus:
@@ -75,6 +76,16 @@ def per_gpu_devices(inventory: Inventory, settings: NvidiaSettings, node_name: s
                 for d in devs if d["name"] not in hidden]
         out.append((info, sorted(devs, key=lambda d: d["name"].encode()), counters))
     return out, dynamic
+
+
+def _check_minors(settings: NvidiaSettings, minors: set[int]) -> None:
+    """A GPU minor the node does not have, in `migDevices` or `migEnabled`, is a mistake (a layout
+    meant for a bigger node), not something to skip silently."""
+    for where, keys in (("nvidia.migDevices", settings.mig_devices), ("nvidia.migEnabled", settings.mig_enabled)):
+        for key in keys:
+            if isinstance(key, int) and key not in minors:
+                have = f"minors 0-{max(minors)}" if minors else "no GPUs"
+                raise ConfigError(f"{where}[{key}]: the node has no GPU with minor {key} ({have})")
 
 
 def render_gpus(inventory: Inventory, settings: NvidiaSettings, *, node_name: str,
