@@ -228,8 +228,8 @@ def test_the_fake_dra_driver_name_may_not_be_another_personalitys(apply, tmp_pat
     path.write_text(json.dumps(fleet_doc(group("a", 1))))
     for action in ("apply", "delete"):
         assert main(["fleet", action, "-f", str(path), "--store", str(tmp_path / "s"), "--driver-name", SRIOV]) == 2
-        assert f"--driver-name '{SRIOV}': in a fleet it names the fake-dra personality's driver, and personality " \
-               f"s nvidia and sriov publish {SRIOV}" in capsys.readouterr().err
+        assert f"--driver-name '{SRIOV}': in a fleet it names the fake-dra personality's driver, and personalities " \
+               f"nvidia and sriov publish {SRIOV}" in capsys.readouterr().err
 
 
 # ---- the command: classes, dry run, run --------------------------------------------------------
