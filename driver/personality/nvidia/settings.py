@@ -101,7 +101,9 @@ class NvidiaSettings:
 
     def check_mig(self, minor: int, model: GpuModel) -> list[tuple[MigProfile, int]]:
         """This GPU's static MIG devices against its model: ConfigError for a profile the model does
-        not have, a placement it does not offer, or two devices on one memory slice."""
+        not have, a placement it does not offer, or two devices on one memory slice. Starts are NVML's
+        (what `nvidia-smi mig -lgi` prints and NVIDIA's device names carry: 0, 3, 6, 9 for the 1g
+        profiles of an RTX PRO 6000 Blackwell); the result gives the catalog's memory-slice starts."""
         key = minor if minor in self.mig_devices else ALL
         where = f"nvidia.migDevices[{key}]"
         if not model.mig_capable:
@@ -109,6 +111,7 @@ class NvidiaSettings:
                 where = f"nvidia.migDevices[{minor}]" if minor in self.mig_devices else "nvidia.migEnabled"
                 raise ConfigError(f"{where}: GPU {minor} ({model.product_name}) does not support MIG")
             return []
+        facts = self.nvml.facts(model)
         out: list[tuple[MigProfile, int]] = []
         used: dict[int, str] = {}
         for i, (name, start) in enumerate(self.static_mig(minor)):
@@ -116,14 +119,15 @@ class NvidiaSettings:
             if profile is None:
                 have = ", ".join(p.name for p in model.mig_profiles)
                 raise ConfigError(f"{where}[{i}]: {model.product_name} has no MIG profile {name!r} (profiles: {have})")
-            if start not in profile.placements:
+            starts = {facts.nvml_placement(s, profile.memory_slices).start: s for s in profile.placements}
+            if start not in starts:
                 raise ConfigError(f"{where}[{i}]: {name} cannot start at memory slice {start} on {model.product_name} "
-                                  f"(placements: {', '.join(map(str, profile.placements))})")
-            for k in range(start, start + profile.memory_slices):
+                                  f"(placements: {', '.join(map(str, starts))})")
+            for k in facts.nvml_placement(starts[start], profile.memory_slices):
                 if k in used:
                     raise ConfigError(f"{where}[{i}]: {name}@{start} overlaps {used[k]} on memory slice {k}")
                 used[k] = f"{name}@{start}"
-            out.append((profile, start))
+            out.append((profile, starts[start]))
         return out
 
 
