@@ -169,6 +169,24 @@ def test_gh200_gpus_publish_ats_and_names_in_memory_slices() -> None:
     assert "gpu-0-mig-7g96gb-0-0" in devs
 
 
+def test_a_host_says_its_addressing_mode() -> None:
+    """NVIDIA's plugin publishes whatever NVML answers but NOT_SUPPORTED (nvlib.go): HMM on an x86 host with
+    HMM, nothing where NVML does not support the call, even on a Grace GPU."""
+    slices, _ = node("hgx-b200", {"nvidia": {"addressingMode": "HMM", "migDevices": {0: ["1g.23gb@0"]}}}, gpus=2)
+    devs = devices(slices)
+    assert devs["gpu-1"]["attributes"]["addressingMode"] == {"string": "HMM"}
+    assert devs["gpu-0-mig-1g23gb-19-0"]["attributes"]["addressingMode"] == {"string": "HMM"}
+    assert "addressingMode" not in devices(node("hgx-b200", gpus=1)[0])["gpu-0"]["attributes"]
+    quiet = devices(node("gh200", {"nvidia": {"addressingMode": "NotSupported"}})[0])
+    assert "addressingMode" not in quiet["gpu-0"]["attributes"]
+
+
+def test_a_bad_addressing_mode_names_the_key() -> None:
+    with pytest.raises(ConfigError, match=r"nvidia.addressingMode: expected one of HMM, ATS, None, NotSupported, "
+                                          r"got 'hmm'"):
+        node("gh200", {"nvidia": {"addressingMode": "hmm"}})
+
+
 @pytest.mark.parametrize("units", [0, -3, True, "3"])
 def test_bad_placement_units_name_the_field(units) -> None:
     row = {"cuda": "12.0", "brand": "NvidiaRTX", "pci_name": "x", "bars_mib": [1], "placement_units": units}

@@ -111,8 +111,9 @@ class GpuInfo:
             "cudaDriverVersion": {"version": semver(s.cuda_driver_version)},
             **location(self.gpu.pci, s),
         }
-        if self.facts.addressing_mode:
-            attrs["addressingMode"] = {"string": self.facts.addressing_mode}
+        mode = s.addressing_mode_of(self.facts.addressing_mode)
+        if mode:  # GetAddressingModeAsString: "" (not supported) publishes nothing
+            attrs["addressingMode"] = {"string": mode}
         return attrs
 
     def full_capacity(self) -> dict[str, dict[str, str]]:
