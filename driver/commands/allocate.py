@@ -1,7 +1,9 @@
 """`fake-dra allocate`: would these claims fit on this node? The reference allocator from the command line.
 
 Reads multi-document YAML files (DeviceClass, ResourceSlice, ResourceClaim, Node; other kinds are
-ignored with a warning). Claims with `status.allocation` are in use. The claims without it are one
+ignored with a warning), each checked as kube-apiserver checks it: resource.k8s.io/v1 (v1 for
+Node), strictly against the Kubernetes 1.37 schema (an unknown field is an error naming its path;
+KEP-5941 fields need --features DRASharedConsumableCapacity=true). Claims with `status.allocation` are in use. The claims without it are one
 pod's claims: they are allocated together in one search, as kube-scheduler allocates a pod's claims
 (in file order; a later claim that does not fit makes the search revise earlier claims' choices;
 all or nothing). With --sequential each claim gets its own scheduling cycle instead, in file order,
@@ -26,7 +28,9 @@ from driver.allocator import Node, allocate_claims, split_objects
 from driver.allocator.engine import DEFAULT_BUDGET
 from driver.allocator.pools import node_matches
 from driver.commands.common import add_features, add_node_name, features_from, require_node_name
+from driver import schema
 from driver.errors import InputError
+from driver.features import Features
 from driver.fsutil import decode_text, read_text_file
 from driver.yamlio import load_all
 
@@ -49,7 +53,13 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def load_documents(paths: list[str]) -> list[Any]:
+GATE_HINT = "turn it on with --features DRASharedConsumableCapacity=true"
+
+
+def load_documents(paths: list[str], features: Features = Features()) -> list[Any]:
+    """Every document of `paths`, each checked as kube-apiserver checks it (driver.schema: served
+    apiVersion, the 1.37 schema strictly, KEP-5941 fields only when `features` has the gate on);
+    kinds the allocator does not read are passed on unchecked (it warns about them)."""
     docs: list[Any] = []
     for path in paths:
         if path == "-":
@@ -59,11 +69,24 @@ def load_documents(paths: list[str]) -> list[Any]:
             text = read_text_file(path, "file")
         loaded = load_all(text, path)
         for number, doc in enumerate(loaded, 1):
-            if doc is not None and not isinstance(doc, dict):
+            if doc is None:
+                continue
+            if not isinstance(doc, dict):
                 raise InputError(f"{path}: document {number}: expected a mapping with apiVersion and kind, "
                                  f"got {type(doc).__name__}")
-        docs.extend(d for d in loaded if d is not None)
+            schema.check(doc, features, _where(path, number, doc), GATE_HINT)
+            docs.append(doc)
     return docs
+
+
+def _where(path: str, number: int, doc: dict) -> str:
+    """`claims.yaml: document 2 (ResourceClaim default/gpu)`, as `apply` names a document."""
+    meta = doc.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if name and doc.get("kind") in ("ResourceClaim", "ResourceClaimTemplate", "Pod"):
+        name = f"{meta.get('namespace') or 'default'}/{name}"
+    what = " ".join(str(x) for x in (doc.get("kind"), name) if x)
+    return f"{path}: document {number}" + (f" ({what})" if what else "")
 
 
 def check_claims(docs: list[Any], files: list[str]) -> None:
@@ -112,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--budget: must be a positive integer, got {args.budget}")
     node = require_node_name(args)
     features = features_from(args)
-    docs = load_documents(args.files)
+    docs = load_documents(args.files, features)
     check_claims(docs, args.files)
     outcome = allocate_claims(docs, node=node, features=features, budget=args.budget,
                               sequential=args.sequential)

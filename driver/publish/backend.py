@@ -136,6 +136,14 @@ class LocalGateConfig:
     def scheduler_gates(self) -> dict[str, bool]:
         return {g: bool(self.scheduler.get(g, _DEFAULTS.enabled(g))) for g in DETECTED_GATES}
 
+    def apiserver_features(self) -> Features:
+        """The simulated kube-apiserver's gates: which fields it knows (driver.schema) and keeps."""
+        return _DEFAULTS.with_gates(self.apiserver, str(self.path or GATE_CONFIG_FILE))
+
+    def gate_hint(self, store_root: str | Path) -> str:
+        """Where a user turns a gate of the simulated control plane on: the end of a schema error."""
+        return f"turn it on in {Path(store_root) / GATE_CONFIG_FILE} (apiserver: and scheduler:)"
+
 
 class StoreSliceBackend:
     """SliceBackend over the local ObjectStore, simulating apiserver field stripping per gate config."""

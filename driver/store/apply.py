@@ -1,8 +1,10 @@
 """`kubectl apply` semantics on the local object store: validate a batch, then write all or nothing.
 
 What the API server does, and so what happens here:
-- every document is checked before anything is written (kind, apiVersion, names, namespace, the
-  spec as the allocator reads it), and every error names the document, the object and the field;
+- every document is checked before anything is written (kind, apiVersion, strictly against the
+  1.37 schema (driver.schema: unknown fields are errors, as with kubectl's default strict field
+  validation), names, namespace, the spec as the allocator reads it), and every error names the
+  document, the object and the field;
   one invalid document leaves the store untouched;
 - the server owns `metadata.uid`, `creationTimestamp`, `generation` and `resourceVersion`: a uid or
   resourceVersion given in a document is a precondition on update (conflict when stale) and
@@ -24,7 +26,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from driver import schema
 from driver.errors import ConflictError, FakeDraError, InputError, NotFoundError
+from driver.features import Features
 from driver.slices.names import is_dns_label, is_dns_subdomain
 from driver.store import validate
 from driver.store.kinds import Kind, for_object
@@ -158,9 +162,13 @@ def _merge(doc: dict[str, Any], current: dict[str, Any] | None, planned: Planned
 
 
 def plan(store: ObjectStore, documents: Sequence[tuple[str, int, Any]], *, namespace: str = "default",
-         explicit_namespace: bool = False) -> list[Planned]:
+         explicit_namespace: bool = False, features: Features = Features(),
+         gate_hint: str | None = None) -> list[Planned]:
     """Check every (source, document number, object) against the store; call inside `store.locked()`
-    and hand the result to `commit` so nothing changes in between."""
+    and hand the result to `commit` so nothing changes in between.
+
+    `features` are the gates of the simulated kube-apiserver: KEP-5941 fields are unknown fields
+    unless it has DRASharedConsumableCapacity on (`gate_hint` then says where to turn it on)."""
     out: list[Planned] = []
     seen: dict[tuple[str, str | None, str], str] = {}
     for source, index, doc in documents:
@@ -180,6 +188,7 @@ def plan(store: ObjectStore, documents: Sequence[tuple[str, int, Any]], *, names
             current = None
         planned = Planned(index, kind, ns, name, {}, current)
         _check_preconditions(doc, current, planned, where)
+        schema.validate(doc, kind.kind, features, where, gate_hint)
         planned.obj = _merge(dict(doc), current, planned, where)
         try:
             validate.check_object(kind.kind, planned.obj)
