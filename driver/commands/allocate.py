@@ -1,7 +1,7 @@
 """`fake-dra allocate`: would these claims fit on this node? The reference allocator from the command line.
 
-Reads multi-document YAML files (DeviceClass, ResourceSlice, ResourceClaim, Node; other kinds are
-ignored with a warning), each checked as kube-apiserver checks it: resource.k8s.io/v1 (v1 for
+Reads multi-document YAML files (DeviceClass, ResourceSlice, ResourceClaim, Node, also inside a
+List as `fake-dra get -o yaml` prints them; other kinds are ignored with a warning), each checked as kube-apiserver checks it: resource.k8s.io/v1 (v1 for
 Node), strictly against the Kubernetes 1.37 schema (an unknown field is an error naming its path;
 KEP-5941 fields need --features DRASharedConsumableCapacity=true). Claims with `status.allocation` are in use. The claims without it are one
 pod's claims: they are allocated together in one search, as kube-scheduler allocates a pod's claims
@@ -67,19 +67,24 @@ def load_documents(paths: list[str], features: Features = Features()) -> list[An
             text = raw if isinstance(raw, str) else decode_text(raw, "standard input")
         else:
             text = read_text_file(path, "file")
-        loaded = load_all(text, path)
-        for number, doc in enumerate(loaded, 1):
-            if doc is None:
-                continue
-            if not isinstance(doc, dict):
-                raise InputError(f"{path}: document {number}: expected a mapping with apiVersion and kind, "
-                                 f"got {type(doc).__name__}")
-            schema.check(doc, features, _where(path, number, doc), GATE_HINT)
-            docs.append(doc)
+        for number, doc in enumerate(load_all(text, path), 1):
+            if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+                # `fake-dra get -o yaml` (and kubectl) print several objects as a List: read its items.
+                items = [(f"{number} item {i}", item) for i, item in enumerate(doc["items"], 1)]
+            else:
+                items = [(str(number), doc)]
+            for label, item in items:
+                if item is None:
+                    continue
+                if not isinstance(item, dict):
+                    raise InputError(f"{path}: document {label}: expected a mapping with apiVersion and kind, "
+                                     f"got {type(item).__name__}")
+                schema.check(item, features, _where(path, label, item), GATE_HINT)
+                docs.append(item)
     return docs
 
 
-def _where(path: str, number: int, doc: dict) -> str:
+def _where(path: str, number: str, doc: dict) -> str:
     """`claims.yaml: document 2 (ResourceClaim default/gpu)`, as `apply` names a document."""
     meta = doc.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None

@@ -11,11 +11,14 @@ Public API
     The one apiVersion rule (versions.py): the kind when its apiVersion is what a stock 1.37
     kube-apiserver serves (resource.k8s.io/v1; v1 for Node and Pod), None for a kind fake-dra does
     not read, InputError otherwise (resource.k8s.io/v1beta1 is refused, saying what v1 changes).
-`validate(obj, kind, features, where="", gate_hint=None)`
+`validate(obj, kind, features, where="", gate_hint=None, old=None)`
     InputError `<where>: <path>: <problem>; ...` for every unknown or misplaced field (with a
     did-you-mean), wrong type, malformed quantity, unsupported enum value or missing required field.
-    KEP-5941 fields are known only when `features.shared_consumable_capacity` is on (overlay.py);
-    `gate_hint` ends the message for such a field when the gate is off (where to turn it on).
+    KEP-5941 fields are known only when `features.shared_consumable_capacity` is on (overlay.py),
+    or, for an update, when `old` (the stored object) already has them; `gate_hint` ends the
+    message for such a field when the gate is off (where to turn it on).
+`gates_in_use(obj, kind) -> frozenset[str]`
+    The gates of overlay.GATED whose fields `obj` carries.
 `check(obj, features, where, gate_hint=None) -> kind | None`
     Both: the apiVersion rule, then the schema.
 `errors(obj, kind, features) -> list[FieldError]`
@@ -38,7 +41,7 @@ from driver.schema.compact import schema_for
 from driver.schema.validator import FieldError, raise_for, walk
 from driver.schema.versions import check_api_version, served
 
-__all__ = ["FieldError", "check", "check_api_version", "errors", "gates_on", "served", "validate"]
+__all__ = ["FieldError", "check", "check_api_version", "errors", "gates_in_use", "gates_on", "served", "validate"]
 
 
 def gates_on(features: Features) -> frozenset[str]:
@@ -46,21 +49,34 @@ def gates_on(features: Features) -> frozenset[str]:
     return frozenset(g for g in overlay.GATED if features.enabled(g))
 
 
-def errors(obj: Mapping[str, Any], kind: str, features: Features, gate_hint: str | None = None) -> list[FieldError]:
-    on = gates_on(features)
-    schema = schema_for(on)
+def _walk(obj: Any, kind: str, on: frozenset[str], gate_hint: str | None) -> tuple[list[FieldError], frozenset[str]]:
     api_version = served().get(kind)
-    node = schema.root(api_version, kind) if api_version else None
+    node = schema_for(on).root(api_version, kind) if api_version else None
     if node is None:
         raise InputError(f"{kind}: not a kind fake-dra validates (known: {', '.join(sorted(served()))})")
     if not isinstance(obj, Mapping):
-        return [FieldError("", f"expected an object, got {type(obj).__name__}")]
+        return [FieldError("", f"expected an object, got {type(obj).__name__}")], frozenset()
     return walk(node, obj, on, gate_hint)
 
 
+def gates_in_use(obj: Mapping[str, Any], kind: str) -> frozenset[str]:
+    """The gates (of overlay.GATED) whose fields `obj` carries."""
+    return _walk(obj, kind, frozenset(), None)[1]
+
+
+def errors(obj: Mapping[str, Any], kind: str, features: Features, gate_hint: str | None = None,
+           old: Mapping[str, Any] | None = None) -> list[FieldError]:
+    on = gates_on(features)
+    if old is not None:
+        on |= gates_in_use(old, kind)
+    return _walk(obj, kind, on, gate_hint)[0]
+
+
 def validate(obj: Mapping[str, Any], kind: str, features: Features, where: str = "",
-             gate_hint: str | None = None) -> None:
-    raise_for(errors(obj, kind, features, gate_hint), where)
+             gate_hint: str | None = None, old: Mapping[str, Any] | None = None) -> None:
+    """See the module docstring; `old` is the stored object an update replaces: the fields of gates
+    it already uses stay known with the gate off (kube-apiserver's dropDisabledFields rule)."""
+    raise_for(errors(obj, kind, features, gate_hint, old), where)
 
 
 def check(obj: Mapping[str, Any], features: Features, where: str, gate_hint: str | None = None) -> str | None:

@@ -57,12 +57,13 @@ class FieldError:
 class _Walk:
     """One validation: the errors found and the hints for gated fields."""
 
-    __slots__ = ("errors", "gates_on", "gate_hint", "_quantities")
+    __slots__ = ("errors", "gates_on", "gate_hint", "gated_unknown", "_quantities")
 
     def __init__(self, gates_on: frozenset[str], gate_hint: str | None) -> None:
         self.errors: list[tuple[Path_, str]] = []
         self.gates_on = gates_on
         self.gate_hint = gate_hint
+        self.gated_unknown: set[str] = set()  # gates whose (off) fields the object has
         self._quantities: set[Any] = set()
 
     def fail(self, path: Path_, message: str) -> None:
@@ -83,11 +84,15 @@ class _Walk:
                     self.fail((path, key), "Required value (null given)")
                 continue
             kind = spec.kind
-            if kind == STR:  # the commonest field: checked inline
+            if kind == STR:  # the commonest fields, checked inline (a call per field is most of the cost)
                 if value.__class__ is not str:
                     self.fail((path, key), _wrong_type(spec, value))
                 elif spec.enum is not None and value and value not in spec.enum:
                     self.fail((path, key), _unsupported(value, spec.enum))
+            elif kind == REF and value.__class__ is dict:
+                self.object(spec._node or spec.node, value, (path, key))
+            elif kind == BOOL and value.__class__ is bool:
+                continue
             else:
                 self.value(spec, value, (path, key))
         for name in node.required:
@@ -103,8 +108,8 @@ class _Walk:
         kind = spec.kind
         cls = value.__class__
         if kind == REF:
-            if isinstance(value, Mapping):
-                self.object(spec.node, value, path)
+            if cls is dict or isinstance(value, Mapping):
+                self.object(spec._node or spec.node, value, path)
             else:
                 self.fail(path, _wrong_type(spec, value))
         elif kind == LIST:
@@ -113,21 +118,27 @@ class _Walk:
                 return
             item = spec.item
             assert item is not None
+            node = (item._node or item.node) if item.kind == REF else None
             for i, element in enumerate(value):
-                if element is None:
+                if node is not None and element.__class__ is dict:
+                    self.object(node, element, (path, i))
+                elif element is None:
                     if not item.nullable:
                         self.fail((path, i), "Required value (null given)")
                 else:
                     self.value(item, element, (path, i))
         elif kind == MAP:
-            if not isinstance(value, Mapping):
+            if cls is not dict and not isinstance(value, Mapping):
                 self.fail(path, _wrong_type(spec, value))
                 return
             item = spec.item
             assert item is not None
+            node = (item._node or item.node) if item.kind == REF else None
             for key, element in value.items():
                 if key.__class__ is not str:
                     self.fail((path, ("map", key)), f"map keys must be strings, got {_type_name(key)}")
+                elif node is not None and element.__class__ is dict:
+                    self.object(node, element, (path, ("map", key)))
                 elif element is not None:
                     self.value(item, element, (path, ("map", key)))
         elif kind == STR:
@@ -152,7 +163,7 @@ class _Walk:
             if cls is not str and cls is not int:
                 self.fail(path, _wrong_type(spec, value))
         elif kind == ANY:
-            if not isinstance(value, Mapping):
+            if cls is not dict and not isinstance(value, Mapping):
                 self.fail(path, _wrong_type(spec, value))
 
     def quantity(self, value: Any, path: Path_) -> None:
@@ -182,7 +193,8 @@ class _Walk:
         message = f'unknown field "{key}"'
         gate = overlay.GATE_OF_FIELD.get(key)
         if gate is not None and gate not in self.gates_on:
-            hint = f"; {self.gate_hint}" if self.gate_hint else ""
+            hint = f"; {self.gate_hint}" if self.gate_hint and not self.gated_unknown else ""  # said once
+            self.gated_unknown.add(gate)
             return f"{message} (a {overlay.GATE_NAMES.get(gate, gate)} field: {gate} is off{hint})"
         guess = did_you_mean(node, key)
         return f"{message} (did you mean \"{guess}\"?)" if guess else message
@@ -235,11 +247,13 @@ def _unsupported(value: str, allowed: frozenset[str]) -> str:
     return f'Unsupported value: "{shown}": supported values: ' + ", ".join(f'"{v}"' for v in sorted(allowed))
 
 
-def walk(node: TypeNode, obj: Mapping[str, Any], gates_on: frozenset[str], gate_hint: str | None) -> list[FieldError]:
-    """Every error of `obj` against `node` (at most MAX_ERRORS), in document order."""
+def walk(node: TypeNode, obj: Mapping[str, Any], gates_on: frozenset[str],
+         gate_hint: str | None) -> tuple[list[FieldError], frozenset[str]]:
+    """Every error of `obj` against `node` (at most MAX_ERRORS), in document order, and the gates
+    whose fields `obj` has although they are off."""
     run = _Walk(gates_on, gate_hint)
     run.object(node, obj, None)
-    return [FieldError(format_path(p), m) for p, m in run.errors]
+    return [FieldError(format_path(p), m) for p, m in run.errors], frozenset(run.gated_unknown)
 
 
 def raise_for(errors: list[FieldError], where: str) -> None:
