@@ -78,7 +78,7 @@ def check_local_switch(backend: SliceBackend, overrides: Mapping[str, bool]) -> 
         return
     path = backend.store.root / GATE_CONFIG_FILE
     raise ConfigError(
-        f"--features {SHARED_CONSUMABLE}=true: the local store's simulated {' and '.join(off)} "
-        f"{'has' if len(off) == 1 else 'have'} it off ({path}); in local mode that file is KEP-5941's one switch. "
-        f"Turn it on there for both (apiserver: {{{SHARED_CONSUMABLE}: true}} and scheduler: "
-        f"{{{SHARED_CONSUMABLE}: true}}; `run` then publishes valueFrom without --features), or drop it from --features")
+        f"--features {SHARED_CONSUMABLE}=true: the local store's simulated kube-{' and kube-'.join(off)} "
+        f"{'has' if len(off) == 1 else 'have'} it off; turn KEP-5941 on in {path} (apiserver: "
+        f"{{{SHARED_CONSUMABLE}: true}} and scheduler: {{{SHARED_CONSUMABLE}: true}}; that file is its one switch "
+        f"in local mode, and `run` then publishes valueFrom by itself), or drop it from --features")
