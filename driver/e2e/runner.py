@@ -97,7 +97,8 @@ def run_step(step: Step, backend: Backend, make_claim: Callable[..., dict[str, A
     if step.action == "claim":
         obj = make_claim(a["name"], _resolved_requests(a["requests"], backend),
                          constraints=a.get("constraints"), config=a.get("config"))
-        schema.check(obj, features, f"claim {a['name']}")
+        meta = obj.get("metadata") or {}
+        schema.check(obj, features, f"ResourceClaim {meta.get('namespace')}/{meta.get('name')}")
         return backend.create_claim(a["name"], obj)
     if step.action == "pod":
         return backend.run_pod(a["name"], list(a.get("claims") or []), a.get("podgroup"), a.get("scheduler") == "skewed")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from driver.e2e.manifests import claim_object
+from driver.e2e.manifests import NAMESPACE, claim_object
 from driver.e2e.observe import Observation
 from driver.e2e.runner import resolve_refs, run_all
 from driver.e2e.scenario import parse_scenario
@@ -102,3 +102,16 @@ def test_each_result_is_announced_as_it_finishes() -> None:
     run_all(scenarios[:1], FakeBackend, claim_object, skip=lambda s: "not here",
             on_result=lambda r: skipped.append(progress_line(r)))
     assert skipped == ["SKIP  s0 (not here)"]
+
+
+def test_a_scenario_claim_is_checked_as_kube_apiserver_checks_it_before_any_backend_sees_it() -> None:
+    """A typo in a scenario's raw `config`/`constraints` fails the step in local mode as on a cluster."""
+    typo = {"name": "typo", "reason": "r", "steps": [
+        {"action": "claim", "name": "c", "requests": [{"name": "g", "class": "mig"}],
+         "config": [{"requests": ["g"], "opaque": {"driver": "fake-dra.example.com", "parameter": {"a": 1}}}]}]}
+    backend = FakeBackend()
+    report = run_all([parse_scenario(typo)], lambda: backend, claim_object)
+    (result,) = report.scenarios
+    assert result.status == "FAIL" and backend.claims == {}
+    assert result.error == (f'1. claim c: ResourceClaim {NAMESPACE}/c: spec.devices.config[0].opaque.parameter: unknown field "parameter" '
+                            '(did you mean "parameters"?); spec.devices.config[0].opaque.parameters: Required value')
