@@ -79,19 +79,9 @@ def load_documents(paths: list[str], features: Features = Features()) -> list[An
                 if not isinstance(item, dict):
                     raise InputError(f"{path}: document {label}: expected a mapping with apiVersion and kind, "
                                      f"got {type(item).__name__}")
-                schema.check(item, features, _where(path, label, item), GATE_HINT)
+                schema.check(item, features, schema.document_label(path, label, item), GATE_HINT)
                 docs.append(item)
     return docs
-
-
-def _where(path: str, number: str, doc: dict) -> str:
-    """`claims.yaml: document 2 (ResourceClaim default/gpu)`, as `apply` names a document."""
-    meta = doc.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    if name and doc.get("kind") in ("ResourceClaim", "ResourceClaimTemplate", "Pod"):
-        name = f"{meta.get('namespace') or 'default'}/{name}"
-    what = " ".join(str(x) for x in (doc.get("kind"), name) if x)
-    return f"{path}: document {number}" + (f" ({what})" if what else "")
 
 
 def check_claims(docs: list[Any], files: list[str]) -> None:

@@ -23,6 +23,8 @@ Public API
     Both: the apiVersion rule, then the schema.
 `errors(obj, kind, features) -> list[FieldError]`
     The same findings as data (path, message), for callers that report them their own way.
+`document_label(source, index, obj) -> str`
+    `claims.yaml: document 2 (ResourceClaim gpu)`, the `where` every command passes.
 
 The schema is generated from kubernetes-validate's strict 1.37 JSON schemas (hack/gen_schema.py,
 data/k8s-1.37-strict.json); docs/cli.md ("Input is checked as kube-apiserver checks it") says what
@@ -41,7 +43,20 @@ from driver.schema.compact import schema_for
 from driver.schema.validator import FieldError, raise_for, walk
 from driver.schema.versions import check_api_version, served
 
-__all__ = ["FieldError", "check", "check_api_version", "errors", "gates_in_use", "gates_on", "served", "validate"]
+__all__ = ["FieldError", "check", "check_api_version", "document_label", "errors", "gates_in_use", "gates_on", "served",
+           "validate"]
+
+
+def document_label(source: str, index: int | str, obj: Any) -> str:
+    """`claims.yaml: document 2 (ResourceClaim gpu)`: how every command names a document in its
+    messages (`index` may be `"2 item 3"` for an item of a List)."""
+    kind = name = None
+    if isinstance(obj, Mapping):
+        kind = obj.get("kind")
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+    what = " ".join(str(x) for x in (kind, name) if x)
+    return f"{source}: document {index}" + (f" ({what})" if what else "")
 
 
 def gates_on(features: Features) -> frozenset[str]:

@@ -81,16 +81,6 @@ def load_documents(text: str, source: str) -> list[tuple[int, Any]]:
     return out
 
 
-def _where(source: str, index: int, obj: Any) -> str:
-    kind = name = None
-    if isinstance(obj, Mapping):
-        kind = obj.get("kind")
-        meta = obj.get("metadata")
-        name = meta.get("name") if isinstance(meta, Mapping) else None
-    what = " ".join(str(x) for x in (kind, name) if x)
-    return f"{source}: document {index}" + (f" ({what})" if what else "")
-
-
 def _check_metadata(obj: Mapping[str, Any], kind: Kind, where: str, namespace: str, explicit_ns: bool) -> tuple[str | None, str]:
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping):
@@ -172,7 +162,7 @@ def plan(store: ObjectStore, documents: Sequence[tuple[str, int, Any]], *, names
     out: list[Planned] = []
     seen: dict[tuple[str, str | None, str], str] = {}
     for source, index, doc in documents:
-        where = _where(source, index, doc)
+        where = schema.document_label(source, index, doc)
         if not isinstance(doc, Mapping):
             raise InputError(f"{where}: expected an object with apiVersion, kind and metadata, got {type(doc).__name__}")
         kind = for_object(doc.get("apiVersion"), doc.get("kind"), where)

@@ -86,7 +86,7 @@ def test_allocate_refuses_the_claim_typo(tmp_path, capsys):
              write(tmp_path, "claim.yaml", [mig_claim("selector")])]
     code, out, err = run(["allocate", "--node-name", "node-1", *files], capsys)
     assert (code, out) == (2, "")
-    assert err.strip() == (f"fake-dra allocate: {files[2]}: document 1 (ResourceClaim default/small): "
+    assert err.strip() == (f"fake-dra allocate: {files[2]}: document 1 (ResourceClaim small): "
                            'spec.devices.requests[0].exactly.selector: unknown field "selector" (did you mean "selectors"?)')
 
 
