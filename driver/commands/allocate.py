@@ -1,12 +1,13 @@
 """`fake-dra allocate`: would these claims fit on this node? The reference allocator from the command line.
 
 Reads multi-document YAML files (DeviceClass, ResourceSlice, ResourceClaim, Node, also inside a
-List as `fake-dra get -o yaml` prints them; other kinds are ignored with a warning), each checked as kube-apiserver checks it: resource.k8s.io/v1 (v1 for
-Node), strictly against the Kubernetes 1.37 schema (an unknown field is an error naming its path;
-KEP-5941 fields need --features DRASharedConsumableCapacity=true). Claims with `status.allocation` are in use. The claims without it are one
-pod's claims: they are allocated together in one search, as kube-scheduler allocates a pod's claims
-(in file order; a later claim that does not fit makes the search revise earlier claims' choices;
-all or nothing). With --sequential each claim gets its own scheduling cycle instead, in file order,
+List as `fake-dra get -o yaml` prints them; other kinds are ignored with a warning), each checked
+as kube-apiserver checks it: resource.k8s.io/v1 (v1 for Node), strictly against the Kubernetes 1.37
+schema (an unknown field is an error naming its path; KEP-5941 fields need --features
+DRASharedConsumableCapacity=true). Claims with `status.allocation` are in use. The claims without
+it are one pod's claims: they are allocated together in one search, as kube-scheduler allocates a
+pod's claims (in file order; a later claim that does not fit makes the search revise earlier
+claims' choices; all or nothing). With --sequential each claim gets its own scheduling cycle instead, in file order,
 each seeing the earlier ones as allocated (several pods scheduled one after the other).
 
 Prints the newly allocated claims as YAML. Exit 0 when all were allocated, 1 with the reason on
@@ -24,11 +25,11 @@ from typing import Any
 
 import yaml
 
+from driver import schema
 from driver.allocator import Node, allocate_claims, split_objects
 from driver.allocator.engine import DEFAULT_BUDGET
 from driver.allocator.pools import node_matches
 from driver.commands.common import add_features, add_node_name, features_from, require_node_name
-from driver import schema
 from driver.errors import InputError
 from driver.features import Features
 from driver.fsutil import decode_text, read_text_file
