@@ -27,8 +27,8 @@ Public API
     `claims.yaml: document 2 (ResourceClaim gpu)`, the `where` every command passes.
 
 The schema is generated from kubernetes-validate's strict 1.37 JSON schemas (hack/gen_schema.py,
-data/k8s-1.37-strict.json); docs/cli.md ("Input is checked as kube-apiserver checks it") says what
-is and is not checked.
+data/k8s-1.37-strict.json); docs/cli.md ("Objects are checked as kube-apiserver checks them") says
+what is and is not checked.
 """
 
 from __future__ import annotations

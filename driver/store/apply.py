@@ -178,7 +178,7 @@ def plan(store: ObjectStore, documents: Sequence[tuple[str, int, Any]], *, names
             current = None
         planned = Planned(index, kind, ns, name, {}, current)
         _check_preconditions(doc, current, planned, where)
-        schema.validate(doc, kind.kind, features, where, gate_hint)
+        schema.validate(doc, kind.kind, features, where, gate_hint, old=current)
         planned.obj = _merge(dict(doc), current, planned, where)
         try:
             validate.check_object(kind.kind, planned.obj)

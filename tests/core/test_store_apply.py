@@ -265,3 +265,24 @@ def test_nodes_and_pods_are_core_v1_kinds_of_the_store(tmp_path):
     assert resolve("po").kind == "Pod" and resolve("no").kind == "Node" and resolve("pods.v1").kind == "Pod"
     with pytest.raises(InputError, match=r"apiVersion: 'resource.k8s.io/v1' does not serve Pod; use v1"):
         plan(store, [("f.yaml", 1, {"apiVersion": "resource.k8s.io/v1", "kind": "Pod", "metadata": {"name": "q"}})])
+
+
+def test_kep5941_fields_follow_the_apiservers_gate_and_updates_keep_fields_in_use(tmp_path):
+    """`features` are the simulated kube-apiserver's gates; like its dropDisabledFields, an update of
+    an object that already has a gated field is not refused for it when the gate went off."""
+    from driver.features import Features
+
+    store = ObjectStore(tmp_path)
+    recorded = CLAIM.format(name="c") + (
+        "status:\n  allocation:\n    devices:\n      results:\n"
+        "      - {request: gpu, driver: d.example.com, pool: p, device: vf-0,\n"
+        "         consumedCounters: [{counterSet: pf, counters: {bandwidth: {value: 40G}}}]}\n")
+    with pytest.raises(InputError, match=r'consumedCounters: unknown field "consumedCounters" \(a KEP-5941 field: '
+                                         r"DRASharedConsumableCapacity is off; turn it on here\)"):
+        apply(store, recorded, gate_hint="turn it on here")
+    (a,) = apply(store, recorded, features=Features.all_on())
+    assert a.action == "created"
+    (a,) = apply(store, recorded)  # the gate is off now: the stored claim keeps its field
+    assert a.action == "unchanged"
+    with pytest.raises(InputError, match="unknown field \"consumedCounters\""):
+        apply(store, recorded.replace("name: c\n", "name: d\n"))  # a new object may not use it
