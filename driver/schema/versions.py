@@ -17,6 +17,7 @@ ResourceClaimTemplate, ResourceSlice) and the core group's v1 (Node, Pod). Nothi
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from driver.errors import InputError
@@ -38,6 +39,7 @@ _CHANGES: dict[str, dict[str, str]] = {
 }
 
 
+@lru_cache(maxsize=1)
 def served() -> dict[str, str]:
     """Kind -> the apiVersion a 1.37 kube-apiserver serves it under by default."""
     out: dict[str, str] = {}
