@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from driver.errors import InputError
@@ -40,13 +41,13 @@ _CHANGES: dict[str, dict[str, str]] = {
 
 
 @lru_cache(maxsize=1)
-def served() -> dict[str, str]:
-    """Kind -> the apiVersion a 1.37 kube-apiserver serves it under by default."""
+def served() -> Mapping[str, str]:
+    """Kind -> the apiVersion a 1.37 kube-apiserver serves it under by default (read-only)."""
     out: dict[str, str] = {}
     for key in load_data()["kinds"]:
         api_version, _, kind = key.rpartition("/")
         out[kind] = api_version
-    return out
+    return MappingProxyType(out)
 
 
 def check_api_version(obj: Mapping[str, Any], where: str) -> str | None:
