@@ -8,7 +8,7 @@ Both are small hand-kept tables because no schema file carries them:
   hack/gen_schema.py cannot derive them. An empty string counts as unset (these fields default).
 
 - `GATED`: fields of KEP-5941 (`DRASharedConsumableCapacity`), which upstream has not merged, so no
-  1.37 schema has them (docs/architecture.md §5, DESIGN §3). This project publishes and reads them
+  1.37 schema has them (docs/architecture.md §5). This project publishes and reads them
   when the gate is on, in the newest shape of the KEP: a consumed counter has exactly one of `value`
   or `valueFrom: {capacityName}` (`capacityKey`, the KEP text's former name, is read too), a shared
   counter may carry a `requestPolicy` (the shape of a device capacity's), and an allocation result
