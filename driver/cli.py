@@ -77,19 +77,45 @@ def add_global_flags(parser: argparse.ArgumentParser, *, on_command: bool) -> No
                              "(default text)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _VersionAction(argparse.Action):
+    """`--version`, looked up only when asked for (importlib.metadata costs ~30 ms at start-up)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show program's version number and exit", **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        sys.stdout.write(f"fake-dra {version()}\n")
+        parser.exit()
+
+
+def _command_modules(argv: Sequence[str] | None) -> list[str]:
+    """The command modules to register: only the one `argv` names when it names one (each command
+    module's imports cost start-up time: `fake-dra allocate` need not load the kubelet plugin), else
+    all of them (help, usage errors)."""
+    names = sorted(info.name for info in pkgutil.iter_modules(commands.__path__)
+                   if not info.name.startswith("_") and info.name != "common")
+    by_command = {name.replace("_", "-"): name for name in names}
+    for arg in argv or ():
+        if arg in ("-h", "--help", "--version"):
+            break
+        if arg in by_command:
+            return [by_command[arg]]
+    return names
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole CLI; given the command line, only the command it names is registered."""
     parser = _Parser(
         prog="fake-dra",
         description="DRA driver and kubelet plugin for simulated or real GPUs and SR-IOV NICs. "
         "Every flag also reads FAKE_DRA_<FLAG> (see docs/cli.md).",
     )
-    parser.add_argument("--version", action="version", version=f"fake-dra {version()}")
+    parser.add_argument("--version", action=_VersionAction)
     add_global_flags(parser, on_command=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_") or info.name == "common":
-            continue
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+    for name in _command_modules(argv):
+        module = importlib.import_module(f"{commands.__name__}.{name}")
         register = getattr(module, "register", None)
         if register is not None:
             register(sub)
@@ -104,7 +130,7 @@ class _Parsed:
 
     def __init__(self, argv: Sequence[str], environ: Mapping[str, str] | None = None) -> None:
         self.argv = list(argv)
-        parser = build_parser()
+        parser = build_parser(self.argv)
         self._binding = _envflags.bind(parser, os.environ if environ is None else environ)
         self.args = parser.parse_args(self.argv)  # SystemExit: usage error, --help, --version
 

@@ -81,7 +81,10 @@ class Features:
     """One boolean per upstream gate that changes what this project does.
 
     Default: every gate on except those Kubernetes 1.37 does not have (`DRASharedConsumableCapacity`),
-    so what the project publishes by default is accepted by a 1.37 cluster. Alpha gates the project is
+    so what the project publishes by default is accepted by a 1.37 cluster. That one is *unset*
+    (None) rather than off: publishing treats unset as off, while the allocator (`for_scheduler`)
+    follows the slices it is given, because only a cluster whose apiserver has the gate can hold
+    slices that carry its fields (a 1.37 apiserver drops `valueFrom` and counter `requestPolicy`). Alpha gates the project is
     about (compatibility groups, list-typed attributes, fractional capacity ranges) are on: the bundled
     kind config enables them.
     `other` records accepted gates that change nothing here, as sorted (name, enabled) pairs.
@@ -90,7 +93,7 @@ class Features:
     partitionable_devices: bool = True
     compatibility_groups: bool = True
     consumable_capacity: bool = True
-    shared_consumable_capacity: bool = False
+    shared_consumable_capacity: bool | None = None  # None: unset (see above)
     prioritized_list: bool = True
     admin_access: bool = True
     device_taints: bool = True
@@ -104,6 +107,19 @@ class Features:
     def all_on(cls) -> Features:
         """Every modelled gate on, the project-only KEP-5941 gate included."""
         return cls(shared_consumable_capacity=True)
+
+    def for_scheduler(self) -> Features:
+        """The gates as the allocator applies them: an unset KEP-5941 gate is on.
+
+        Slices with `valueFrom` consumption or a counter `requestPolicy` come from an apiserver that
+        has the gate (a 1.37 one drops those fields on write), so the scheduler beside it is taken to
+        have it too; on slices without those fields the gate changes nothing. Set
+        `DRASharedConsumableCapacity=false` explicitly for a scheduler that lacks it (version skew:
+        such a scheduler counts a `valueFrom`-only consumption as zero).
+        """
+        if self.shared_consumable_capacity is None:
+            return replace(self, shared_consumable_capacity=True)
+        return self
 
     def with_gates(self, gates: Mapping[str, bool], where: str = "--features") -> Features:
         """Return a copy with the given upstream gates set; names not in KNOWN_GATES are input errors."""
@@ -137,7 +153,9 @@ class Features:
         return out
 
     def __str__(self) -> str:
-        return ",".join(f"{g}={'true' if v else 'false'}" for g, v in self.as_gates().items())
+        """The `--features` text of this value (an unset gate is left out, so it stays unset)."""
+        unset = {g for g, attr in GATE_FIELDS.items() if getattr(self, attr) is None}
+        return ",".join(f"{g}={'true' if v else 'false'}" for g, v in self.as_gates().items() if g not in unset)
 
 
 def parse_gates(text: str | None, where: str = "--features") -> dict[str, bool]:

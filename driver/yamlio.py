@@ -17,10 +17,20 @@ Every caller here gets the same one-line messages whatever PyYAML version is ins
 Construction is a lean walk over libyaml's composed nodes (strings, maps and sequences inline, every
 other tag through PyYAML's SafeConstructor), ~4x faster than ``yaml.load(..., CSafeLoader)`` and
 building the same objects: a prepare call reads its claim through it.
+
+JSON is YAML, and fleet-sized inputs come as JSON (a 1,000-node cluster's slices are ~70 MB): a text
+that starts with ``{`` or ``[`` is first read as a stream of JSON documents (one after the other,
+optionally separated by ``---`` lines) with the standard library's C decoder, ~50x faster than libyaml,
+building what the YAML path would build (numbers resolved as YAML 1.1 resolves them) under the same
+limits and messages. Anything the JSON reader does not accept (YAML flow style such as ``{a: 1}``, a
+duplicate key, which is reported with its position) goes the YAML way.
 """
 
 from __future__ import annotations
 
+import gc
+import json
+import re
 from typing import Any
 
 import yaml
@@ -47,6 +57,9 @@ class YamlInputError(InputError):
 
 def load_all(text: str, source: str) -> list[Any]:
     """Every document of a multi-document YAML text, in order (an empty document is None)."""
+    docs = _load_json(text, source)
+    if docs is not None:
+        return docs
     _check_nesting(text, source)
     loader = _Loader(text)
     try:
@@ -191,6 +204,81 @@ class _Walker:
         self.seen[id(node)] = value
         self._count(1)
         return value
+
+
+_JSON_START = re.compile(r"\s*[\[{]")
+_GAP = re.compile(r"(?:\s|^---[ \t]*$)*", re.M)  # whitespace and `---` separator lines
+_YAML_FLOAT = re.compile(r"[-+]?(?:[0-9][0-9_]*)?\.[0-9.]*(?:[eE][-+][0-9]+)?$")  # PyYAML's float (needs a dot)
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+
+
+class _NotJson(Exception):
+    """The text is not a stream of JSON documents: read it as YAML."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _NotJson()  # the YAML path reports the key with its line and column
+    return out
+
+
+def _yaml_float(text: str) -> Any:
+    """A JSON number with a fraction or exponent as YAML 1.1 reads it: a float only with a dot (and a
+    signed exponent), else the string itself (PyYAML reads 1e3 as "1e3")."""
+    return float(text) if _YAML_FLOAT.match(text) else text
+
+
+def _not_a_constant(name: str) -> Any:
+    raise _NotJson()  # NaN / Infinity are not JSON; YAML reads them as strings
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_float=_yaml_float, parse_constant=_not_a_constant)
+
+
+def _load_json(text: str, source: str) -> list[Any] | None:
+    """The documents of a text of JSON documents, or None when it is not one (then it is YAML)."""
+    if not _JSON_START.match(text):
+        return None
+    docs: list[Any] = []
+    pos = _GAP.match(text, 0).end()  # type: ignore[union-attr]
+    collecting = gc.isenabled()
+    gc.disable()  # millions of new containers, none of them garbage: collections would only rescan them
+    try:
+        while pos < len(text):
+            doc, pos = _DECODER.raw_decode(text, pos)
+            docs.append(doc)
+            gap = _GAP.match(text, pos).end()  # type: ignore[union-attr]
+            if gap < len(text) and "\n" not in text[pos:gap]:
+                return None  # two values on one line: not a stream of documents (YAML says why)
+            pos = gap
+    except (_NotJson, ValueError):
+        return None
+    except RecursionError:
+        raise YamlInputError(f"{source}: nests more than {MAX_NESTING} levels deep") from None
+    finally:
+        if collecting:
+            gc.enable()
+    _check_json_nesting(text, source)
+    return docs
+
+
+def _check_json_nesting(text: str, source: str) -> None:
+    """Refuse JSON nested deeper than MAX_NESTING, as the YAML path does, without walking the
+    documents in Python (C-speed string operations only): escaped backslashes and quotes are
+    dropped, then everything but quotes and brackets, then what lies between quotes (the strings),
+    and the brackets left are reduced pairwise, one nesting level per pass."""
+    if text.count("[") + text.count("{") <= MAX_NESTING:
+        return
+    unescaped = text.replace("\\\\", "").replace('\\"', "")  # no escaped quote is left
+    structure = unescaped.encode("utf-8", "surrogatepass").translate(None, _NOT_STRUCTURE)
+    structure = b"".join(structure.split(b'"')[::2])  # every other piece between quotes is a string's inside
+    for _ in range(MAX_NESTING):
+        if not structure:
+            return
+        structure = structure.replace(b"{}", b"").replace(b"[]", b"")
+    if structure:
+        raise YamlInputError(f"{source}: nests more than {MAX_NESTING} levels deep")
 
 
 def _show(key: Any) -> str:

@@ -18,6 +18,10 @@ Public API
     supplies labels for nodeSelector matching.
     Raises InputError (exit 2) for invalid input; unallocatable claims are reported in the outcome.
 
+`ClusterView(objects, features=...)` (driver.allocator.cluster): the cluster's slices, classes,
+    nodes and allocated claims kept incrementally; `view.allocator(node)` is a node's Allocator,
+    `view.filter(claims)` one pod on every node. docs/allocator.md (Python API) has the contract.
+
 `Allocator(slices=..., classes=..., node=..., features=..., allocated=..., budget=...)`
     The incremental engine: `allocate([claim, ...]) -> [status.allocation, ...]` allocates claims
     together (all or nothing, like one pod's claims), commits them, and raises AllocationError
@@ -30,10 +34,11 @@ counter/group/exclusivity rules for the kubelet plugin's preparation-time revali
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from driver.allocator.cluster import ClusterView
 from driver.allocator.engine import DEFAULT_BUDGET
 from driver.allocator.inputs import claim_label
 from driver.allocator.pools import Node
@@ -43,8 +48,8 @@ from driver.errors import AllocationError, InputError, SearchBudgetExceeded
 from driver.features import Features
 
 __all__ = [
-    "DEFAULT_BUDGET", "AllocationOutcome", "Allocator", "ClaimOutcome", "Node", "PlacedDevice", "Violation",
-    "allocate_claims", "split_objects", "validate_combination",
+    "DEFAULT_BUDGET", "AllocationOutcome", "Allocator", "ClaimOutcome", "ClusterView", "Node", "PlacedDevice",
+    "Violation", "allocate_claims", "allocate_pending", "cluster_view", "split_objects", "validate_combination",
 ]
 
 
@@ -113,6 +118,17 @@ def split_objects(objects: Iterable[Any]) -> Objects:
     return out
 
 
+def cluster_view(objs: Objects, features: Features = Features()) -> ClusterView:
+    """A ClusterView of split objects: slices, classes, Node labels and the allocated claims."""
+    view = ClusterView(features=features)
+    view.add_slices(objs.slices)
+    view.replace_classes(objs.classes)
+    for name, obj in objs.nodes.items():
+        view.set_node(name, (obj.get("metadata") or {}).get("labels") or {})
+    view.replace_claims(objs.allocated)
+    return view
+
+
 def allocate_claims(
     objects: Iterable[Any],
     *,
@@ -130,13 +146,25 @@ def allocate_claims(
     claim that does not fit.
     """
     objs = split_objects(objects)
-    labels = (objs.nodes.get(node, {}).get("metadata") or {}).get("labels") or {}
-    alloc = Allocator(
-        slices=objs.slices, classes=objs.classes, node=Node(node, dict(labels)), features=features,
-        allocated=objs.allocated, budget=budget,
-    )
-    outcome = AllocationOutcome(warnings=list(objs.warnings))
-    groups = [[claim] for claim in objs.pending] if sequential else ([objs.pending] if objs.pending else [])
+    outcome = allocate_pending(cluster_view(objs, features), objs.pending, node=node, budget=budget,
+                               stop_on_failure=stop_on_failure, sequential=sequential)
+    outcome.warnings[:0] = objs.warnings
+    return outcome
+
+
+def allocate_pending(
+    view: ClusterView,
+    pending: Sequence[Mapping[str, Any]],
+    *,
+    node: str,
+    budget: int = DEFAULT_BUDGET,
+    stop_on_failure: bool = True,
+    sequential: bool = False,
+) -> AllocationOutcome:
+    """`allocate_claims` for claims against a ClusterView (which is left unchanged)."""
+    alloc = view.allocator(node, budget=budget)
+    outcome = AllocationOutcome()
+    groups = [[claim] for claim in pending] if sequential else ([list(pending)] if pending else [])
     for group in groups:
         results = [ClaimOutcome(label=claim_label(claim), claim=copy.deepcopy(claim)) for claim in group]
         outcome.results.extend(results)

@@ -10,9 +10,9 @@ both paths read the slice the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from driver.errors import InputError
 from driver.model.quantity import format_quantity, parse_quantity
@@ -21,14 +21,32 @@ DeviceKey = tuple[str, str, str]  # driver, pool, device
 CounterKey = tuple[str, str, str]  # driver, pool, counter set
 
 
+def is_mapping(value: Any) -> bool:
+    """isinstance(value, Mapping), with the usual case (a dict) decided without the ABC check, which
+    costs more than parsing a quantity when a fleet's devices are parsed."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
+_QUANTITIES: dict[Any, Fraction] = {}  # published text -> parsed value: slices repeat a few dozen strings
+_QUANTITIES_MAX = 65_536
+
+
 def _q(value: Any, where: str) -> Fraction:
     """A quantity as an exact number: an int when whole (most are; int arithmetic is much cheaper
     than Fraction arithmetic in the search's counter accounting), else a Fraction."""
+    hit = _QUANTITIES.get(value) if type(value) is str else None
+    if hit is not None:
+        return hit
     try:
         q = parse_quantity(value)
     except InputError as exc:
         raise InputError(f"{where}: {exc}") from None
-    return q.numerator if q.denominator == 1 else q  # type: ignore[return-value]
+    out = q.numerator if q.denominator == 1 else q
+    if type(value) is str:
+        if len(_QUANTITIES) >= _QUANTITIES_MAX:
+            _QUANTITIES.clear()
+        _QUANTITIES[value] = out  # type: ignore[assignment]
+    return out  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -133,8 +151,7 @@ def consumed_amount(requested: Fraction | None, total: Fraction, policy: Request
     return policy.round_up(requested, whole_units)
 
 
-@dataclass(frozen=True)
-class Counter:
+class Counter(NamedTuple):
     """One counter of a shared counter set."""
 
     value: Fraction
@@ -142,8 +159,7 @@ class Counter:
     text: str = ""  # as published, so results can be formatted in the same style
 
 
-@dataclass(frozen=True)
-class Consumption:
+class Consumption(NamedTuple):
     """One `consumesCounters` entry of a device."""
 
     counter_set: str
@@ -152,39 +168,52 @@ class Consumption:
     groups: frozenset[str]  # empty = "no groups" (unset, null and [] are the same)
 
 
-@dataclass(frozen=True)
-class Capacity:
+class Capacity(NamedTuple):
     value: Fraction
     policy: RequestPolicy | None
     text: str  # original text, to format results in the same style
 
 
-@dataclass(frozen=True, eq=False)
 class DeviceInfo:
-    """A device of a ResourceSlice with everything the rules need, parsed once."""
+    """A device of a ResourceSlice with everything the rules need, parsed once (immutable by
+    convention; a plain class with slots because a fleet parses hundreds of thousands of them)."""
 
-    driver: str
-    pool: str
-    name: str
-    slice_name: str
-    raw: Mapping[str, Any]
-    capacity: Mapping[str, Capacity]  # as published (qualified or not)
-    allow_multiple: bool
-    consumes: tuple[Consumption, ...]
-    taints: tuple[Mapping[str, Any], ...] = ()
-    declares_groups: bool = False
-    # DRADeviceBindingConditions: None when the device does not set the field (an empty list is set).
-    binding_conditions: tuple[str, ...] | None = None
-    binding_failure_conditions: tuple[str, ...] | None = None
-    binds_to_node: bool = False
-    # Facts derived from this device alone (CEL input, selector results by expressions, capacities
-    # by qualified name), computed on first use and kept as long as the parsed device is.
-    memo: dict = field(default_factory=dict, compare=False, repr=False)
-    key: DeviceKey = field(init=False, compare=False, repr=False)  # (driver, pool, device)
+    __slots__ = ("driver", "pool", "name", "slice_name", "raw", "capacity", "allow_multiple", "consumes", "taints",
+                 "declares_groups", "binding_conditions", "binding_failure_conditions", "binds_to_node", "memo", "key",
+                 "plain")
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self, driver: str, pool: str, name: str, slice_name: str, raw: Mapping[str, Any],
+        capacity: Mapping[str, Capacity], allow_multiple: bool, consumes: tuple[Consumption, ...],
+        taints: tuple[Mapping[str, Any], ...] = (), declares_groups: bool = False,
+        binding_conditions: tuple[str, ...] | None = None, binding_failure_conditions: tuple[str, ...] | None = None,
+        binds_to_node: bool = False,
+    ):
+        self.driver = driver
+        self.pool = pool
+        self.name = name
+        self.slice_name = slice_name
+        self.raw = raw
+        self.capacity = capacity  # as published (qualified or not)
+        self.allow_multiple = allow_multiple
+        self.consumes = consumes
+        self.taints = taints
+        self.declares_groups = declares_groups
+        # DRADeviceBindingConditions: None when the device does not set the field (an empty list is set).
+        self.binding_conditions = binding_conditions
+        self.binding_failure_conditions = binding_failure_conditions
+        self.binds_to_node = binds_to_node
+        # Facts derived from this device alone (CEL input, selector results by expressions, capacities
+        # by qualified name), computed on first use and kept as long as the parsed device is.
+        self.memo: dict = {}
         # The search looks the key up for every candidate: build the tuple once.
-        object.__setattr__(self, "key", (self.driver, self.pool, self.name))
+        self.key: DeviceKey = (driver, pool, name)
+        # Every attribute a plain int, bool or string, so selectors can read the published device
+        # (celexpr.plain_attributes); decided when a selector first needs it.
+        self.plain: bool | None = None
+
+    def __repr__(self) -> str:
+        return f"DeviceInfo({'/'.join(self.key)})"
 
     def counter_key(self, counter_set: str) -> CounterKey:
         return (self.driver, self.pool, counter_set)
@@ -206,62 +235,89 @@ def qualify(name: str, driver: str) -> str:
     return name if "/" in name else f"{driver}/{name}"
 
 
+_NO_GROUPS: frozenset[str] = frozenset()
+
+
+def _known_fixed_amounts(counters: Mapping[str, Any]) -> dict[str, Fraction] | None:
+    """{counter: amount} when every counter is `{value: <a quantity text seen before>}`, else None
+    (valueFrom, a new text, anything malformed: the full parse decides and explains)."""
+    try:
+        out = {name: _QUANTITIES[c["value"]] for name, c in counters.items() if len(c) == 1}
+    except (KeyError, TypeError):
+        return None
+    return out if len(out) == len(counters) else None
+
+
 def parse_consumes(raw_list: Sequence[Mapping[str, Any]] | None, where: str) -> tuple[Consumption, ...]:
+    """The `consumesCounters` entries of a device; `where` is the device's path (for messages)."""
     out = []
     for i, entry in enumerate(raw_list or ()):
-        at = f"{where}.consumesCounters[{i}]"
-        if not entry.get("counterSet"):
-            raise InputError(f"{at}.counterSet: required")
-        static: dict[str, Fraction] = {}
+        counter_set = entry.get("counterSet")
+        if not counter_set:
+            raise InputError(f"{where}.consumesCounters[{i}].counterSet: required")
+        counters = entry.get("counters") or {}
+        static = _known_fixed_amounts(counters)
+        if static is not None:  # the usual entry, read in one pass
+            groups = entry.get("compatibilityGroups")
+            out.append(Consumption(str(counter_set), static, {},
+                                   frozenset(str(g) for g in groups) if groups else _NO_GROUPS))
+            continue
+        static = {}
         value_from: dict[str, str] = {}
-        for cname, counter in (entry.get("counters") or {}).items():
+        for cname, counter in counters.items():
             counter = counter or {}
+            value = counter.get("value")
             vf = counter.get("valueFrom")
-            if vf is not None:
-                cap = vf.get("capacityName") or vf.get("capacityKey")
-                if not cap:
-                    raise InputError(f"{at}.counters[{cname}].valueFrom: needs capacityName (or capacityKey)")
-                value_from[cname] = str(cap)
-                if counter.get("value") is not None:
-                    raise InputError(f"{at}.counters[{cname}]: set exactly one of value and valueFrom")
-            elif counter.get("value") is not None:
-                static[cname] = _q(counter["value"], f"{at}.counters[{cname}].value")
-            else:
+            if vf is None and value is not None:  # the common shape: a fixed amount
+                hit = _QUANTITIES.get(value) if type(value) is str else None
+                static[cname] = hit if hit is not None else _q(value, f"{where}.consumesCounters[{i}].counters[{cname}].value")
+                continue
+            at = f"{where}.consumesCounters[{i}]"
+            if vf is None:
                 raise InputError(f"{at}.counters[{cname}]: needs value or valueFrom")
-        groups = frozenset(str(g) for g in (entry.get("compatibilityGroups") or ()))
-        out.append(Consumption(str(entry["counterSet"]), static, value_from, groups))
+            cap = vf.get("capacityName") or vf.get("capacityKey")
+            if not cap:
+                raise InputError(f"{at}.counters[{cname}].valueFrom: needs capacityName (or capacityKey)")
+            if value is not None:
+                raise InputError(f"{at}.counters[{cname}]: set exactly one of value and valueFrom")
+            value_from[cname] = str(cap)
+        groups = entry.get("compatibilityGroups")
+        out.append(Consumption(str(counter_set), static, value_from,
+                               frozenset(str(g) for g in groups) if groups else _NO_GROUPS))
     return tuple(out)
 
 
 def parse_device(spec: Mapping[str, Any], index: int, slice_name: str) -> DeviceInfo:
+    """One device of a slice; field paths in messages are built only for a message (a fleet parses
+    hundreds of thousands of devices)."""
     raw = spec["devices"][index]
-    where = f"ResourceSlice {slice_name}: spec.devices[{index}]"
-    if not isinstance(raw, Mapping) or not raw.get("name"):
-        raise InputError(f"{where}.name: required")
+    if not is_mapping(raw) or not raw.get("name"):
+        raise InputError(f"ResourceSlice {slice_name}: spec.devices[{index}].name: required")
+    get = raw.get
     capacity = {}
-    for cname, cap in (raw.get("capacity") or {}).items():
-        if not isinstance(cap, Mapping) or cap.get("value") is None:
-            raise InputError(f"{where}.capacity[{cname}].value: required")
-        capacity[str(cname)] = Capacity(
-            value=_q(cap["value"], f"{where}.capacity[{cname}].value"),
-            policy=RequestPolicy.parse(cap.get("requestPolicy"), f"{where}.capacity[{cname}].requestPolicy"),
-            text=str(cap["value"]),
-        )
-    consumes = parse_consumes(raw.get("consumesCounters"), where)
+    for cname, cap in (get("capacity") or {}).items():
+        if not is_mapping(cap) or cap.get("value") is None:
+            raise InputError(f"ResourceSlice {slice_name}: spec.devices[{index}].capacity[{cname}].value: required")
+        value, policy = cap["value"], cap.get("requestPolicy")
+        amount = _QUANTITIES.get(value) if type(value) is str else None
+        if amount is None:
+            amount = _q(value, f"ResourceSlice {slice_name}: spec.devices[{index}].capacity[{cname}].value")
+        if policy:
+            policy = RequestPolicy.parse(policy, f"ResourceSlice {slice_name}: spec.devices[{index}].capacity[{cname}].requestPolicy")
+        capacity[str(cname)] = Capacity(amount, policy or None, str(value))
+    raw_consumes = get("consumesCounters")
+    consumes = parse_consumes(raw_consumes, f"ResourceSlice {slice_name}: spec.devices[{index}]") if raw_consumes else ()
+    bindings = get("bindingConditions")
+    failures = get("bindingFailureConditions")
+    taints = get("taints")
     return DeviceInfo(
-        driver=str(spec["driver"]),
-        pool=str(spec["pool"]["name"]),
-        name=str(raw["name"]),
-        slice_name=slice_name,
-        raw=raw,
-        capacity=capacity,
-        allow_multiple=bool(raw.get("allowMultipleAllocations")),
-        consumes=consumes,
-        taints=tuple(raw.get("taints") or ()),
-        declares_groups=any(c.groups for c in consumes),
-        binding_conditions=_string_list(raw.get("bindingConditions"), f"{where}.bindingConditions"),
-        binding_failure_conditions=_string_list(raw.get("bindingFailureConditions"), f"{where}.bindingFailureConditions"),
-        binds_to_node=bool(raw.get("bindsToNode")),
+        str(spec["driver"]), str(spec["pool"]["name"]), str(raw["name"]), slice_name, raw, capacity,
+        bool(get("allowMultipleAllocations")), consumes,
+        tuple(taints) if taints else (),
+        any(c.groups for c in consumes),
+        None if bindings is None else _string_list(bindings, f"ResourceSlice {slice_name}: spec.devices[{index}].bindingConditions"),
+        None if failures is None else _string_list(failures, f"ResourceSlice {slice_name}: spec.devices[{index}].bindingFailureConditions"),
+        bool(get("bindsToNode")),
     )
 
 
@@ -281,7 +337,7 @@ def parse_counter_sets(spec: Mapping[str, Any], slice_name: str) -> dict[str, di
             raise InputError(f"{where}.name: required")
         counters = {}
         for cname, c in (cs.get("counters") or {}).items():
-            if not isinstance(c, Mapping) or c.get("value") is None:
+            if not is_mapping(c) or c.get("value") is None:
                 raise InputError(f"{where}.counters[{cname}].value: required")
             counters[str(cname)] = Counter(
                 value=_q(c["value"], f"{where}.counters[{cname}].value"),

@@ -15,7 +15,6 @@ ends pathological searches with SearchBudgetExceeded.
 from __future__ import annotations
 
 import uuid
-from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -28,7 +27,7 @@ from driver.allocator.checks import (
     taint_blocks,
 )
 from driver.allocator.devices import CounterKey, DeviceInfo, DeviceKey, qualify
-from driver.allocator.inputs import MAX_RESULTS, Claim, DeviceClass, Request
+from driver.allocator.inputs import MAX_RESULTS, Claim, Request
 from driver.allocator.pools import Pool
 from driver.allocator.rules import GroupIntersection, request_driven_counters
 from driver.celexpr import CelRuntimeError
@@ -195,18 +194,24 @@ class Search:
             if not done:
                 undo()
             return done
-        positions, candidates = self.alloc.candidates(claim, req)
+        alloc = self.alloc
+        cands = alloc.candidates(claim, req)
         pi0, dj0 = start
-        begin = bisect_left(positions, self.alloc.offsets[pi0] + dj0) if pi0 < len(self.alloc.offsets) else len(positions)
-        if len(positions) - begin < need - di:
+        position = alloc.offsets[pi0] + dj0 if pi0 < len(alloc.offsets) else len(alloc.flat)
+        k = cands.index_from(alloc, claim, req, position)
+        if cands.complete and len(cands.positions) - k < need - di:
             # Fewer matching devices remain after `start` than still needed: this subtree has no
             # solution, so cutting it leaves the first solution (the result) unchanged.
             return False
-        for k in range(begin, len(candidates)):
-            pi, dj, pool, dev = candidates[k]
+        while True:
+            entry = cands.at(alloc, claim, req, k)
+            if entry is None:
+                break
+            k += 1
+            pi, dj, pool, dev = entry
             if self._in_use_skip(ci, req, dev):
                 continue
-            if not self.alloc.selectable(claim, req, dev):
+            if not alloc.selectable(claim, req, dev):
                 continue
             self._tick(ci)
             undo = self._allocate_device(ci, req, dev, pool, must=False)
@@ -325,18 +330,23 @@ class Search:
         return str(uuid.uuid5(_SHARE_NS, seed))
 
 
-def selector_matches(claim: Claim, req: Request, cls: DeviceClass, dev: DeviceInfo, variable: dict) -> bool:
-    """Class selectors, then request selectors; CEL runtime errors abort the claim (upstream)."""
-    for owner, selectors in ((f"class {cls.name}", cls.selectors), (f"claim {claim.label}", req.selectors)):
-        for i, selector in enumerate(selectors):
-            try:
-                if not selector.matches(variable):
-                    return False
-            except CelRuntimeError as exc:
-                raise AllocationError(
-                    f"{owner}: selector #{i} on device {'/'.join(dev.key)}: CEL runtime error: {exc} "
-                    f"(expression: {selector.expression})"
-                ) from None
+def selectors_match(owner: str, selectors: Sequence[Any], dev: DeviceInfo, plain: bool, variable: Callable[[], dict]) -> bool:
+    """All of one owner's selectors (a class's, or a request's); CEL runtime errors abort the claim
+    (upstream). With `plain` attributes (celexpr.plain_attributes) simple selectors are decided on
+    the published device; `variable()` builds the CEL `device` variable for the others (once per
+    device)."""
+    for i, selector in enumerate(selectors):
+        try:
+            result = selector.matches_published(dev.driver, dev.raw) if plain else None
+            if result is None:
+                result = selector.matches(variable())
+        except CelRuntimeError as exc:
+            raise AllocationError(
+                f"{owner}: selector #{i} on device {'/'.join(dev.key)}: CEL runtime error: {exc} "
+                f"(expression: {selector.expression})"
+            ) from None
+        if not result:
+            return False
     return True
 
 

@@ -18,13 +18,14 @@ entirely, which leaves its pool incomplete (the 1.37 scheduler behaviour).
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import repeat
 from typing import Any
 
-from driver.allocator.devices import Counter, CounterKey, DeviceInfo, parse_counter_sets, parse_device
+from driver.allocator.devices import Counter, CounterKey, DeviceInfo
+from driver.allocator.parsed import ParsedSlice
 from driver.errors import InputError
 from driver.features import Features
 
@@ -104,6 +105,7 @@ class Pool:
     # when a driver re-published allocated devices with clashing groups.
     in_order: list[DeviceInfo] = field(default_factory=list)
     note: str | None = None  # why an incomplete pool is incomplete, when it is not just a short pool
+    sources: tuple[ParsedSlice, ...] = ()  # the slices it was built from (its content), by name
 
     @property
     def label(self) -> str:
@@ -133,97 +135,45 @@ def _relevant(name: str, spec: Mapping[str, Any], node: Node) -> bool:
     return False
 
 
-class ParsedSlice:
-    """A ResourceSlice as the allocator reads it: devices and counter sets parsed once, on first use.
-
-    Immutable once parsed, so a scheduler that keeps ResourceSlice objects between cycles can keep
-    these too (AllocatorCache keys them by the slice object and its pool generation).
-    """
-
-    __slots__ = ("name", "spec", "_devices", "_counter_sets", "_groups")
-
-    def __init__(self, name: str, spec: Mapping[str, Any]):
-        self.name = name
-        self.spec = spec
-        self._devices: tuple[DeviceInfo, ...] | None = None
-        self._counter_sets: dict[str, dict[str, Counter]] | None = None
-        self._groups: bool | None = None
-
-    @property
-    def devices(self) -> tuple[DeviceInfo, ...]:
-        if self._devices is None:
-            self._devices = tuple(parse_device(self.spec, i, self.name) for i in range(len(self.spec.get("devices") or ())))
-        return self._devices
-
-    @property
-    def counter_sets(self) -> dict[str, dict[str, Counter]]:
-        if self._counter_sets is None:
-            self._counter_sets = parse_counter_sets(self.spec, self.name)
-        return self._counter_sets
-
-    @property
-    def declares_groups(self) -> bool:
-        if self._groups is None:
-            self._groups = any(
-                c.get("compatibilityGroups") for d in self.spec.get("devices") or () for c in (d.get("consumesCounters") or ())
-            )
-        return self._groups
-
-    @property
-    def driver(self) -> str:
-        return self.spec["driver"]
-
-    @property
-    def pool_name(self) -> str:
-        return self.spec["pool"]["name"]
-
-    @property
-    def generation(self) -> int:
-        return int(self.spec["pool"].get("generation", 0))
-
-
-def gather_pools(slices: Sequence[ParsedSlice], node: Node, features: Features) -> list[Pool]:
+def gather_pools(candidates: Iterable[ParsedSlice], node: Node, features: Features,
+                 of_pool: Callable[[str, str], Sequence[ParsedSlice]]) -> list[Pool]:
     """Pools usable from `node`, in upstream search order.
 
-    Mirrors upstream GatherPools: the slices targeting the node are grouped by pool (newest
-    generation wins); a pool with fewer slices than `resourceSliceCount` is looked up again among
-    *all* slices of that generation (a newer generation anywhere means the pool is being replaced
-    and is ignored; still too few means incomplete). Pools whose devices have binding conditions
-    come after all others; each group is sorted by (driver, pool).
+    `candidates` are the slices that may target the node (upstream: the node's own slices plus
+    those without a nodeName); `of_pool(driver, pool)` gives every slice of a pool, whichever node
+    it targets. Mirrors upstream GatherPools: the slices targeting the node are grouped by pool
+    (newest generation wins); a pool with fewer slices than `resourceSliceCount` is looked up again
+    among *all* slices of that generation (a newer generation anywhere means the pool is being
+    replaced and is ignored; still too few means incomplete). Pools whose devices have binding
+    conditions come after all others; each group is sorted by (driver, pool).
     """
+    # The 1.37 scheduler without DRADeviceCompatibilityGroups ignores every slice that declares
+    # groups, leaving its pool short ("treated as belonging to an incomplete pool", kubernetes.io
+    # DRA page; upstream structured/internal/*/compatibility_groups.go sliceUsesCompatibilityGroups:
+    # only a non-empty list counts, and whether any device is allocated does not matter).
+    groups_off = not features.compatibility_groups
     dropped: set[tuple[str, str]] = set()
-    ignored: dict[tuple[str, str], str] = {}  # pool -> first slice (by name) ignored for its groups
-    if not features.compatibility_groups:
-        # The 1.37 scheduler without the gate ignores such slices entirely, leaving the pool short
-        # ("treated as belonging to an incomplete pool", kubernetes.io DRA page; upstream
-        # structured/internal/*/compatibility_groups.go sliceUsesCompatibilityGroups: only a
-        # non-empty list counts, and whether any device is allocated does not matter).
-        kept = []
-        for ps in slices:
-            if ps.declares_groups:
-                pid = (ps.driver, ps.pool_name)
-                if pid not in ignored or ps.name < ignored[pid]:
-                    ignored[pid] = ps.name
-                if _relevant(ps.name, ps.spec, node):
-                    dropped.add(pid)
-                continue
-            kept.append(ps)
-        slices = kept
 
     def short_pool(driver: str, pool_name: str) -> Pool:
-        name = ignored.get((driver, pool_name))
-        note = (f"slice {name} declares compatibilityGroups, which kube-scheduler ignores while "
-                "DRADeviceCompatibilityGroups is off") if name else None
+        ignored = sorted(ps.name for ps in of_pool(driver, pool_name) if ps.declares_groups) if groups_off else []
+        note = (f"slice {ignored[0]} declares compatibilityGroups, which kube-scheduler ignores while "
+                "DRADeviceCompatibilityGroups is off") if ignored else None
         return Pool(driver, pool_name, incomplete=True, note=note)
 
     by_pool: dict[tuple[str, str], list[ParsedSlice]] = {}
-    for ps in slices:
+    for ps in candidates:
         spec = ps.spec
-        if not features.partitionable_devices and (spec.get("perDeviceNodeSelection") is not None or spec.get("sharedCounters")):
+        if groups_off and ps.declares_groups:
+            if _relevant(ps.name, spec, node):
+                dropped.add(ps.pool_id)
             continue
+        if not features.partitionable_devices and (spec.get("perDeviceNodeSelection") is not None or ps.has_counters):
+            continue
+        if ps.node_name is not None and ps.node_name != node.name:
+            continue  # the common case, decided without building a selector
         if not _relevant(ps.name, spec, node):
             continue
-        pid = (ps.driver, ps.pool_name)
+        pid = ps.pool_id
         current = by_pool.get(pid)
         if current is None or ps.generation > current[0].generation:
             by_pool[pid] = [ps]
@@ -234,10 +184,10 @@ def gather_pools(slices: Sequence[ParsedSlice], node: Node, features: Features) 
     with_conditions: list[Pool] = []
     for (driver, pool_name), members in by_pool.items():
         gen = members[0].generation
-        want = int(members[0].spec["pool"].get("resourceSliceCount", 0) or 0)
+        want = members[0].count
         all_members = None
         if len(members) != want:
-            same_pool = [ps for ps in slices if ps.driver == driver and ps.pool_name == pool_name]
+            same_pool = [ps for ps in of_pool(driver, pool_name) if not (groups_off and ps.declares_groups)]
             if any(ps.generation > gen for ps in same_pool):
                 continue  # the driver is replacing this generation: ignore the old one
             all_members = [ps for ps in same_pool if ps.generation == gen]
@@ -257,6 +207,8 @@ def _build_pool(driver: str, pool_name: str, members: list[ParsedSlice], all_mem
                 node: Node, features: Features) -> Pool:
     pool = Pool(driver, pool_name)
     members = sorted(members, key=lambda m: m.name)
+    taken = {id(ps) for ps in members}
+    pool.sources = tuple(sorted([*members, *(ps for ps in all_members or () if id(ps) not in taken)], key=lambda m: m.name))
     counter_slices: list[ParsedSlice] = []
     for ps in members:
         spec = ps.spec
@@ -264,20 +216,21 @@ def _build_pool(driver: str, pool_name: str, members: list[ParsedSlice], all_mem
         if features.partitionable_devices and spec.get("sharedCounters"):
             counter_slices.append(ps)
             continue
-        per_device = bool(spec.get("perDeviceNodeSelection"))
-        pool.in_order.extend(ps.devices)
-        for i, info in enumerate(ps.devices):
-            if info.binding_conditions is not None:
-                pool.binding_conditions = True
-            if per_device:
-                raw = info.raw
-                where = f"ResourceSlice {ps.name}: spec.devices[{i}].nodeSelector"
-                if not node_matches(node, raw.get("nodeName"), bool(raw.get("allNodes")), raw.get("nodeSelector"), where):
-                    pool.elsewhere.append(info)
-                    continue
+        devices = ps.devices
+        pool.in_order.extend(devices)
+        if ps.binding_conditions:
+            pool.binding_conditions = True
+        if not spec.get("perDeviceNodeSelection"):
+            pool.devices.extend(devices)
+            continue
+        for i, info in enumerate(devices):
+            raw = info.raw
+            where = f"ResourceSlice {ps.name}: spec.devices[{i}].nodeSelector"
+            if not node_matches(node, raw.get("nodeName"), bool(raw.get("allNodes")), raw.get("nodeSelector"), where):
+                pool.elsewhere.append(info)
+                continue
             pool.devices.append(info)
     if all_members is not None:
-        taken = {id(ps) for ps in members}
         for ps in all_members:
             if id(ps) in taken:
                 continue
@@ -286,12 +239,14 @@ def _build_pool(driver: str, pool_name: str, members: list[ParsedSlice], all_mem
                 continue
             pool.other_devices.extend(ps.devices)
         pool.in_order.extend(pool.other_devices)
-    seen: set[str] = set()
-    for info in pool.devices + pool.elsewhere:
-        if info.name in seen:
-            pool.invalid = f"duplicate device name {info.name}"
-            return pool
-        seen.add(info.name)
+    names = [info.name for info in pool.devices + pool.elsewhere]
+    if len(set(names)) != len(names):
+        seen: set[str] = set()
+        for name in names:
+            if name in seen:
+                pool.invalid = f"duplicate device name {name}"
+                return pool
+            seen.add(name)
     if not features.partitionable_devices:
         return pool
     for ps in counter_slices:
@@ -300,6 +255,9 @@ def _build_pool(driver: str, pool_name: str, members: list[ParsedSlice], all_mem
                 pool.invalid = f"duplicate counter set name {cs_name}"
                 return pool
             pool.counter_sets[cs_name] = counters
+    sets = pool.counter_sets
+    if all(cs in sets and names <= sets[cs].keys() for ps in pool.sources for cs, names in ps.consumed_refs.items()):
+        return pool  # every reference resolves (the usual case: checked per slice and set, not per device)
     for info in pool.devices + pool.elsewhere + pool.other_devices:
         for cons in info.consumes:
             counters = pool.counter_sets.get(cons.counter_set)
@@ -311,52 +269,6 @@ def _build_pool(driver: str, pool_name: str, members: list[ParsedSlice], all_mem
                 pool.invalid = f"counter {missing[0]} not found in counter set {cons.counter_set}"
                 return pool
     return pool
-
-
-def index_slices(slices: Sequence[Mapping[str, Any]], parse: Callable[[str, Mapping[str, Any]], ParsedSlice] = ParsedSlice) -> list[ParsedSlice]:
-    """ParsedSlices from ResourceSlice objects (or bare specs), checking the fields pools need.
-
-    `parse(name, spec)` makes (or, in AllocatorCache, looks up) the ParsedSlice of one slice.
-    Counter sets are checked for every slice, used by this node or not, so bad input is reported.
-    """
-    out = []
-    bare = []
-    for i, obj in enumerate(slices):
-        spec = obj.get("spec") if "spec" in obj else obj
-        name = (obj.get("metadata") or {}).get("name") or f"slice-{i}"
-        where = f"ResourceSlice {name}: spec"
-        if not isinstance(spec, Mapping):
-            raise InputError(f"{where}: required")
-        if not spec.get("driver"):
-            raise InputError(f"{where}.driver: required")
-        pool = spec.get("pool")
-        if not isinstance(pool, Mapping) or not pool.get("name"):
-            raise InputError(f"{where}.pool.name: required")
-        for key in ("generation", "resourceSliceCount"):
-            value = pool.get(key, 0)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InputError(f"{where}.pool.{key}: must be a non-negative integer, got {value!r}")
-        if spec.get("devices") is not None and not isinstance(spec.get("devices"), list):
-            raise InputError(f"{where}.devices: must be a list")
-        if "resourceSliceCount" not in pool or "generation" not in pool:
-            bare.append(len(out))
-        out.append((name, spec))
-    if bare:
-        # Bare specs (e.g. from driver.slices.render_pool) carry no generation/count: treat the
-        # slices given for a pool as the whole pool.
-        sizes: dict[tuple[str, str], int] = defaultdict(int)
-        for _, spec in out:
-            sizes[(spec["driver"], spec["pool"]["name"])] += 1
-        for i in bare:
-            name, spec = out[i]
-            pool = spec["pool"]
-            filled = {"generation": 0, "resourceSliceCount": sizes[(spec["driver"], pool["name"])], **pool}
-            out[i] = (name, {**spec, "pool": filled})
-    parsed = [parse(name, spec) for name, spec in out]
-    for ps in parsed:
-        if ps.spec.get("sharedCounters"):
-            _ = ps.counter_sets  # parsed (and so checked) once, also for slices no node uses
-    return parsed
 
 
 def counter_totals(pools: Sequence[Pool]) -> dict[CounterKey, dict[str, Counter]]:
@@ -371,11 +283,10 @@ class NodeView:
     """Everything the search needs about one node's pools, derived from the slices alone.
 
     Depends only on the slices, the node and the gates, never on allocations, so it can be reused
-    for every scheduling cycle until a slice changes (AllocatorCache).
+    for every scheduling cycle until a slice changes (ClusterView keeps it per node).
     """
 
     pools: list[Pool]
-    index: dict[tuple[str, str, str], tuple[DeviceInfo, Pool]]  # every device of the pools, for accounting
     flat: list[tuple[Pool, DeviceInfo]]  # usable devices in search order
     offsets: list[int]  # where each pool starts in `flat`
     totals: dict[CounterKey, dict[str, Counter]]
@@ -384,17 +295,19 @@ class NodeView:
     memo: dict = field(default_factory=dict)
 
     @classmethod
-    def build(cls, slices: Sequence[ParsedSlice], node: Node, features: Features) -> NodeView:
-        pools = gather_pools(slices, node, features)
-        index: dict[tuple[str, str, str], tuple[DeviceInfo, Pool]] = {}
+    def build(cls, pools: list[Pool]) -> NodeView:
+        """The search's view of the pools gathered for one node (`gather_pools`)."""
         flat: list[tuple[Pool, DeviceInfo]] = []
         offsets: list[int] = []
         locations: list[tuple[int, int]] = []
         for pi, pool in enumerate(pools):
-            for dev in pool.devices + pool.elsewhere + pool.other_devices:
-                index[dev.key] = (dev, pool)
             offsets.append(len(flat))
             if not (pool.incomplete or pool.invalid):
-                flat.extend((pool, dev) for dev in pool.devices)
-                locations.extend((pi, dj) for dj in range(len(pool.devices)))
-        return cls(pools, index, flat, offsets, counter_totals(pools), locations)
+                flat.extend(zip(repeat(pool), pool.devices))
+                locations.extend(zip(repeat(pi), range(len(pool.devices))))
+        return cls(pools, flat, offsets, counter_totals(pools), locations)
+
+    @cached_property
+    def index(self) -> dict[tuple[str, str, str], tuple[DeviceInfo, Pool]]:
+        """Every device of the pools (also those not for this node), for accounting a claim."""
+        return {dev.key: (dev, pool) for pool in self.pools for dev in pool.devices + pool.elsewhere + pool.other_devices}

@@ -14,23 +14,50 @@ from fractions import Fraction
 from typing import Any
 
 from driver.allocator.devices import Capacity, CounterKey, DeviceInfo, DeviceKey, qualify
-from driver.allocator.engine import DEFAULT_BUDGET, Placement, Search, SearchState, selector_matches
+from driver.allocator.engine import DEFAULT_BUDGET, Placement, Search, SearchState, selectors_match
 from driver.allocator.explain import explain_failure
 from driver.allocator.inputs import (
-    MAX_RESULTS, Claim, DeviceClass, Request, allocated_results, claim_label, parse_claim, parse_class,
+    MAX_RESULTS, Claim, DeviceClass, Request, allocated_results, claim_label, parse_claim,
 )
 from driver.allocator.cache import AllocatorCache
-from driver.allocator.pools import Node, NodeView, Pool, index_slices
+from driver.allocator.candidates import Candidates
+from driver.allocator.pools import Node, Pool
 from driver.allocator.render import render_allocation
 from driver.allocator.rules import CounterLedger, GroupIntersection, parse_consumed_counters
-from driver.celexpr import CelRuntimeError, device_variable
+from driver.celexpr import CelRuntimeError, device_variable, plain_attributes
 from driver.errors import AllocationError, InputError
 from driver.features import Features
 from driver.model.quantity import parse_quantity
 
 
+def cel_variable(dev: DeviceInfo) -> dict:
+    """The device's CEL `device` variable, built once; InputError for an attribute the API server
+    would have rejected."""
+    variable = dev.memo.get("cel")
+    if variable is None:
+        try:
+            variable = dev.memo["cel"] = device_variable(dev.driver, dev.raw)
+        except CelRuntimeError as exc:
+            raise InputError(f"ResourceSlice {dev.slice_name}: device {dev.name}: {exc}") from None
+    return variable
+
+
+def plain_device(dev: DeviceInfo) -> bool:
+    """Whether every attribute is a plain int, bool or string (celexpr.plain_attributes), decided
+    once per device; otherwise its CEL variable is built right away, so an attribute the API server
+    would have rejected is an InputError whether or not a selector reads it."""
+    plain = dev.plain
+    if plain is None:
+        plain = plain_attributes(dev.raw)
+        if not plain:
+            cel_variable(dev)
+        dev.plain = plain
+    return plain
+
+
 class Allocator:
-    """Allocation state of one node. Not thread-safe; one instance per scheduling simulation."""
+    """Allocation state of one node. Not thread-safe: one instance per thread (build one per node
+    and cycle from a shared ClusterView with `ClusterView.allocator`)."""
 
     def __init__(
         self,
@@ -43,41 +70,80 @@ class Allocator:
         budget: int = DEFAULT_BUDGET,
         cache: AllocatorCache | None = None,
     ):
-        self.node = node if isinstance(node, Node) else Node(str(node))
-        self.features = features
+        """One node's allocator from objects: the slices, classes and already allocated claims.
+
+        With `cache` the objects are synced into the cache's ClusterView (only what changed is parsed
+        again); without it a private view is built. Either way this is `ClusterView.allocator(node)`.
+        """
+        from driver.allocator.cluster import ClusterView
+
+        node = node if isinstance(node, Node) else Node(str(node))
+        view = cache.view(features) if cache is not None else ClusterView(features=features)
+        view.replace_slices(slices)
+        if isinstance(classes, Mapping):
+            view.classes = dict(classes)
+        else:
+            view.replace_classes(classes)
+        view.replace_claims(allocated)
+        view.set_node(node.name, node.labels if node.labels else None)
+        self._setup(view, node.name, budget)
+
+    @classmethod
+    def for_node(cls, view: Any, node: str, *, budget: int = DEFAULT_BUDGET) -> Allocator:
+        """The allocator of `node` in a ClusterView (see ClusterView.allocator)."""
+        self = cls.__new__(cls)
+        self._setup(view, node, budget)
+        return self
+
+    def _setup(self, view: Any, node: str, budget: int) -> None:
+        """Gathered pools from the view (cached per node), state copied from what the node's pools'
+        allocated claims hold: proportional to this node's pools, not to the cluster."""
+        entry = view.entry(node)
+        self.node = entry.node
+        self.features = features = view.features
         # Upstream's DeviceBindingAndStatus: binding conditions need both gates.
         self.binding_conditions = features.binding_conditions and features.device_status
         self.budget = budget
-        if isinstance(classes, Mapping):
-            self.classes = dict(classes)
-        else:
-            self.classes = {}
-            for obj in classes:
-                cls = parse_class(obj)
-                self.classes[cls.name] = cls
+        self.classes = view.classes
         # A class is known to selector memos by its expressions, so an edited class is re-evaluated.
-        self._class_keys = {name: tuple(s.expression for s in cls.selectors) for name, cls in self.classes.items()}
-        if cache is not None:
-            view = cache.node_view(index_slices(slices, cache.parsed), self.node, features)
-        else:
-            view = NodeView.build(index_slices(slices), self.node, features)
-        self.pools: list[Pool] = view.pools
-        self.index: dict[DeviceKey, tuple[DeviceInfo, Pool]] = view.index
+        self._class_keys = view.class_keys
+        nv = entry.view
+        self.view = nv
+        self.pools: list[Pool] = nv.pools
         # Usable devices in search order, and where each pool starts in that order (for pruning).
-        self.flat: list[tuple[Pool, DeviceInfo]] = view.flat
-        self.offsets: list[int] = view.offsets
-        self.view = view
-        self.ledger = CounterLedger(view.totals)
-        self.state = SearchState()
+        self.flat: list[tuple[Pool, DeviceInfo]] = nv.flat
+        self.offsets: list[int] = nv.offsets
+        self.ledger = CounterLedger(nv.totals)
+        self.state = state = SearchState()
         self._charged: set[DeviceKey] = set()
         self._over: dict[tuple[str, str], str | None] = {}
         # Allocated devices whose compatibility groups bind their counter sets, per pool; the
         # pool's group state is refolded from them (in upstream order) when they change.
         self._holders: dict[tuple[str, str], tuple[Pool, dict[DeviceKey, DeviceInfo]]] = {}
         self._stale_groups: set[tuple[str, str]] = set()
-        for obj in allocated:
-            self.commit_existing(obj)
-        self._fold_holders()
+        used = self.ledger.used
+        for pool, account, allocations in entry.accounts:
+            driver, name = pool.driver, pool.name
+            for counter_set, amounts in account.used.items():
+                used[(driver, name, counter_set)] = dict(amounts)
+            for counter_set, groups in account.groups.items():
+                state.groups[(driver, name, counter_set)] = groups
+            if allocations.in_use:
+                state.in_use |= allocations.in_use
+            if allocations.shared:
+                state.shared |= allocations.shared
+                for key, consumed in allocations.capacity.items():
+                    state.capacity_used[key] = dict(consumed)
+            if account.charged:
+                self._charged |= account.charged
+            if account.holders:
+                self._holders[(driver, name)] = (pool, dict(account.holders))
+            self._over[(driver, name)] = account.overcommitted
+
+    @property
+    def index(self) -> dict[DeviceKey, tuple[DeviceInfo, Pool]]:
+        """Every device of this node's pools (also those for other nodes), by key."""
+        return self.view.index
 
     # ---- helpers used by the search -----------------------------------------------------------
     def caps(self, dev: DeviceInfo) -> dict[str, Capacity]:
@@ -95,39 +161,29 @@ class Allocator:
         if dev.binding_conditions and not self.binding_conditions:
             return False  # upstream: such devices are not supported while the gates are off
         memo = dev.memo
-        key = (self._class_keys[req.class_name], req.selector_exprs)
+        class_key = self._class_keys[req.class_name]
+        hit = memo.get(class_key)
+        if hit is None:  # class selectors first (their result serves every request of the class)
+            cls = self.classes[req.class_name]
+            hit = memo[class_key] = selectors_match(f"class {cls.name}", cls.selectors, dev, plain_device(dev),
+                                                    lambda: cel_variable(dev))
+        if not hit or not req.selectors:
+            return hit
+        key = (class_key, req.selector_exprs)
         hit = memo.get(key)
         if hit is None:
-            variable = memo.get("cel")
-            if variable is None:
-                try:
-                    variable = memo["cel"] = device_variable(dev.driver, dev.raw)
-                except CelRuntimeError as exc:  # an attribute the API server would have rejected
-                    raise InputError(f"ResourceSlice {dev.slice_name}: device {dev.name}: {exc}") from None
-            hit = memo[key] = selector_matches(claim, req, self.classes[req.class_name], dev, variable)
+            hit = memo[key] = selectors_match(f"claim {claim.label}", req.selectors, dev, plain_device(dev),
+                                              lambda: cel_variable(dev))
         return hit
 
-    def candidates(self, claim: Claim, req: Request) -> tuple[list[int], list[tuple[int, int, Pool, DeviceInfo]]]:
-        """Devices that may match the request, in search order: (flat positions, (pool index,
-        device index, pool, device)). The search walks these instead of every device.
-
-        A device whose selectors fail to evaluate stays in the list, so the error is raised when
-        (and only if) the search reaches it, as upstream evaluates selectors lazily.
-        """
+    def candidates(self, claim: Claim, req: Request) -> Candidates:
+        """The devices of this node that match the request's selectors, found lazily in search
+        order and kept with the node's view (candidates.py)."""
         key = (self._class_keys[req.class_name], req.selector_exprs)
-        found = self.view.memo.get(key)
+        memo = self.view.memo
+        found = memo.get(key)
         if found is None:
-            positions: list[int] = []
-            entries: list[tuple[int, int, Pool, DeviceInfo]] = []
-            for pos, ((pool, dev), (pi, dj)) in enumerate(zip(self.flat, self.view.locations)):
-                try:
-                    ok = self.selectable(claim, req, dev)
-                except (AllocationError, InputError):
-                    ok = True  # re-evaluated (and raised) when reached
-                if ok:
-                    positions.append(pos)
-                    entries.append((pi, dj, pool, dev))
-            found = self.view.memo[key] = (positions, entries)
+            found = memo.setdefault(key, Candidates(len(self.flat)))
         return found
 
     def fold_groups(self, dev: DeviceInfo, undo: list[Callable[[], None]]) -> str | None:
@@ -203,6 +259,7 @@ class Allocator:
                 request_counters = parse_consumed_counters(r.get("consumedCounters"), where)
             self._charge_allocated(*found, request_counters)
         self._over.clear()
+        self._fold_holders()
 
     def _charge_allocated(self, dev: DeviceInfo, pool: Pool, request_counters) -> None:
         """What an allocated (non-admin) device holds for later cycles: its static counters once
@@ -303,10 +360,13 @@ class Allocator:
                 if req.class_name not in self.classes:
                     raise AllocationError(f"claim {claim.label}, request {req.name}: could not retrieve device class {req.class_name}: not found")
 
-    def allocate(self, claims: Sequence[Mapping[str, Any] | Claim], explain: bool = True) -> list[dict[str, Any]]:
+    def allocate(self, claims: Sequence[Mapping[str, Any] | Claim], explain: bool = True,
+                 commit: bool = True) -> list[dict[str, Any]]:
         """Allocate claims together (all or nothing); returns one `status.allocation` per claim.
 
         `explain=False` skips working out the reason on failure (a scheduler trying many nodes).
+        `commit=False` leaves this allocator as it was (a Filter: the caller decides where the pod
+        goes and commits the allocation to the ClusterView).
         """
         parsed = [c if isinstance(c, Claim) else parse_claim(c) for c in claims]
         for claim in parsed:
@@ -324,7 +384,10 @@ class Allocator:
                 raise AllocationError(f"claim {labels}: cannot be allocated on node {self.node.name}{note}")
             raise AllocationError(explain_failure(self, parsed, invalid))
         out = [render_allocation(self, claim, search.results[ci], search.selected, ci) for ci, claim in enumerate(parsed)]
-        self._commit(search)
+        if commit:
+            self._commit(search)
+        else:
+            search.rollback()
         self.state.allocating.clear()
         self.state.allocating_capacity.clear()
         return out

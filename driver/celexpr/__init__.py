@@ -2,9 +2,12 @@
 
 Public API: `compile_selector(expression, where) -> Selector` (cached; InputError naming `where`),
 `Selector.matches(device_variable) -> bool` (CelRuntimeError on evaluation errors) and
-`device_variable(driver, device_dict)` which builds the `device` variable once per device.
+`device_variable(driver, device_dict)` which builds the `device` variable once per device;
+`Selector.matches_published(driver, device_dict)` decides most selectors without that variable when
+`plain_attributes(device_dict)` holds.
 """
 
 from driver.celexpr.environment import CelRuntimeError, Selector, compile_selector, device_variable
+from driver.celexpr.fastpath import plain_attributes
 
-__all__ = ["CelRuntimeError", "Selector", "compile_selector", "device_variable"]
+__all__ = ["CelRuntimeError", "Selector", "compile_selector", "device_variable", "plain_attributes"]

@@ -43,15 +43,44 @@ _STDLIB = ["core", "strings", "lists", "sets", "math"]
 
 @lru_cache(maxsize=1)
 def _library() -> tuple[Any, Any]:
-    """The CEL library, imported on first use.
+    """The CEL evaluator (the library's compiled core) and its standard-library extensions.
 
-    `import cel` also loads the library's interactive CLI (prompt_toolkit): 0.3-1 s that processes
-    which never evaluate a selector, like the kubelet plugin, should not pay at start-up.
+    Imported on first use, and without the package's `__init__`: `import cel` also loads the
+    library's interactive shell (`cel.cli`: prompt_toolkit, rich, typer), 0.1-1 s that no process
+    here needs. The package module is registered unexecuted so that `cel.cel` (the evaluator) and
+    `cel.stdlib` (pure functions) import as usual; it re-exports the evaluator's names as the real
+    `__init__` does and loads `cel.cli` only if something asks for it.
     """
-    import cel
-    from cel import stdlib
+    import importlib
+    import importlib.util
+    import sys
 
-    return cel, stdlib
+    package = sys.modules.get("cel")
+    if package is None:
+        spec = importlib.util.find_spec("cel")
+        if spec is None:
+            raise ModuleNotFoundError("No module named 'cel'", name="cel")
+        package = importlib.util.module_from_spec(spec)
+        sys.modules["cel"] = package
+        try:
+            core = importlib.import_module("cel.cel")
+            stdlib = importlib.import_module("cel.stdlib")
+        except BaseException:
+            for name in ("cel", "cel.cel", "cel.stdlib"):
+                sys.modules.pop(name, None)
+            raise
+        for name in getattr(core, "__all__", None) or [n for n in dir(core) if not n.startswith("_")]:
+            setattr(package, name, getattr(core, name))
+        package.stdlib = stdlib  # type: ignore[attr-defined]
+
+        def _lazy(name: str) -> Any:
+            if name == "cli":
+                return importlib.import_module("cel.cli")
+            raise AttributeError(f"module 'cel' has no attribute {name!r}")
+
+        package.__getattr__ = _lazy  # type: ignore[attr-defined]
+        return core, stdlib
+    return importlib.import_module("cel.cel"), importlib.import_module("cel.stdlib")
 
 
 @lru_cache(maxsize=1)
@@ -74,6 +103,20 @@ class Selector:
     program: Any
     domains: tuple[str, ...]  # string literals: candidate domains that default to an empty map
     fast: Any = None  # direct evaluator for simple conjunctions (fastpath.py), same semantics
+    fast_raw: Any = None  # the same, reading the published device instead of the CEL variable
+
+    def matches_published(self, driver: str, raw: Mapping[str, Any]) -> bool | None:
+        """Evaluate against a device as published, without building its CEL variable; None when
+        only the CEL variable can decide (call `matches`). Only for devices whose attributes are
+        all plain scalars (`plain_attributes`), so no conversion error is skipped."""
+        if self.fast_raw is None:
+            return None
+        try:
+            return self.fast_raw(driver, raw)
+        except FastNoSuchKey as exc:
+            raise CelRuntimeError(f"no such key: {exc.args[0]}") from None
+        except Declined:
+            return None
 
     def matches(self, device: Mapping[str, Any]) -> bool:
         """Evaluate against a `device` variable built by `device_variable`."""
@@ -149,7 +192,8 @@ def _compile(expression: str) -> Selector | str:
     if unbound:
         return f"compilation failed: undeclared reference to {', '.join(unbound)} (only `device` is defined)"
     literals = tuple(sorted({a or b for a, b in _STRING_LITERAL.findall(expression) if (a or b)}))
-    return Selector(expression, program, literals, compile_fast(expression))
+    fast = compile_fast(expression)
+    return Selector(expression, program, literals, *(fast or (None, None)))
 
 
 def compile_selector(expression: str, where: str) -> Selector:

@@ -54,8 +54,9 @@ def _parse_term(text: str) -> Term | None:
     return (domain, name, op, literal)
 
 
-def compile_fast(expression: str) -> Callable[[Mapping[str, Any]], bool] | None:
-    """A direct evaluator when `expression` is a conjunction of simple equality tests, else None."""
+def compile_fast(expression: str) -> tuple[Callable[[Mapping[str, Any]], bool], Callable[[str, Mapping[str, Any]], bool]] | None:
+    """Direct evaluators when `expression` is a conjunction of simple equality tests, else None:
+    one over a built `device` variable, one over a device as published (driver, slice device)."""
     if "||" in expression or "(" in expression or "\\" in expression:
         return None
     parts = expression.split("&&")
@@ -85,4 +86,72 @@ def compile_fast(expression: str) -> Callable[[Mapping[str, Any]], bool] | None:
             raise FastNoSuchKey(error)
         return True
 
-    return evaluate
+    def evaluate_raw(driver: str, raw: Mapping[str, Any]) -> bool:
+        attrs = raw.get("attributes") or {}
+        error: str | None = None
+        for domain, name, op, literal in terms:
+            if domain is None:
+                value: Any = driver
+            else:
+                value = raw_attribute(attrs, driver, domain, name)
+                if value is _MISSING:
+                    error = error or name
+                    continue
+            if type(value) is not type(literal):
+                raise Declined()
+            if (value == literal) != (op == "=="):
+                return False
+        if error is not None:
+            raise FastNoSuchKey(error)
+        return True
+
+    return evaluate, evaluate_raw
+
+
+_MISSING = object()
+_SCALARS = ("int", "bool", "string")  # the order device_variable reads them in
+
+
+def raw_attribute(attrs: Mapping[str, Any], driver: str, domain: str, name: str) -> Any:
+    """An attribute's value as CEL sees it, read from the published device (`attributes` map of
+    `<domain>/<name>` or, in the driver's domain, `<name>`); _MISSING when absent. Declines (the
+    caller builds the CEL variable) for anything but one unambiguous int, bool or string."""
+    if domain == driver:
+        short, long = attrs.get(name), attrs.get(f"{domain}/{name}")
+        if short is not None and long is not None:
+            raise Declined()
+        value = short if short is not None else long
+    else:
+        value = attrs.get(f"{domain}/{name}")
+    if value is None:
+        return _MISSING
+    for key in _SCALARS:
+        if key in value:
+            out = value[key]
+            if (key == "int" and type(out) is not int) or (key == "bool" and type(out) is not bool) or \
+                    (key == "string" and type(out) is not str):
+                raise Declined()
+            return out
+    raise Declined()
+
+
+def plain_attributes(raw: Mapping[str, Any]) -> bool:
+    """Whether every attribute of a published device is one well-typed int, bool or string, so that
+    reading values straight from it (`raw_attribute`) cannot miss an error building the CEL
+    variable would raise (a version that is not semver, a value without a type, ...)."""
+    for value in (raw.get("attributes") or {}).values():
+        if type(value) is not dict or len(value) != 1:
+            return False
+        out = value.get("string")
+        if out is not None:
+            if type(out) is not str:
+                return False
+            continue
+        out = value.get("int")
+        if out is not None:
+            if type(out) is not int:
+                return False
+            continue
+        if type(value.get("bool")) is not bool:
+            return False
+    return True

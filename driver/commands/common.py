@@ -16,7 +16,7 @@ from pathlib import Path
 from driver import DEFAULT_DRIVER_NAME
 from driver.errors import InputError
 from driver.features import Features, parse_features
-from driver.slices.names import is_dns_subdomain
+from driver.model.dnsnames import is_dns_subdomain
 
 
 def add_flag(parser: argparse.ArgumentParser, flag: str, default: str | None, help: str, **kw) -> None:

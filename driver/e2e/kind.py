@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from driver import DEFAULT_DRIVER_NAME
-from driver.allocator.session import Allocator
+from driver.allocator.cluster import ClusterView
 from driver.e2e import partition_map
 from driver.e2e.manifests import NAMESPACE, class_name, namespace_object, pod_object, podgroup_object
 from driver.e2e.observe import Observation
@@ -131,9 +131,12 @@ class KindBackend:
             slices, features = skewed_view(slices, features)
         allocated = [c for c in k.list_items(self.api, "ResourceClaim") if (c.get("status") or {}).get("allocation")]
         try:
-            alloc = Allocator(slices=slices, classes=k.list_items(self.api, "DeviceClass"), node=self.node,
-                              features=features, allocated=allocated)
-            results = alloc.allocate(todo)
+            # The cluster as kube-scheduler's informers see it, from which the node's allocator is built.
+            view = ClusterView(features=features)
+            view.add_slices(slices)
+            view.replace_classes(k.list_items(self.api, "DeviceClass"))
+            view.replace_claims(allocated)
+            results = view.allocator(self.node).allocate(todo)
         except AllocationError as exc:
             return False, str(exc), []
         return True, "", [dict(c, status={"allocation": a}) for c, a in zip(todo, results)]

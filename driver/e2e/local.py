@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from driver import DEFAULT_DRIVER_NAME, schema
-from driver.allocator.cache import AllocatorCache
-from driver.allocator.session import Allocator
+from driver.allocator.cluster import ClusterView
 from driver.discovery import discover, make_sysfs, set_fault
 from driver.e2e import partition_map
 from driver.e2e.container import container_view
@@ -92,8 +91,9 @@ class LocalBackend:
         self._scenario: Scenario | None = None
         self._slice_key: tuple = ("unset",)
         self._slice_cache: list[dict[str, Any]] = []
-        # Like kube-scheduler's DRA plugin: parsed slices survive between scheduling cycles.
-        self._alloc_cache = AllocatorCache()
+        # Like kube-scheduler's DRA plugin: the cluster view (parsed slices, what claims hold)
+        # survives between scheduling cycles; one per gate set (the skewed scheduler has its own).
+        self._views: dict[Features, ClusterView] = {}
 
     # ---- lifecycle -------------------------------------------------------------------------
     def start(self, scenario: Scenario) -> None:
@@ -209,10 +209,15 @@ class LocalBackend:
         if skewed:
             slices, features = skewed_view(slices, features)
         allocated = [c for c in self.store.list(CLAIMS, NAMESPACE) if (c.get("status") or {}).get("allocation")]
+        view = self._views.get(features)
+        if view is None:
+            view = self._views[features] = ClusterView(features=features)
         try:
-            alloc = Allocator(slices=slices, classes=self.store.list("deviceclasses"), node=NODE,
-                              features=features, allocated=allocated, cache=self._alloc_cache)
-            results = alloc.allocate([claims[n] for n in todo])
+            # Synced with the store: only what changed since the last cycle is parsed again.
+            view.replace_slices(slices)
+            view.replace_classes(self.store.list("deviceclasses"))
+            view.replace_claims(allocated)
+            results = view.allocator(NODE).allocate([claims[n] for n in todo])
         except AllocationError as exc:
             return [], str(exc)
         for name, allocation in zip(todo, results):

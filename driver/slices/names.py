@@ -13,27 +13,12 @@ import uuid
 from fractions import Fraction
 
 from driver.errors import InputError
+from driver.model.dnsnames import DNS_LABEL_MAX, is_c_identifier, is_dns_label, is_dns_subdomain  # noqa: F401 (re-exported)
 from driver.model.quantity import format_quantity, parse_quantity
 
-DNS_LABEL_MAX = 63
-_DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_C_IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # Fixed namespace so that uuid5(namespace, node/pci/device) is the same on every run and host.
 _UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "fake-dra.example.com")
-
-
-def is_dns_label(name: str) -> bool:
-    return len(name) <= DNS_LABEL_MAX and bool(_DNS_LABEL_RE.fullmatch(name))
-
-
-def is_dns_subdomain(name: str, max_len: int = 253) -> bool:
-    return len(name) <= max_len and bool(_DNS_SUBDOMAIN_RE.fullmatch(name))
-
-
-def is_c_identifier(name: str) -> bool:
-    return bool(_C_IDENTIFIER_RE.fullmatch(name))
 
 
 def profile_label(profile: str) -> str:

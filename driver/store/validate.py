@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from driver.allocator.inputs import allocated_results, parse_claim, parse_class
-from driver.allocator.pools import index_slices
+from driver.allocator.parsed import index_slices
 from driver.errors import InputError
 
 

@@ -3,6 +3,9 @@
 The pending claims of a case are one pod (one search, all or nothing) unless the case says
 `mode: sequential` (one scheduling cycle per claim, each seeing the earlier ones allocated).
 
+`expectNodes: {node: {claim: expectation}}` asks the same pod of several nodes (one answer each)
+instead of `expect` for `node`.
+
 Expectations per claim: a list of device names (results in order), or a mapping with `error`
 (substring of the reason), `fails: true` (not allocated, any reason), `results` (subset match of
 each result; `exact: true` for equality), `nodeSelector` / `config` (exact match). `inputError`
@@ -35,7 +38,7 @@ def test_there_are_enough_cases_and_each_has_a_reason():
         case, _ = load_case(path)
         assert isinstance(case.get("reason"), str) and case["reason"].strip(), path.name
         assert "\n" not in case["reason"].strip(), f"{path.name}: reason must be one line"
-        assert "expect" in case or case.get("inputError"), path.name
+        assert "expect" in case or "expectNodes" in case or case.get("inputError"), path.name
 
 
 @pytest.mark.parametrize("path", CASE_FILES, ids=[p.stem for p in CASE_FILES])
@@ -52,10 +55,22 @@ def test_case(path):
             allocate_claims(objects, **kwargs)
         assert case["inputError"] in str(err.value)
         return
+    if "expectNodes" in case:  # the same pod asked of several nodes, one answer per node
+        assert "expect" not in case, path.name
+        for node, expect in case["expectNodes"].items():
+            _check(allocate_claims(objects, **{**kwargs, "node": node}), expect, f"{path.name}, node {node}")
+        return
     outcome = allocate_claims(objects, **kwargs)
+    _check(outcome, case["expect"], path.name)
+    if "warnings" in case:
+        assert outcome.warnings == case["warnings"]
+
+
+def _check(outcome, expect: dict, where: str) -> None:
     by_name = {r.claim["metadata"]["name"]: r for r in outcome.results}
-    for claim, want in case["expect"].items():
+    for claim, want in expect.items():
         got = by_name[claim]
+        claim = f"{where}: {claim}"
         if isinstance(want, list):
             assert got.allocation is not None, f"{claim}: expected {want}, got error: {got.reason}"
             assert [r["device"] for r in got.allocation["devices"]["results"]] == want
@@ -80,5 +95,3 @@ def test_case(path):
             if key in want:
                 actual = got.allocation.get(key) if key == "nodeSelector" else got.allocation["devices"].get(key)
                 assert actual == want[key], actual
-    if "warnings" in case:
-        assert outcome.warnings == case["warnings"]

@@ -11,9 +11,14 @@ def test_default_follows_a_1_37_cluster_and_override():
     assert f.compatibility_groups is False
     assert f.shared_consumable_capacity is True
     assert Features().as_gates()["DRAPartitionableDevices"] is True
-    # KEP-5941 is not a 1.37 gate: off unless asked for.
-    assert Features().shared_consumable_capacity is False
+    # KEP-5941 is not a 1.37 gate: unset unless asked for, which publishing reads as off and the
+    # allocator as on (only an apiserver with the gate keeps its fields in a slice).
+    assert Features().shared_consumable_capacity is None
+    assert Features().enabled("DRASharedConsumableCapacity") is False
+    assert Features().for_scheduler().shared_consumable_capacity is True
+    assert parse_features("DRASharedConsumableCapacity=false").for_scheduler().shared_consumable_capacity is False
     assert Features.all_on().shared_consumable_capacity is True
+    assert parse_features(str(Features())) == Features()
     assert "DRADeviceCompatibilityGroups=false" in str(f)
 
 

@@ -164,7 +164,7 @@ def test_allocated_devices_from_store_claims(local, store):
 def test_without_a_gate_file_the_local_control_plane_is_a_1_37_one(local, store):
     # KEP-5941 is not a 1.37 gate: a valueFrom slice loses the field, every other gate is on.
     det = make_detector(local, node_name=NODE, driver_name=DRIVER)
-    assert det.detect().features == Features()
+    assert det.detect().features == Features(shared_consumable_capacity=False)
     with pytest.raises(InvalidObjectError, match="DRASharedConsumableCapacity, off for the simulated kube-apiserver"):
         reconcile(local, render(small(), Features.all_on()), node_name=NODE, driver_name=DRIVER)
     assert not any(o["spec"].get("devices") for o in slices(store).values())
