@@ -143,25 +143,34 @@ def test_allocate_reads_lists_and_checks_their_items(tmp_path, capsys):
     assert code == 2 and "all.yaml: document 1 item 1: expected a mapping with apiVersion and kind, got str" in err
 
 
-def test_allocate_knows_kep5941_fields_only_with_the_gate(tmp_path, capsys):
+def test_allocate_knows_kep5941_fields_and_checks_their_shape(tmp_path, capsys):
+    """allocate's --features are the scheduler's gates: slices carrying KEP-5941 fields come from an
+    apiserver with the gate, so the fields are known to the check, and their shape is checked."""
     vf = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "vf", "namespace": "default"},
           "spec": {"devices": {"requests": [{"name": "vf", "exactly": {
               "deviceClassName": f"vf.{DRIVER}", "capacity": {"requests": {"bandwidth": "40G"}}}}]}}}
     files = [write(tmp_path, "classes.yaml", device_classes()), write(tmp_path, "slices.yaml", demo_slices(shared=True)),
              write(tmp_path, "claim.yaml", [vf])]
-    code, out, err = run(["allocate", "--node-name", "node-1", "--features", "DRASharedConsumableCapacity=true", *files], capsys)
+    code, out, err = run(["allocate", "--node-name", "node-1", *files], capsys)
     assert code == 0, err
     assert "consumedCounters" in out
+    # The allocated claim, fed back, carries consumedCounters: known too, and a scheduler without the
+    # gate (=false) still reads it.
+    done = write(tmp_path, "done.yaml", yaml.safe_load_all(out))
+    code, _, err = run(["allocate", "--node-name", "node-1", "--features", "DRASharedConsumableCapacity=false",
+                        *files[:2], done, write(tmp_path, "c2.yaml", [mig_claim()])], capsys)
+    assert code == 0, err
+    # A mistyped KEP-5941 field is an error like any other.
+    broken = [copy.deepcopy(s) for s in demo_slices(shared=True)]
+    device = next(d for s in broken for d in s["spec"].get("devices") or () if "valueFrom" in str(d))
+    counters = device["consumesCounters"][0]["counters"]
+    name = next(n for n, c in counters.items() if "valueFrom" in c)
+    counters[name]["valueFrom"] = {"capacity": counters[name]["valueFrom"]["capacityName"]}
+    files[1] = write(tmp_path, "slices.yaml", broken)
     code, _, err = run(["allocate", "--node-name", "node-1", *files], capsys)
     assert code == 2
-    assert ('unknown field "requestPolicy" (a KEP-5941 field: DRASharedConsumableCapacity is off; turn it on with '
-            "--features DRASharedConsumableCapacity=true)") in err
-    # The allocated claim, fed back, carries consumedCounters: the same rule applies to it.
-    done = write(tmp_path, "done.yaml", yaml.safe_load_all(out))
-    plain = write(tmp_path, "plain.yaml", demo_slices())
-    code, _, err = run(["allocate", "--node-name", "node-1", files[0], plain, done, write(tmp_path, "c2.yaml", [mig_claim()])],
-                       capsys)
-    assert code == 2 and 'results[0].consumedCounters: unknown field "consumedCounters"' in err
+    assert f'counters[{name}].valueFrom.capacity: unknown field "capacity" (did you mean "capacityKey"?)' in err
+    assert f"counters[{name}].valueFrom: must set exactly one of capacityName, capacityKey (neither is set)" in err
 
 
 def test_apply_knows_kep5941_fields_when_the_stores_apiserver_has_the_gate(tmp_path, capsys):
