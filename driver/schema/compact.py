@@ -69,6 +69,10 @@ class TypeNode:
     required: tuple[str, ...] = ()
     one_of: tuple[tuple[str, ...], ...] = ()
     schema: Schema | None = field(default=None, repr=False)
+    required_set: frozenset[str] = field(default=frozenset(), repr=False)
+
+    def __post_init__(self) -> None:
+        self.required_set = frozenset(self.required)
 
 
 @lru_cache(maxsize=1)
