@@ -19,8 +19,9 @@ import yaml
 from driver.cli import main
 from driver.commands._local import seed_device_classes
 from driver.discovery.fakesysfs import make_sysfs
-from driver.errors import ConfigError
+from driver.errors import ConfigError, InvalidObjectError
 from driver.publish import Publisher, make_detector
+from driver.publish.backend import StoreSliceBackend
 from driver.publish.fields import SHARED_CONSUMABLE
 from driver.publish.wiring import check_local_switch
 from driver.store.objectstore import ObjectStore
@@ -140,3 +141,60 @@ def test_what_the_store_keeps_is_what_apply_allocate_can_read(capsys, sysfs, tmp
         out, err = capsys.readouterr()
         assert code == 0, err
         assert ("consumedCounters" in out) is consumed
+
+
+def test_an_invalid_slice_is_refused_even_with_nothing_stripped(local, store):
+    obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+           "spec": {"driver": DRIVER, "nodeName": NODE, "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1},
+                    "devices": [{"name": "d", "atributes": {}}]}}
+    with pytest.raises(InvalidObjectError) as err:
+        local.create_slice(obj)
+    assert str(err.value) == ('ResourceSlice s: the local store refused it as invalid (422): spec.devices[0].atributes: '
+                              'unknown field "atributes" (did you mean "attributes"?)')
+    assert err.value.dropped_gates == frozenset() and store.list("resourceslices") == []
+
+
+class _PlainApiserver(StoreSliceBackend):
+    """The store answering like a real kube-apiserver: a bare 422, naming no gate."""
+
+    kind = "apiserver"
+
+    def create_slice(self, obj):
+        try:
+            return super().create_slice(obj)
+        except InvalidObjectError as exc:
+            raise InvalidObjectError(str(exc)) from None
+
+    update_slice = create_slice
+
+
+def test_a_422_naming_no_gate_is_matched_to_the_gates_the_probe_found_off(store, caplog):
+    store.root.mkdir(parents=True)
+    (store.root / "featuregates.yaml").write_text("apiserver: {DRASharedConsumableCapacity: false}\n")
+    backend = _PlainApiserver(store)
+    det = make_detector(backend, node_name=NODE, driver_name=DRIVER, overrides={SHARED_CONSUMABLE: True})
+    inv = inventory(gpus=1, nics=1, vfs=4, vgpu=False)
+    pub = Publisher(backend, lambda f: render(inv, f), det, 30, node_name=NODE, driver_name=DRIVER)
+    with caplog.at_level(logging.ERROR, logger="fake-dra.publish"):
+        pub.run_once()
+    assert value_from_counters(store) == 0 and store.list("resourceslices")
+    assert any("refuses the fields --features says to publish" in r.getMessage() for r in caplog.records)
+
+
+def test_a_422_without_an_override_to_blame_is_raised(store):
+    """Nothing to tolerate (no override keeps a gate on): the refusal is the pass's error."""
+    backend = _PlainApiserver(store)
+    det = make_detector(backend, node_name=NODE, driver_name=DRIVER)
+    broken = lambda f: _Bogus(render(inventory(gpus=1, nics=0, vgpu=False), f))  # noqa: E731
+    pub = Publisher(backend, broken, det, 30, node_name=NODE, driver_name=DRIVER)
+    with pytest.raises(InvalidObjectError, match='unknown field "bogus"'):
+        pub.run_once()
+
+
+class _Bogus:
+    """A pool whose devices carry a field no Kubernetes version has (a renderer bug)."""
+
+    def __init__(self, pool):
+        self.name = pool.name
+        self.slices = tuple({**s, "devices": [{**d, "bogus": 1} for d in s.get("devices") or ()]} if s.get("devices") else s
+                            for s in pool.slices)

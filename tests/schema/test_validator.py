@@ -277,3 +277,21 @@ def test_check_is_the_api_version_rule_then_the_schema():
     assert schema.check({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"anything": 1}}, OFF, "f.yaml") is None
     with pytest.raises(InputError, match=r"^f.yaml: spec.bogus: unknown field"):
         schema.check(device_class({"bogus": 1}), OFF, "f.yaml")
+
+
+def test_int32_fields_and_non_finite_quantities():
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c"}], "priority": 2**31}}
+    assert messages(pod, "Pod") == ["spec.priority: 2147483648 does not fit in 32 bits"]
+    got = messages(claim(capacity={"requests": {"memory": float("inf")}}), "ResourceClaim")
+    assert len(got) == 1 and got[0].startswith("spec.devices.requests[0].exactly.capacity.requests[memory]: invalid quantity 'inf'")
+
+
+def test_number_fields_take_ints_and_floats_but_not_booleans():
+    """No 1.37 type this project reads has a plain number field; the grammar supports one anyway."""
+    from driver.schema.compact import NUM, Field, TypeNode
+    from driver.schema.validator import walk
+
+    node = TypeNode("synthetic.Number", {"ratio": Field(NUM, True)})
+    assert walk(node, {"ratio": 0.5}, frozenset(), None)[0] == [] and walk(node, {"ratio": 2}, frozenset(), None)[0] == []
+    assert [str(e) for e in walk(node, {"ratio": True}, frozenset(), None)[0]] == ["ratio: expected number, got boolean True"]
