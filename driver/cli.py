@@ -137,6 +137,9 @@ class _Parsed:
     def finish(self) -> argparse.Namespace:
         _envflags.finish(self._binding, self.args, self.argv)  # InputError naming a bad variable
         self.from_variables = _envflags.from_variables(self._binding, self.args, self.argv)
+        # Commands that must tell a flag typed now from an exported variable (two flags that choose
+        # between modes: the command line wins) read it here.
+        self.args.from_variables = dict(self.from_variables)
         return self.args
 
 

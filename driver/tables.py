@@ -1,19 +1,27 @@
 """Plain-text tables and unit formatting for every human-facing output (discover, show, get, the e2e
 reports); a leaf module, so the commands and the e2e harness share it without importing each other.
 
-Tables fit a terminal of TABLE_WIDTH columns without breaking a token: a value that does not fit
-its column is wrapped at spaces when the column allows it, and otherwise replaced by a marker `[n]`
-and printed in full below the table, so names, PCI addresses and CDI IDs stay copy-pastable.
+Tables fit the terminal (`terminal_width`: $COLUMNS, else the terminal's width, else 100 columns
+when the output is not a terminal) without ever breaking or hiding a value: a column listed in
+`wrap` (prose: reasons, messages) wraps at spaces, a word longer than its column standing alone on
+its line; when the other columns alone do not fit, the table is wider than the terminal rather than
+shortened. Names, PCI addresses and CDI IDs stay whole and copy-pastable where they stand.
 """
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from collections.abc import Sequence
 
-TABLE_WIDTH = 100
+DEFAULT_WIDTH = 100  # when the output is not a terminal and $COLUMNS is unset
+MIN_WIDTH = 20
 MIN_WRAP_WIDTH = 12
-MIN_NOTE = 8
+
+
+def terminal_width(default: int = DEFAULT_WIDTH) -> int:
+    """Columns to fit: $COLUMNS when set, else the terminal's width, else `default` (a pipe, a file)."""
+    return max(MIN_WIDTH, shutil.get_terminal_size(fallback=(default, 24)).columns)
 
 
 def _cells(rows: Sequence[Sequence[object]]) -> list[list[str]]:
@@ -24,93 +32,41 @@ def _wrap(text: str, width: int) -> list[str]:
     return textwrap.wrap(text, width=width, break_long_words=False, break_on_hyphens=False) or [""]
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]], width: int = TABLE_WIDTH,
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], width: int | None = None,
           wrap: Sequence[int] = (), sep: str = "  ") -> str:
-    """Left-aligned columns; None renders as '-'. At most `width` columns (see module docstring).
-
-    `wrap` lists the columns whose long values may span several lines (prose: reasons, messages).
-    The first column (the name) is never moved below the table.
-    """
+    """Left-aligned columns; None renders as '-'. Fits `width` columns (default: `terminal_width()`)
+    by wrapping the `wrap` columns at spaces; never shortens a value (see the module docstring)."""
+    width = width or terminal_width()
     cells = _cells(rows)
     headers = [str(h) for h in headers]
     n = len(headers)
-    notes: list[tuple[str, str, str]] = []
-
-    def natural() -> list[int]:
-        return [max([len(headers[i])] + [len(r[i]) for r in cells]) for i in range(n)]
-
-    def total(widths: Sequence[int]) -> int:
-        return sum(widths) + len(sep) * (n - 1)
-
-    def to_note(r: int, c: int) -> None:
-        # Rows with the same long value share one note.
-        marker = next((m for m, h, v in notes if h == headers[c] and v == cells[r][c]), None)
-        if marker is None:
-            marker = f"[{len(notes) + 1}]"
-            notes.append((marker, headers[c], cells[r][c]))
-        cells[r][c] = marker
-
-    widths = natural()
-    if total(widths) > width and wrap:
+    widths = [max([len(headers[i])] + [len(r[i]) for r in cells]) for i in range(n)]
+    wrap = [c for c in wrap if 0 <= c < n]
+    if sum(widths) + len(sep) * (n - 1) > width and wrap:
         fixed = sum(w for i, w in enumerate(widths) if i not in wrap) + len(sep) * (n - 1)
         room = max(width - fixed, MIN_WRAP_WIDTH * len(wrap))
-
-        def longest_word(c: int) -> int:
-            return max([len(headers[c])] + [len(w) for row in cells for w in row[c].split()])
-
-        # Each wrapping column needs at least its longest word; while they do not fit together,
-        # the values holding the longest word of the widest such column go below the table.
-        while sum(longest_word(c) for c in wrap) > room:
-            col = max(wrap, key=longest_word)
-            need = longest_word(col)
-            hits = [r for r, row in enumerate(cells) if any(len(w) == need for w in row[col].split())]
-            if not hits:
-                break
-            for r in hits:
-                to_note(r, col)
-        # Then share the room out, from each minimum up, in proportion to what each column still
-        # lacks for its widest value (the column with the longest prose gets the most).
-        share = {c: longest_word(c) for c in wrap}
-        full = {c: max([len(headers[c])] + [len(row[c]) for row in cells]) for c in wrap}
-        spare = room - sum(share.values())
-        lacking = {c: full[c] - share[c] for c in wrap}
-        total_lack = sum(lacking.values())
+        # Each wrapping column gets its longest word when the room allows (a word is never cut: one
+        # longer than its column stands alone on its line, past the right edge) ...
+        fair = room // len(wrap)
+        share = {c: min(fair, max([len(headers[c])] + [len(w) for row in cells for w in row[c].split()])) for c in wrap}
+        # ... then the room left is shared in proportion to what each still lacks for its widest value.
+        lacking = {c: widths[c] - share[c] for c in wrap}
+        spare, total_lack = room - sum(share.values()), sum(lacking.values())
         if spare > 0 and total_lack:
             for c in wrap:
-                add = min(lacking[c], spare * lacking[c] // total_lack)
-                share[c] += add
+                share[c] += min(lacking[c], spare * lacking[c] // total_lack)
             rest = room - sum(share.values())
-            for c in sorted(wrap, key=lambda c: full[c] - share[c], reverse=True):
-                add = max(0, min(rest, full[c] - share[c]))
+            for c in sorted(wrap, key=lambda c: widths[c] - share[c], reverse=True):
+                add = max(0, min(rest, widths[c] - share[c]))
                 share[c] += add
                 rest -= add
         for c in wrap:
-            widths[c] = share[c]
-    while total(widths) > width:
-        # Move the longest values of the widest column (never the name column) below the table.
-        # Values up to MIN_NOTE characters stay: a marker would hardly be shorter.
-        candidates = [c for c in range(1, n) if c not in wrap and widths[c] > max(len(headers[c]), MIN_NOTE)]
-        if not candidates:
-            break
-        col = max(candidates, key=lambda c: widths[c])
-        target = max(len(headers[col]), MIN_NOTE, width - (total(widths) - widths[col]))
-        for r, row in enumerate(cells):
-            if len(row[col]) > target:
-                to_note(r, col)
-        new = max([len(headers[col])] + [len(row[col]) for row in cells])
-        if new >= widths[col]:
-            break
-        widths[col] = new
+            widths[c] = min(widths[c], max(share[c], len(headers[c])))
     lines = [sep.join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
     for row in cells:
         parts = [_wrap(v, widths[i]) if i in wrap else [v] for i, v in enumerate(row)]
         for k in range(max(len(p) for p in parts)):
             lines.append(sep.join((p[k] if k < len(p) else "").ljust(w) for p, w in zip(parts, widths)).rstrip())
-    if notes:
-        lines.append("")
-        for marker, header, value in notes:
-            lines.extend(textwrap.wrap(f"{marker} {header}: {value}", width=width, subsequent_indent="    ",
-                                       break_long_words=False, break_on_hyphens=False))
     return "\n".join(lines)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from driver.allocator.devices import Capacity, DeviceInfo, consumed_amount, qualify
 from driver.allocator.inputs import Constraint, Request
+from driver.allocator.rules import request_driven_counters
 from driver.model.quantity import format_quantity
 
 
@@ -136,23 +137,74 @@ def capacity_shortfall(
     return None
 
 
-def counter_shortfall(alloc: Any, device: DeviceInfo, pool: Any, counter_set: str) -> str | None:
-    """Which counters of `counter_set` the device needs more of than is left, with amounts."""
+def counter_shortfall(alloc: Any, device: DeviceInfo, pool: Any, counter_set: str, request: Request) -> str | None:
+    """Which counters of `counter_set` the device needs more of than is left, with amounts.
+
+    A request-driven (`valueFrom`, KEP-5941) amount says where it came from: the capacity the
+    request asked for, or, when the request names none, the counter's requestPolicy default (or the
+    whole counter when there is no default), so "refused for its default bandwidth" is visible."""
     key = device.counter_key(counter_set)
     over = alloc.pool_overcommitted(pool)
     if over is not None:
-        return f"counter set {over} is already over-committed by existing allocations"
-    parts = []
+        return f"counter set {over} is already over-committed by existing allocations ({_overcommit(alloc, pool, over)})"
+    counters = pool.counter_sets.get(counter_set, {})
+    needs: dict[str, Fraction] = {}
+    origin: dict[str, str] = {}
     for cons in device.consumes:
-        if cons.counter_set != counter_set:
-            continue
-        for name, amount in sorted(cons.static.items()):
-            left = alloc.ledger.available(key, name)
-            if amount > left:
-                total = pool.counter_sets.get(counter_set, {}).get(name)
-                like = total.text if total is not None else None
-                parts.append(f"{name} needs {format_quantity(amount, like=like)}, {format_quantity(max(left, 0), like=like)} left")
+        if cons.counter_set == counter_set:
+            needs.update(cons.static)
+    if alloc.features.shared_consumable_capacity:
+        asked = {qualify(k, device.driver): (k, v) for k, v in (request.capacity or {}).items()}
+        driven = request_driven_counters(device, {q: v for q, (_, v) in asked.items()}, pool.counter_sets) or ()
+        sources = {name: cap for cons in device.consumes if cons.counter_set == counter_set
+                   for name, cap in cons.value_from.items()}
+        for cs, amounts in driven:
+            if cs != counter_set:
+                continue
+            for name, amount in amounts.items():
+                needs[name] = needs.get(name, 0) + amount
+                origin[name] = _driven_origin(request, sources.get(name, ""), device.driver, asked, amount,
+                                               counters.get(name))
+    parts = []
+    for name, amount in sorted(needs.items()):
+        left = alloc.ledger.available(key, name)
+        if amount > left:
+            total = counters.get(name)
+            like = total.text if total is not None else None
+            parts.append(f"{name} needs {format_quantity(amount, like=like)}{origin.get(name, '')}, "
+                         f"{format_quantity(max(left, 0), like=like)} left")
     return "; ".join(parts) or None
+
+
+def _driven_origin(request: Request, cap_name: str, driver: str, asked: Mapping[str, tuple[str, Fraction]],
+                   amount: Fraction, counter: Any) -> str:
+    """Where a request-driven amount came from, as " (...)" after it."""
+    hit = asked.get(qualify(cap_name, driver)) if cap_name else None
+    if hit is not None:
+        key, value = hit
+        if value == amount:
+            return f" (capacity.requests[{key}])"
+        like = counter.text if counter is not None else None
+        return f" (capacity.requests[{key}] {format_quantity(value, like=like)}, rounded up by the counter's requestPolicy)"
+    unasked = f"request {request.name} sets no capacity.requests[{cap_name.rpartition('/')[2] or cap_name}]"
+    if counter is not None and counter.policy is not None and counter.policy.default is not None:
+        return f" (the counter's requestPolicy default: {unasked})"
+    return f" (the whole counter: {unasked} and the counter has no requestPolicy default)"
+
+
+def _overcommit(alloc: Any, pool: Any, counter_set: str) -> str:
+    """`memory 50Gi used of 40Gi` for each counter of an over-committed set."""
+    key = (pool.driver, pool.name, counter_set)
+    counters = pool.counter_sets.get(counter_set, {})
+    out = []
+    for name in alloc.ledger.over(key):
+        total = counters.get(name)
+        used = alloc.ledger.used.get(key, {}).get(name, 0)
+        if total is None:
+            out.append(f"{name} {format_quantity(used)} used of an undefined counter")
+        else:
+            out.append(f"{name} {format_quantity(used, like=total.text)} used of {format_quantity(total.value, like=total.text)}")
+    return ", ".join(out)
 
 
 def status_capacity_name(qualified: str, device: DeviceInfo) -> str:

@@ -59,7 +59,7 @@ def _detail(alloc: Any, code: str, req: Request, dev: Any, pool: Any) -> str | N
     elif code == "counter request policy":
         text = counter_policy_shortfall(dev, req.capacity or {}, pool.counter_sets)
     elif code.startswith("counters:"):
-        text = counter_shortfall(alloc, dev, pool, code.partition(":")[2])
+        text = counter_shortfall(alloc, dev, pool, code.partition(":")[2], req)
     else:
         return None
     return f"{dev.name}: {text}" if text else None

@@ -292,7 +292,7 @@ def index_slices(slices: Sequence[Mapping[str, Any]]) -> tuple[dict[DeviceKey, D
     """Devices and counter sets of the newest generation of each pool, parsed once."""
     devices: dict[DeviceKey, DeviceInfo] = {}
     totals: dict[CounterKey, dict[str, Counter]] = {}
-    for name, spec in _newest_specs(slices):
+    for name, spec in newest_specs(slices):
         for cs_name, counters in parse_counter_sets(spec, name).items():
             totals[(spec["driver"], spec["pool"]["name"], cs_name)] = counters
         for i in range(len(spec.get("devices") or ())):
@@ -306,7 +306,7 @@ def pool_counter_sets(totals: Mapping[CounterKey, Mapping[str, Counter]], driver
     return {key[2]: counters for key, counters in totals.items() if key[0] == driver and key[1] == pool}
 
 
-def _newest_specs(slices: Sequence[Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any]]]:
+def newest_specs(slices: Sequence[Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any]]]:
     """(name, spec) of the slices of the newest generation of each pool."""
     items = []
     for i, obj in enumerate(slices):

@@ -1,13 +1,16 @@
 """Local mode's stand-in for the cluster set-up a DRA driver expects: its DeviceClasses in the store.
 
-On a cluster the DeviceClasses come from the deployment (deploy/03-deviceclasses.yaml); without
-one, `fake-dra run` applies the same objects to the local object store when it starts, so claims
-can name them right away (`fake-dra apply --allocate`).
+On a cluster the DeviceClasses come from the deployment (deploy/base/03-deviceclasses.yaml, or the
+personality's overlay such as deploy/overlays/nvidia); without one, `fake-dra run` applies the same
+objects to the local object store when it starts, so claims can name them right away (`fake-dra
+apply --allocate`).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import Any
 
 from driver.store.apply import commit, plan
 from driver.store.objectstore import ObjectStore
@@ -15,11 +18,10 @@ from driver.store.objectstore import ObjectStore
 log = logging.getLogger("fake-dra.run")
 
 
-def seed_device_classes(store: ObjectStore, driver_name: str) -> list[str]:
-    """Create or update this driver's DeviceClasses in `store`; returns the names that changed."""
-    from driver.e2e.manifests import device_classes
-
-    docs = [("deviceclasses", i, dc) for i, dc in enumerate(device_classes(driver_name), start=1)]
+def seed_device_classes(store: ObjectStore, classes: Sequence[dict[str, Any]]) -> list[str]:
+    """Create or update these DeviceClasses (the personality's drivers') in `store`; returns the
+    names that changed."""
+    docs = [("deviceclasses", i, dc) for i, dc in enumerate(classes, start=1)]
     with store.locked():
         applied = commit(store, plan(store, docs))
     changed = [a.planned.name for a in applied if a.action != "unchanged"]

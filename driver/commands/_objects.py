@@ -9,6 +9,7 @@ got, the size of a slice, a class's selectors.
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -20,7 +21,29 @@ from driver.tables import table
 from driver.store.kinds import Kind
 
 OUTPUTS = ("table", "wide", "yaml", "json", "name")
-# kubectl's gap is three spaces; two keep `get resourceslices -o wide` inside 100 columns.
+JSONPATH = "jsonpath="
+
+
+def output_format(value: str) -> str:
+    """-o of `get`: one of OUTPUTS or jsonpath=TEMPLATE (the template is parsed here, so a bad one is
+    refused before the store is read)."""
+    from driver.commands._jsonpath import JsonPathError, parse
+
+    if value in OUTPUTS:
+        return value
+    if value.startswith(JSONPATH):
+        template = value[len(JSONPATH):]
+        if not template:
+            raise argparse.ArgumentTypeError("jsonpath= needs a template, e.g. -o jsonpath='{.items[*].metadata.name}'")
+        try:
+            parse(template)
+        except JsonPathError as exc:
+            raise argparse.ArgumentTypeError(f"jsonpath template {template!r}: {exc}") from None
+        return value
+    if value == "jsonpath":
+        raise argparse.ArgumentTypeError("jsonpath needs a template: -o jsonpath='{.items[*].metadata.name}'")
+    raise argparse.ArgumentTypeError(f"{value!r} is not one of {', '.join(OUTPUTS)}, jsonpath=TEMPLATE")
+# kubectl's gap is three spaces; two keep more of `get resourceslices -o wide` inside a terminal.
 COLUMN_SEP = "  "
 
 
@@ -54,7 +77,11 @@ def human_duration(seconds: float) -> str:
 
 
 def age(obj: Mapping[str, Any], now: datetime | None = None) -> str:
-    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+    return since((obj.get("metadata") or {}).get("creationTimestamp"), now)
+
+
+def since(stamp: Any, now: datetime | None = None) -> str:
+    """How long ago an RFC 3339 time stamp was, as kubectl prints ages."""
     if not stamp:
         return "<unknown>"
     try:
@@ -99,6 +126,11 @@ def _columns(kind: Kind, obj: Mapping[str, Any], wide: bool, now: datetime) -> t
             heads += ["GEN", "DEVICES", "COUNTERS"]
             cells += [pool.get("generation"), len(spec.get("devices") or ()), len(spec.get("sharedCounters") or ())]
         return heads, cells
+    if kind.kind == "Event":
+        involved = obj.get("involvedObject") or {}
+        return (["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+                [since(obj.get("lastTimestamp") or obj.get("firstTimestamp"), now), obj.get("type"), obj.get("reason"),
+                 f"{str(involved.get('kind') or '').lower()}/{involved.get('name')}", obj.get("message")])
     heads, cells = ["NAME", "AGE"], [name, age(obj, now)]
     if wide and kind.kind == "DeviceClass":
         exprs = [((s or {}).get("cel") or {}).get("expression", "") for s in spec.get("selectors") or ()]
@@ -120,7 +152,8 @@ def render_table(kind: Kind, objects: Sequence[Mapping[str, Any]], *, wide: bool
             headers = ["NAMESPACE", *headers]
             cells = [(obj.get("metadata") or {}).get("namespace"), *cells]
         rows.append(cells)
-    wrap = [len(headers) - 1] if wide and headers and headers[-1] in ("SELECTORS", "DEVICES") else []
+    prose = ("MESSAGE",) if kind.kind == "Event" else ("SELECTORS", "DEVICES") if wide else ()
+    wrap = [len(headers) - 1] if headers and headers[-1] in prose else []
     return table(headers, rows, sep=COLUMN_SEP, wrap=wrap)
 
 

@@ -5,6 +5,7 @@ kubectl-style."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -12,9 +13,11 @@ from driver.commands import common
 from driver.errors import InputError
 from driver.fsutil import decode_text
 from driver.slices.names import is_dns_label
+from driver.store.labels import Selector, parse_selector
 from driver.store.objectstore import ObjectStore
 
 DEFAULT_NAMESPACE = "default"
+MANIFEST_EXTENSIONS = (".json", ".yaml", ".yml")  # what kubectl reads from a directory
 
 
 def add_store_flag(parser: argparse.ArgumentParser) -> None:
@@ -54,7 +57,57 @@ def read_manifest(path: str) -> str:
         return decode_text(Path(path).read_bytes(), f"-f {path}")
     except UnicodeDecodeError:  # a text stream that decodes itself
         raise InputError(f"-f {path}: not UTF-8 text") from None
-    except IsADirectoryError:
-        raise InputError(f"-f {path}: is a directory; give a YAML file") from None
+    except IsADirectoryError:  # expand_filenames turns directories into their files
+        raise InputError(f"-f {path}: is a directory") from None
     except OSError as exc:
         raise InputError(f"-f {path}: cannot read: {exc.strerror or exc}") from None
+
+
+def add_filename_flags(parser: argparse.ArgumentParser, verb: str) -> None:
+    """-f FILE|DIR|- (repeatable) and -R, as kubectl takes them."""
+    parser.add_argument("-f", "--filename", action="append", default=[], metavar="FILE",
+                        help=f"YAML or JSON file to {verb} ('-' for stdin; a directory: every .json, .yaml and "
+                             ".yml file in it, sorted; repeatable)")
+    parser.add_argument("-R", "--recursive", action="store_true",
+                        help="-f DIR: also the files in its subdirectories")
+
+
+def add_selector_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-l", "--selector", default=None, metavar="SELECTOR",
+                        help="only objects whose labels match (kubectl's syntax: key=value, key!=value, "
+                             "'key in (a,b)', 'key notin (a,b)', key, !key; comma-separated, all must hold)")
+
+
+def selector(args: argparse.Namespace) -> Selector:
+    return parse_selector(getattr(args, "selector", None), "--selector")
+
+
+def expand_filenames(paths: list[str], recursive: bool) -> list[str]:
+    """-f arguments as the files to read, in order: a directory gives its .json/.yaml/.yml files in
+    lexical order of names (with -R its subdirectories' too, where their names fall), as kubectl's
+    file visitor walks it (filepath.Walk); anything else stays as given."""
+    out: list[str] = []
+    for path in paths:
+        if path == "-" or not os.path.isdir(path):
+            out.append(path)
+            continue
+        found = _manifests_in(path, recursive)
+        if not found:
+            below = " or below it" if recursive else ""
+            hint = "" if recursive else "; -R reads its subdirectories"
+            raise InputError(f"-f {path}: no {', '.join(MANIFEST_EXTENSIONS)} files in it{below} (kubectl reads "
+                             f"only those from a directory{hint})")
+        out.extend(found)
+    return out
+
+
+def _manifests_in(directory: str, recursive: bool) -> list[str]:
+    out = []
+    for name in sorted(os.listdir(directory)):  # an OSError names the path at the CLI boundary
+        full = os.path.join(directory, name)
+        if os.path.isdir(full):
+            if recursive:
+                out.extend(_manifests_in(full, recursive))
+        elif name.endswith(MANIFEST_EXTENSIONS):
+            out.append(full)
+    return out

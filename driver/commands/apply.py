@@ -1,6 +1,8 @@
-"""`fake-dra apply -f FILE|-`: create or update objects in the local object store, as kubectl apply does.
+"""`fake-dra apply -f FILE|DIR|-`: create or update objects in the local object store, as kubectl apply does.
 
     fake-dra apply -f claim.yaml                 create (or update) every object in the file
+    fake-dra apply -f manifests/                 every .json, .yaml and .yml file in it, sorted by
+                                                 name (-R: its subdirectories too)
     fake-dra apply -f claim.yaml --allocate      ... and let the reference allocator allocate the
                                                  claims that have no status.allocation yet
     cat claims.yaml | fake-dra apply -f -        from stdin
@@ -34,8 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "apply", help="create or update objects in the local object store (kubectl apply; --allocate)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-f", "--filename", action="append", default=[], metavar="FILE", required=True,
-                        help="YAML file with one or more objects ('-' for stdin; repeatable)")
+    _store.add_filename_flags(parser, "apply (one or more objects each)")
     parser.add_argument("--allocate", action="store_true",
                         help="allocate the claims without status.allocation with the reference allocator")
     common.add_flag(parser, "--node-name", None,
@@ -50,8 +51,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.filename:
+        raise InputError("-f FILE is required (a YAML or JSON file, a directory of them, or '-' for stdin)")
     documents: list[tuple[str, int, Any]] = []
-    for path in args.filename:
+    for path in _store.expand_filenames(args.filename, args.recursive):
         source = "stdin" if path == "-" else path
         documents.extend((source, index, doc) for index, doc in load_documents(_store.read_manifest(path), source))
     if not documents:
@@ -136,12 +139,26 @@ def _allocate(store, planned: list[Planned], args: argparse.Namespace) -> dict[i
     outcome = allocate_claims([*classes, *slices, *in_use, *(p.obj for p in pending)], node=node,
                               features=_features(args, store.root))
     if not outcome.ok:
+        _record_failures(store, pending, outcome)
         failed = outcome.failed[0]
         raise AllocationError(f"--allocate: {failed.reason}; nothing was applied (apply without --allocate to store "
-                              "the claims pending)")
+                              "the claims pending; the reason is kept as an event: `fake-dra get events`)")
     out = {}
     for p, result in zip(pending, outcome.results):
         p.obj.setdefault("status", {})["allocation"] = result.allocation
         results = (result.allocation or {}).get("devices", {}).get("results") or []
         out[id(p)] = (node, [(str(r.get("request")), str(r.get("device"))) for r in results])
     return out
+
+
+def _record_failures(store, pending: list[Planned], outcome) -> None:
+    """A FailedAllocation event per claim that did not fit, as kube-scheduler records why a pod
+    is pending: `describe` and `get events` show it even though nothing else was written."""
+    from driver.store.events import FAILED_ALLOCATION, SCHEDULER_COMPONENT, ObjectRef, record_event
+
+    for p, result in zip(pending, outcome.results):
+        if result.allocation is not None or not result.reason:
+            continue
+        uid = ((p.current or {}).get("metadata") or {}).get("uid")
+        ref = ObjectRef(p.kind.kind, p.name, p.namespace, uid, p.kind.api_version)
+        record_event(store, ref, reason=FAILED_ALLOCATION, message=result.reason, component=SCHEDULER_COMPONENT)

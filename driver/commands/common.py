@@ -29,7 +29,8 @@ def add_sysfs_root(parser: argparse.ArgumentParser) -> None:
 
 
 def add_driver_name(parser: argparse.ArgumentParser) -> None:
-    add_flag(parser, "--driver-name", DEFAULT_DRIVER_NAME, f"DRA driver name (default {DEFAULT_DRIVER_NAME})")
+    add_flag(parser, "--driver-name", None, f"DRA driver name (default {DEFAULT_DRIVER_NAME}, or the --personality's "
+             "own; with a personality of two drivers, only the one named)")
 
 
 def add_features(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +65,16 @@ def add_node_flags(parser: argparse.ArgumentParser) -> None:
     add_driver_name(parser)
     add_features(parser)
     add_api_flags(parser)
-    add_flag(parser, "--driver-config", None, "driver config file (extra GPU models, single-mode choice, ...)")
+    add_flag(parser, "--driver-config", None, "driver config file (extra GPU models, single-mode choice, NVIDIA's "
+             "knobs, ...)")
+    add_personality(parser)
+
+
+def add_personality(parser: argparse.ArgumentParser) -> None:
+    from driver.personality import DEFAULT_PERSONALITY, PERSONALITIES
+
+    add_flag(parser, "--personality", None, f"present the hardware as this driver would: {', '.join(PERSONALITIES)} "
+             f"(default {DEFAULT_PERSONALITY}); docs/personalities.md")
 
 
 def add_kubelet_dirs(parser: argparse.ArgumentParser, *, sockets_only: bool = False) -> None:
@@ -100,7 +110,9 @@ def require_node_name(args: argparse.Namespace) -> str:
 
 
 def require_driver_name(args: argparse.Namespace) -> str:
-    name = getattr(args, "driver_name", None) or ""
+    """--driver-name, checked (unset: fake-dra's default name, also set on `args`)."""
+    name = getattr(args, "driver_name", None) or DEFAULT_DRIVER_NAME
+    args.driver_name = name
     if not is_dns_subdomain(name, 63):
         raise InputError(f"--driver-name: {name!r} is not a DNS subdomain of at most 63 characters")
     return name
@@ -114,8 +126,9 @@ def existing_dir(path: str, flag: str) -> Path:
 
 
 # Sections of the driver config file read by the areas that own them (hardware: driver.hardware,
-# slices: driver.slices). Others are tolerated with a warning so a newer config still loads.
-DRIVER_CONFIG_SECTIONS = ("hardware", "slices")
+# slices: driver.slices, nvidia and sriov: those personalities). Others are tolerated with a warning
+# so a newer config still loads; a personality warns about known sections it does not read.
+DRIVER_CONFIG_SECTIONS = ("hardware", "slices", "nvidia", "sriov")
 
 
 def load_driver_config(path: str | None) -> dict:

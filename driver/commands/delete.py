@@ -1,13 +1,17 @@
-"""`fake-dra delete KIND NAME...` or `fake-dra delete -f FILE`: remove objects from the local store.
+"""`fake-dra delete KIND NAME...`, `delete KIND --all|-l SELECTOR` or `delete -f FILE|DIR`: remove
+objects from the local store.
 
 Like kubectl: every name must exist unless --ignore-not-found (a missing one is exit 1 after the
-others are deleted); `-f` deletes the objects a manifest describes. Deleting a prepared claim is
-allowed, as on a cluster: the kubelet's unprepare still reaches the plugin without the object.
+others are deleted); `-f` deletes the objects a manifest (or every manifest of a directory, `-R`
+below it too) describes; `--all` deletes every object of the kind in the namespace (`-A`: in every
+namespace) and `-l` those whose labels match. Deleting a prepared claim is allowed, as on a
+cluster: the kubelet's unprepare still reaches the plugin without the object.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from driver import schema
 from driver.commands import _store
@@ -22,20 +26,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kind", nargs="?", metavar="KIND", help="e.g. resourceclaims (plural, singular or Kind)")
     parser.add_argument("names", nargs="*", metavar="NAME", help="objects to delete")
-    parser.add_argument("-f", "--filename", action="append", default=[], metavar="FILE",
-                        help="delete the objects in this YAML file ('-' for stdin; repeatable)")
+    _store.add_filename_flags(parser, "delete the objects of")
+    parser.add_argument("--all", action="store_true", help="every object of KIND in the namespace")
+    _store.add_selector_flag(parser)
+    parser.add_argument("-A", "--all-namespaces", action="store_true",
+                        help="with --all or --selector: in every namespace")
     parser.add_argument("--ignore-not-found", action="store_true", help="a missing object is not an error")
     _store.add_namespace_flag(parser)
     _store.add_store_flag(parser)
     parser.set_defaults(func=run)
 
 
-def _targets(args: argparse.Namespace) -> list[tuple[Kind, str | None, str]]:
+def _targets(store, args: argparse.Namespace) -> list[tuple[Kind, str | None, str]]:
+    every = args.all or args.selector is not None
     if args.filename:
-        if args.kind or args.names:
-            raise InputError("give either KIND NAME... or -f FILE, not both")
+        if args.kind or args.names or every:
+            raise InputError("give either KIND NAME..., KIND --all|--selector or -f FILE, not both")
         out = []
-        for path in args.filename:
+        for path in _store.expand_filenames(args.filename, args.recursive):
             for index, doc in load_documents(_store.read_manifest(path), path):
                 where = schema.document_label(path, index, doc)
                 if not isinstance(doc, dict):
@@ -47,18 +55,33 @@ def _targets(args: argparse.Namespace) -> list[tuple[Kind, str | None, str]]:
                 ns = (meta.get("namespace") or _store.namespace(args)) if kind.namespaced else None
                 out.append((kind, ns, str(meta["name"])))
         return out
+    if args.recursive:
+        raise InputError("-R/--recursive goes with -f DIR")
     if not args.kind:
         raise InputError("KIND and NAME are required (or -f FILE), e.g. `fake-dra delete resourceclaim gpu-claim`")
     kind = resolve(args.kind)
+    if args.all_namespaces and not every:
+        raise InputError("--all-namespaces goes with --all or --selector")
+    if every:
+        if args.names:
+            raise InputError("give either NAMEs or --all/--selector, not both")
+        chosen = _store.selector(args)
+        scope = bool(args.all_namespaces and kind.namespaced)
+        ns = _store.namespace(args) if kind.namespaced else None
+        return [(kind, (o.get("metadata") or {}).get("namespace") if kind.namespaced else None, o["metadata"]["name"])
+                for o in store.list(kind.plural, ns, all_namespaces=scope) if chosen.matches(o)]
     if not args.names:
-        raise InputError(f"NAME: which {kind.plural} to delete? (deleting all is not supported)")
+        raise InputError(f"NAME: which {kind.plural} to delete? (or --all, or -l SELECTOR)")
     ns = _store.namespace(args) if kind.namespaced else None
     return [(kind, ns, name) for name in args.names]
 
 
 def run(args: argparse.Namespace) -> int:
-    targets = _targets(args)
     store = _store.open_store(args, write=True)
+    targets = _targets(store, args)
+    if not targets and (args.all or args.selector is not None):
+        print("No resources found", file=sys.stderr)
+        return 0
     missing = []
     for kind, ns, name in targets:
         try:

@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 from driver import DEFAULT_DRIVER_NAME
 from driver.commands import common
-from driver.tables import TABLE_WIDTH
+from driver.tables import terminal_width
 from driver.errors import InputError
 
 TOUR = "tour"
@@ -47,16 +47,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser, "--features", None,
         "gates G=true|false,... for the inventory and for every scenario, on top of each scenario's own gates "
         "(checks that rely on a scenario's gates may then fail: that is what the gate changes)")
+    common.add_flag(parser, "--personality", None, "show the node as this personality publishes it (nvidia: "
+                    "NVIDIA's GPU and SR-IOV drivers) and run only its scenarios (default fake-dra)")
     parser.set_defaults(func=run)
 
 
 def _section(out: TextIO, title: str) -> None:
-    out.write(f"\n== {title} {'=' * max(0, 96 - len(title))}\n")
+    out.write(f"\n== {title} {'=' * max(0, terminal_width() - 4 - len(title))}\n")
     out.flush()
 
 
 def _wrapped(text: str, indent: str = "    ") -> str:
-    return textwrap.fill(text, width=TABLE_WIDTH, subsequent_indent=indent, break_long_words=False,
+    return textwrap.fill(text, width=terminal_width(), subsequent_indent=indent, break_long_words=False,
                          break_on_hyphens=False)
 
 
@@ -74,15 +76,22 @@ def _inventory_lines(inv: Any) -> list[str]:
     return lines
 
 
-def _slice_lines(pool: Any) -> list[str]:
+def _type(device: dict) -> str:
+    """The device's `type` attribute (a driver without one, the SR-IOV driver's VFs: "device")."""
+    value = device["attributes"].get("type")
+    return next(iter(value.values())) if value else "device"
+
+
+def _slice_lines(pool: Any, driver: str = DEFAULT_DRIVER_NAME) -> list[str]:
     devices = pool.devices()
-    types = Counter(next(iter(d["attributes"]["type"].values())) for d in devices.values())
+    types = Counter(_type(d) for d in devices.values())
     groups: dict[str, set[str]] = {}
     for d in devices.values():
-        t = next(iter(d["attributes"]["type"].values()))
+        t = _type(d)
         for cc in d.get("consumesCounters") or []:
             groups.setdefault(t, set()).update(cc.get("compatibilityGroups") or [])
     lines = [
+        ("" if driver == DEFAULT_DRIVER_NAME else f"{driver}: ") +
         f"{len(pool.slices)} slices in pool {pool.name!r}: {len(pool.counter_sets())} counter sets, {len(devices)} devices "
         f"({', '.join(f'{n} {t}' for t, n in sorted(types.items()))})",
     ]
@@ -101,8 +110,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from driver.e2e import partition_map
     from driver.e2e.scenario import load_scenarios
     from driver.e2e.local import NODE as DEMO_NODE
+    from driver.commands._personality import profiles_from_args
     from driver.hardware import load_catalog
-    from driver.slices import render_pool, to_resource_slices
+    from driver.personality import DEFAULT_PERSONALITY
+    from driver.slices import to_resource_slices
 
     out = out or sys.stdout
     if args.junit:
@@ -114,22 +125,27 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             f"--profile {args.profile}: the e2e scenarios are written for the 'demo' node (their steps name its "
             "devices), so they would not test anything on another one; add --inventory-only to look at "
             f"{args.profile}, or run scenarios written for it with `fake-dra e2e --scenarios-dir DIR`")
+    personality = getattr(args, "personality", None) or DEFAULT_PERSONALITY
+    profiles = profiles_from_args(args, config={})
     # A typo'd --scenario is refused before the inventory, not after it.
-    scenarios = None if args.inventory_only else load_scenarios(names=args.scenario)
+    scenarios = None if args.inventory_only else [s for s in load_scenarios(names=args.scenario)
+                                                  if s.personality == personality or args.scenario]
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="fake-dra-demo-"))
     try:
         sysfs = work / "sysfs"
         make_sysfs(args.profile, sysfs)
         inventory = discover(sysfs, load_catalog())
-        pool = render_pool(inventory, features, node_name=DEMO_NODE, driver_name=DEFAULT_DRIVER_NAME)
+        pools = [(p.name, p.render(inventory, features, node_name=DEMO_NODE)) for p in profiles]
         _section(out, f"Node inventory (fake sysfs profile {args.profile!r} in {sysfs})")
         out.write("\n".join(_inventory_lines(inventory)) + "\n")
         off = [g for g, on in features.as_gates().items() if not on]
-        _section(out, f"ResourceSlices of node {DEMO_NODE} (gates off: {', '.join(off) or 'none'})")
-        out.write("\n".join(_slice_lines(pool)) + "\n")
-        _section(out, "GPU partition map (before: nothing allocated)")
-        out.write(partition_map.render(to_resource_slices(pool), [], DEFAULT_DRIVER_NAME) + "\n")
+        as_whom = "" if personality == DEFAULT_PERSONALITY else f", as the {personality} personality publishes them"
+        _section(out, f"ResourceSlices of node {DEMO_NODE} (gates off: {', '.join(off) or 'none'}{as_whom})")
+        out.write("\n".join(line for driver, pool in pools for line in _slice_lines(pool, driver)) + "\n")
+        if personality == DEFAULT_PERSONALITY:  # the map draws fake-dra's counters and groups
+            _section(out, "GPU partition map (before: nothing allocated)")
+            out.write(partition_map.render(to_resource_slices(pools[0][1]), [], DEFAULT_DRIVER_NAME) + "\n")
         if args.inventory_only:
             return 0
         return _run_e2e(args, scenarios, out, started)

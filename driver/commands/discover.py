@@ -44,6 +44,7 @@ def render_table(inv: Inventory) -> str:
                  len(g.mdev_types) or "-", g.pci.numa_node, g.pci.pcie_root]
                 for g in inv.gpus
             ],
+            wrap=[2],  # a product name wraps at its spaces rather than widen the table
         ))
     out.append("")
     plain = sum(1 for n in inv.nics if not n.sriov)
@@ -57,6 +58,7 @@ def render_table(inv: Inventory) -> str:
                  f"{len(n.vfs)}/{n.total_vfs}" if n.sriov else "no SR-IOV", n.pci.numa_node, n.pci.pcie_root]
                 for n in inv.nics
             ],
+            wrap=[3],
         ))
     out.append("")
     out.append(f"Warnings ({len(inv.warnings)})")

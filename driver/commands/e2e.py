@@ -43,6 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="write the generated manifests (DeviceClasses, examples) under DEPLOY_DIR and exit")
     common.add_flag(parser, "--kubeconfig", None, "kind: kubeconfig (default $KUBECONFIG)")
     common.add_driver_name(parser)
+    common.add_flag(parser, "--personality", None, "run only the scenarios of this personality (a scenario names "
+                    "its own with `personality:`; default: every scenario)")
     parser.set_defaults(func=run)
 
 
@@ -64,10 +66,17 @@ def run(args: argparse.Namespace) -> int:
     deploy = common.output_dir(args.render_manifests, "--render-manifests") if args.render_manifests else None
     if args.jobs < 1:
         raise InputError(f"--jobs: must be at least 1, got {args.jobs}")
+    common.require_driver_name(args)
     scenarios = load_scenarios(args.scenarios_dir, args.scenario)
+    if args.personality:
+        from driver.personality import personality_named
+
+        personality_named(args.personality)  # a typo is an error, not an empty run
+        scenarios = [s for s in scenarios if s.personality == args.personality]
     if args.list:
         for s in scenarios:
-            print(f"{s.name:<24} {'' if s.kind else '(local only) '}{s.reason}")
+            tags = ("" if s.kind else "(local only) ") + (f"[{s.personality}] " if s.personality != "fake-dra" else "")
+            print(f"{s.name:<24} {tags}{s.reason}")
         return 0
     if deploy is not None:
         root = deploy

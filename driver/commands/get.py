@@ -5,6 +5,9 @@
     fake-dra get resourceslices -o wide         with generation, devices, counter sets
     fake-dra get resourceclaims -A              every namespace
     fake-dra get deviceclasses,resourceclaims   several kinds
+    fake-dra get resourceclaims -l team=ml      only claims labelled team=ml
+    fake-dra get resourceclaims -o jsonpath='{.items[*].metadata.name}'
+                                                kubectl's JSONPath templates
 
 Exit 0; 1 when a named object does not exist (kubectl's NotFound); 2 for bad input.
 """
@@ -16,7 +19,7 @@ import sys
 
 from driver.commands import _objects, _store
 from driver.errors import InputError, NotFoundError
-from driver.store.kinds import Kind, resolve
+from driver.store.kinds import Kind, known_kinds, resolve
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,12 +27,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "get", help="list or show objects of the local object store (kubectl get)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kind", metavar="KIND",
-                        help="deviceclasses, resourceclaims, resourceclaimtemplates, resourceslices, nodes or pods (plural, "
-                             "singular or Kind; comma-separated for several)")
+                        help=f"{known_kinds()} (plural, singular, short name or Kind; comma-separated for several)")
     parser.add_argument("names", nargs="*", default=[], metavar="NAME", help="only these objects")
-    parser.add_argument("-o", "--output", choices=_objects.OUTPUTS, default="table",
-                        help="table (default), wide, yaml, json or name")
+    output = parser.add_argument("-o", "--output", type=_objects.output_format, default="table",
+                                 help="table (default), wide, yaml, json, name or jsonpath=TEMPLATE")
+    output.completions = (*_objects.OUTPUTS, _objects.JSONPATH)  # for `fake-dra completion`
     parser.add_argument("-A", "--all-namespaces", action="store_true", help="namespaced kinds: every namespace")
+    _store.add_selector_flag(parser)
     _store.add_namespace_flag(parser)
     _store.add_store_flag(parser)
     parser.set_defaults(func=run)
@@ -38,7 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _fetch(store, kind: Kind, args: argparse.Namespace) -> list[dict]:
     ns = _store.namespace(args) if kind.namespaced else None
     if not args.names:
-        return store.list(kind.plural, ns, all_namespaces=bool(args.all_namespaces and kind.namespaced))
+        found = store.list(kind.plural, ns, all_namespaces=bool(args.all_namespaces and kind.namespaced))
+        return [obj for obj in found if args.label_selector.matches(obj)]
     if args.all_namespaces and kind.namespaced:
         raise InputError("a resource cannot be retrieved by name across all namespaces (drop -A or the NAME)")
     out = []
@@ -57,10 +62,18 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("KIND: required (e.g. resourceclaims)")
     if args.names and len(kinds) > 1:
         raise InputError("NAME: give names with a single kind")
+    args.label_selector = _store.selector(args)
+    if args.names and args.selector:
+        raise InputError("--selector: give either NAMEs or a selector, not both (as kubectl)")
     store = _store.open_store(args, write=False)
     found = [(kind, obj) for kind in kinds for obj in _fetch(store, kind, args)]
-    if args.output in ("yaml", "json"):
+    if args.output in ("yaml", "json") or args.output.startswith(_objects.JSONPATH):
         value = found[0][1] if args.names and len(found) == 1 else _objects.as_list([o for _, o in found])
+        if args.output.startswith(_objects.JSONPATH):
+            from driver.commands._jsonpath import render
+
+            sys.stdout.write(render(args.output[len(_objects.JSONPATH):], value))
+            return 0
         sys.stdout.write(_objects.dump(value, args.output))
         return 0
     if args.output == "name":

@@ -29,6 +29,11 @@ from driver.commands import _store, common
 from driver.errors import FakeDraError, InputError, NotFoundError
 
 HEALTH_STATES = ("HEALTHY", "UNHEALTHY", "UNKNOWN")
+# The kubelet gives NodePrepareResources/NodeUnprepareResources 45 s (pkg/kubelet/cm/dra: the plugin
+# client's default call timeout). The plugin plans within the deadline it is given (its status
+# writer starts a write only with 5 s left), so playing the kubelet with less changes what it does.
+KUBELET_CALL_TIMEOUT_S = 45.0
+QUICK_TIMEOUT_S = 5.0  # a liveness probe's answer, or a health snapshot, comes at once or not at all
 
 
 class ProbeFailed(FakeDraError):
@@ -40,9 +45,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "probe", help="liveness check, or prepare/unprepare a claim and watch health over the plugin's sockets",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     common.add_driver_name(parser)
+    common.add_personality(parser)
     common.add_node_name(parser)
     common.add_kubelet_dirs(parser, sockets_only=True)
-    common.add_flag(parser, "--timeout", "5", "seconds for each gRPC call, and for --until (default 5)")
+    common.add_flag(parser, "--timeout", None,
+                    f"seconds for each gRPC call, and for --until (default: {KUBELET_CALL_TIMEOUT_S:g} for --prepare and "
+                    f"--unprepare, the kubelet's own deadline; {QUICK_TIMEOUT_S:g} for the liveness check and --health)")
     common.add_flag(parser, "--wait", "0", "retry until the plugin answers, for up to this many seconds "
                     "(default 0: try once)", metavar="SECONDS")
     action = parser.add_mutually_exclusive_group()
@@ -62,6 +70,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _check_flags(args: argparse.Namespace) -> None:
     """Durations become floats on `args`; the socket and CDI directories are resolved like `run` does."""
+    if args.timeout is None:
+        args.timeout = KUBELET_CALL_TIMEOUT_S if (args.prepare or args.unprepare) else QUICK_TIMEOUT_S
     args.timeout = common.positive_seconds(args.timeout, "--timeout")
     try:
         args.wait = float(args.wait)
@@ -71,8 +81,11 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise InputError(f"--wait: must be zero or positive, got {args.wait!r}")
     if (args.device or args.until) and not args.health:
         raise InputError("--device and --until go with --health")
+    from driver.commands._personality import profiles_from_args
     from driver.plugin.server import SocketPaths
 
+    # The personality's first driver unless --driver-name picks another (NVIDIA's SR-IOV plugin).
+    args.profile = profiles_from_args(args, config={})[0]
     node = getattr(args, "node_name", None)
     args.dirs = common.node_dirs(args, args.driver_name, node, sockets_only=not (args.prepare or args.unprepare))
     args.sockets = SocketPaths.for_driver(args.dirs.plugins, args.dirs.registry, args.driver_name, args.dirs.defaults)
@@ -145,7 +158,7 @@ def _prepared_specs(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The claims (namespace, name, uid) recorded in this driver's CDI specs."""
     out = []
     key = f"{args.driver_name}/prepared"
-    for path in sorted(args.dirs.cdi.glob(f"k8s.{args.driver_name}_*.json")):
+    for path in sorted(args.dirs.cdi.glob(f"{args.profile.cdi.file_prefix}*.json")):
         try:
             note = json.loads(path.read_text()).get("annotations", {}).get(key)
             ref = json.loads(note) if note else None
@@ -160,12 +173,13 @@ def _spec_env(args: argparse.Namespace, uid: str) -> tuple[Path, dict[str, list[
     """The claim's CDI spec path and its env per CDI device name ({} when unreadable)."""
     from driver.state.cdi import CdiWriter
 
-    path = CdiWriter(args.dirs.cdi, args.driver_name).spec_path(uid)
+    path = CdiWriter(args.dirs.cdi, args.driver_name, args.profile.cdi).spec_path(uid)
     try:
         spec = json.loads(path.read_text())
     except (OSError, ValueError):
         return path, {}
-    return path, {d.get("name", ""): list((d.get("containerEdits") or {}).get("env") or [])
+    common_env = list((spec.get("containerEdits") or {}).get("env") or [])  # every container of the claim
+    return path, {d.get("name", ""): common_env + list((d.get("containerEdits") or {}).get("env") or [])
                   for d in spec.get("devices") or [] if isinstance(d, dict)}
 
 

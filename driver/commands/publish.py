@@ -67,7 +67,7 @@ def backend_from_args(args: argparse.Namespace, *, write: bool = True) -> Any:
     return store_backend(ObjectStore(common.store_dir(args, write=write)))
 
 
-def detector_from_args(args: argparse.Namespace, backend: Any, interval_s: float) -> Any:
+def detector_from_args(args: argparse.Namespace, backend: Any, interval_s: float, driver_name: str | None = None) -> Any:
     from driver.publish import make_detector
 
     for flag in ("--metrics-token-file", "--metrics-ca-file"):
@@ -81,7 +81,7 @@ def detector_from_args(args: argparse.Namespace, backend: Any, interval_s: float
     except InputError as exc:
         raise InputError(str(exc).replace("--features", "--scheduler-features")) from None
     return make_detector(
-        backend, node_name=common.require_node_name(args), driver_name=common.require_driver_name(args),
+        backend, node_name=common.require_node_name(args), driver_name=driver_name or common.require_driver_name(args),
         overrides=parse_gates(getattr(args, "features", None)),
         scheduler_metrics_url=getattr(args, "scheduler_metrics_url", None), scheduler_flags=sched,
         metrics_token_file=getattr(args, "metrics_token_file", None),
@@ -90,36 +90,40 @@ def detector_from_args(args: argparse.Namespace, backend: Any, interval_s: float
     )
 
 
-def renderer_from_args(args: argparse.Namespace) -> Any:
-    """features -> Pool, re-discovering the sysfs tree on every call (picks up hotplug)."""
+def renderers_from_args(args: argparse.Namespace) -> list[tuple[Any, Any]]:
+    """(driver profile, features -> Pool) for each driver of the --personality, re-discovering the
+    sysfs tree on every call (picks up hotplug). `render(features, hidden=...)` leaves out the
+    devices a driver stops offering while their siblings are prepared."""
+    from driver.commands._personality import profiles_from_args
     from driver.discovery import discover
     from driver.hardware import load_catalog
-    from driver.slices import SliceConfig, render_pool
 
     node = common.require_node_name(args)
-    common.require_driver_name(args)
     config = common.load_driver_config(getattr(args, "driver_config", None))
+    profiles = profiles_from_args(args, config)
+    common.require_driver_name(args)
     catalog = load_catalog(config.get("hardware"))
-    slice_config = SliceConfig.from_dict(config.get("slices"))
     root = common.existing_dir(args.sysfs_root, "--sysfs-root")
 
-    def render(features: Features) -> Any:
-        return render_pool(discover(root, catalog), features, node_name=node, driver_name=args.driver_name,
-                           config=slice_config)
-    return render
+    def renderer(profile: Any) -> Any:
+        def render(features: Features, hidden: frozenset[str] = frozenset()) -> Any:
+            return profile.render(discover(root, catalog), features, node_name=node, hidden=hidden)
+        return render
+    return [(profile, renderer(profile)) for profile in profiles]
 
 
 def build_publisher(args: argparse.Namespace, backend: Any, render: Any, interval_s: float,
-                    metrics_registry: Any = None) -> Any:
-    """Publisher with gate detection (explicit --features still win per gate)."""
+                    metrics_registry: Any = None, driver_name: str | None = None) -> Any:
+    """Publisher of one driver's pool with gate detection (explicit --features still win per gate)."""
     from driver.publish import Publisher
     from driver.publish.metrics import PublishMetrics
     from driver.publish.wiring import check_local_switch
 
-    detector = detector_from_args(args, backend, interval_s)
+    name = driver_name or args.driver_name
+    detector = detector_from_args(args, backend, interval_s, driver_name=name)
     check_local_switch(backend, detector.overrides)
     return Publisher(backend, render, detector, interval_s, node_name=common.require_node_name(args),
-                     driver_name=args.driver_name, delete_on_exit=bool(getattr(args, "delete_slices_on_exit", False)),
+                     driver_name=name, delete_on_exit=bool(getattr(args, "delete_slices_on_exit", False)),
                      metrics=PublishMetrics(metrics_registry))
 
 
@@ -136,11 +140,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _print(result: Any, backend: Any, output: str) -> None:
+def _stats(result: Any, backend: Any) -> dict[str, Any]:
     stats = result.stats.as_dict()
     stats["requests"] = getattr(backend, "requests", None)
     stats["backend"] = backend.kind
     stats["features"] = str(result.features)
+    return stats
+
+
+def _print(result: Any, backend: Any, output: str) -> None:
+    stats = _stats(result, backend)
     if output == "json":
         print(json.dumps(stats, indent=2))
         return
@@ -161,36 +170,58 @@ def run(args: argparse.Namespace) -> int:
 
         parse_addr(args.metrics_addr)  # also with --once, which serves no metrics: a typo is still a typo
     backend = backend_from_args(args)
-    publisher = build_publisher(args, backend, renderer_from_args(args), interval)
+    renderers = renderers_from_args(args)
+    # One publisher per driver of the personality (NVIDIA's: the GPU driver and the SR-IOV driver, each
+    # its own pool); the first driver's publish metrics are the ones --metrics-addr serves.
+    publishers = [build_publisher(args, backend, render, interval, driver_name=profile.name)
+                  for profile, render in renderers]
     if args.once:
-        _print(publisher.run_once(), backend, args.output)
+        results = [(p, p.run_once()) for p in publishers]
+        _print_all(results, backend, args.output)
         if args.delete_slices_on_exit:
-            publisher.stop()
+            for publisher in publishers:
+                publisher.stop()
         return 0
-    metrics_server = publisher.metrics.serve(args.metrics_addr) if args.metrics_addr else None
+    metrics_server = publishers[0].metrics.serve(args.metrics_addr) if args.metrics_addr else None
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
-    signal.signal(signal.SIGHUP, lambda *_: publisher.trigger())  # re-scan the inventory now
-    watcher = _hotplug_watcher(args, publisher)
-    publisher.start()
-    log.info("publishing", extra={"interval_s": interval, "backend": backend.kind})
+    signal.signal(signal.SIGHUP, lambda *_: [p.trigger() for p in publishers])  # re-scan the inventory now
+    watcher = _hotplug_watcher(args, publishers)
+    for publisher in publishers:
+        publisher.start()
+    log.info("publishing", extra={"interval_s": interval, "backend": backend.kind,
+                                  "drivers": [p.driver_name for p in publishers]})
     done.wait()
     if watcher is not None:
         watcher.stop()
-    publisher.stop()
+    for publisher in publishers:
+        publisher.stop()
     if metrics_server is not None:
         metrics_server.shutdown()
     return 0
 
 
-def _hotplug_watcher(args: argparse.Namespace, publisher: Any) -> Any:
+def _print_all(results: list[tuple[Any, Any]], backend: Any, output: str) -> None:
+    """One driver: its statistics as always; several: one block (text) or entry (JSON) per driver."""
+    if len(results) == 1:
+        _print(results[0][1], backend, output)
+        return
+    if output == "json":
+        print(json.dumps([{"driver": p.driver_name, **_stats(r, backend)} for p, r in results], indent=2))
+        return
+    for publisher, result in results:
+        print(f"driver={publisher.driver_name}")
+        _print(result, backend, output)
+
+
+def _hotplug_watcher(args: argparse.Namespace, publishers: list[Any]) -> Any:
     """udev events on a real host trigger a pass; fake sysfs roots rely on the interval and SIGHUP."""
     from driver.discovery import udev
 
     if not udev.udev_usable(args.sysfs_root):
         return None
-    watcher = udev.HotplugWatcher(lambda event: publisher.trigger())
+    watcher = udev.HotplugWatcher(lambda event: [p.trigger() for p in publishers])
     try:
         watcher.start()
     except Exception as exc:  # noqa: BLE001 - hotplug is an optimisation; the interval still re-scans

@@ -108,7 +108,7 @@ def _claim_source(args: argparse.Namespace, deadline_s: float) -> Any:
     log.info("reading claims from the local object store", extra={"store": str(root)})
     from driver.commands._local import seed_device_classes
 
-    seed_device_classes(store, args.driver_name)
+    seed_device_classes(store, [dc for profile in args.profiles for dc in profile.device_classes()])
     return StoreClaimSource(store)
 
 
@@ -157,7 +157,7 @@ def _node_dirs(args: argparse.Namespace, driver_name: str, node: str) -> common.
         common.output_dir(path, flag)
     if dirs.local_root is not None:
         log.info(f"local mode: sockets, CDI specs and checkpoint under {dirs.local_root}",
-                 extra={"state_dir": str(dirs.local_root)})
+                 extra={"state_dir": str(dirs.local_root), "driver": driver_name})
     else:
         log.info("kubelet directories", extra={"defaults": dirs.origin, "plugins": str(dirs.plugins),
                                                "registry": str(dirs.registry), "cdi_root": str(dirs.cdi)})
@@ -165,6 +165,7 @@ def _node_dirs(args: argparse.Namespace, driver_name: str, node: str) -> common.
 
 
 def _log_inventory(pool: Any, driver_name: str) -> None:
+    """The start-up summary of one driver's pool (and its warnings)."""
     from driver.commands._startup import inventory_summary
 
     message, fields = inventory_summary(pool, driver_name)
@@ -184,15 +185,16 @@ def _check_local_switch(args: argparse.Namespace) -> None:
         check_local_switch(backend_from_args(args), parse_gates(args.features))
 
 
-def start_publisher(args: argparse.Namespace, render: Callable[[Features], Any], interval_s: float,
-                    registry: Any) -> Any | None:
+def start_publisher(args: argparse.Namespace, render: Callable[..., Any], interval_s: float,
+                    registry: Any, driver_name: str) -> Any | None:
     """The single place `run` wires slice publishing; the flag -> backend/detector/Publisher
     translation is shared with `fake-dra publish` (driver.commands.publish). None when disabled."""
     if args.no_publish:
         return None
     from driver.commands.publish import backend_from_args, build_publisher
 
-    publisher = build_publisher(args, backend_from_args(args), render, interval_s, metrics_registry=registry)
+    publisher = build_publisher(args, backend_from_args(args), render, interval_s, metrics_registry=registry,
+                                driver_name=driver_name)
     if publisher.backend.kind == "store":
         # Local mode: the first pass completes before the sockets open, so a script that waits for
         # the plugin (`fake-dra probe --wait`) finds the slices for `fake-dra apply --allocate`.
@@ -201,22 +203,80 @@ def start_publisher(args: argparse.Namespace, render: Callable[[Features], Any],
     return publisher
 
 
+class _Agent:
+    """One driver's kubelet plugin on this node: its pool cache, prepared state, health model,
+    sockets and publisher. A personality with two drivers (NVIDIA's GPUs and the SR-IOV driver's
+    NICs) runs two agents in one process, as two plugins would run on a real node."""
+
+    def __init__(self, args: argparse.Namespace, profile: Any, render: Callable[..., Any], node: str,
+                 dirs: common.NodeDirs, claims: Any, several: bool) -> None:
+        from driver.plugin.metrics import PluginMetrics
+        from driver.plugin.server import PluginServer, SocketPaths, check_sockets
+        from driver.state.cdi import CdiWriter
+        from driver.state.checkpoint import CheckpointStore, read_boot_id
+        from driver.state.health import HealthModel
+        from driver.state.names import check_subdomain
+        from driver.state.pool import PoolCache
+        from driver.state.prepare import DeviceState
+
+        driver_name = check_subdomain(profile.name, "--driver-name", 63)
+        self.profile, self.render = profile, render
+        paths = SocketPaths.for_driver(dirs.plugins, dirs.registry, driver_name, dirs.defaults)
+        # The plugin checks claims against the hardware truth: the pool rendered with every gate on
+        # (all modes, compatibility groups, valueFrom), whatever the publisher detected for the
+        # scheduler. Device names do not depend on gates, so allocations from any published variant
+        # are found, and revalidation still knows which modes exclude each other (version skew).
+        self.pool_cache = PoolCache(lambda: render(Features.all_on()), max_age_s=max(15.0, args.health_interval))
+        _log_inventory(self.pool_cache.refresh(), driver_name)  # also fails fast on a broken sysfs root or config
+        # Several drivers and one --state-dir: each keeps its checkpoint in a directory of its own.
+        state_dir = dirs.state / driver_name if several and getattr(args, "state_dir", None) else dirs.state
+        checkpoint = CheckpointStore(state_dir, driver_name=driver_name, node_name=node,
+                                     boot_id=read_boot_id(args.boot_id_file))
+        # Sockets are probed as soon as this process owns the state directory and before it touches
+        # anything: a live one belongs to another instance (a surge successor waits for the lock first).
+        self.state = DeviceState(driver_name=driver_name, claims=claims, pool=self.pool_cache,
+                                 cdi=CdiWriter(dirs.cdi, driver_name, profile.cdi), checkpoint=checkpoint,
+                                 crash_hook=_crash_hook(), when_owned=lambda: check_sockets(paths), profile=profile,
+                                 **_device_info(args, claims, driver_name, state_dir))
+        log.info(f"restored {self.state.count()} prepared claims",
+                 extra={"claims": self.state.count(), "state_dir": str(state_dir), "driver": driver_name})
+
+        def devices():
+            # Faults are read every health interval (cheap); the inventory is rediscovered when the
+            # cache is older than 15 s, so a vanished device turns UNKNOWN well inside the 30 s lease.
+            pool, devs = self.pool_cache.get()
+            return pool.name, devs
+
+        self.metrics = PluginMetrics.create()
+        self.metrics.prepared.set(self.state.count())
+        self.server = PluginServer(driver_name=driver_name, paths=paths, state=self.state,
+                                   health=HealthModel(args.sysfs_root, devices, driver_name).snapshot,
+                                   metrics=self.metrics, health_interval_s=args.health_interval)
+        self.publisher: Any = None
+
+    def publish_render(self, features: Features) -> Any:
+        """What the publisher publishes: the pool without the devices the driver stops offering while
+        a sibling of theirs is prepared (NVIDIA's passthrough; nothing for the others)."""
+        hidden = self.profile.hidden_by(self.state.prepared_devices(), self.pool_cache.get(refresh_if_stale=False)[1])
+        return self.render(features, hidden=hidden)
+
+    def start(self, args: argparse.Namespace, publish_interval: float) -> None:
+        self.publisher = start_publisher(args, self.publish_render, publish_interval, self.metrics.registry,
+                                         self.profile.name)
+        if self.publisher is not None and self.profile.hides_siblings:
+            # Republish before answering the kubelet, as NVIDIA's plugin does after a prepare or unprepare
+            # with PassthroughSupport: the prepared device's sibling leaves (or rejoins) the slice.
+            self.state.after_change = self.publisher.run_once
+        self.server.start()
+
+
 def run(args: argparse.Namespace) -> int:
-    from driver.plugin.metrics import PluginMetrics
-    from driver.plugin.server import PluginServer, SocketPaths, check_sockets
-    from driver.state.cdi import CdiWriter
     from driver.metrics import parse_addr
-    from driver.state.checkpoint import CheckpointStore, read_boot_id
-    from driver.state.health import HealthModel
-    from driver.state.names import check_subdomain
-    from driver.state.pool import PoolCache
-    from driver.state.prepare import DeviceState
 
     node = common.require_node_name(args)
-    driver_name = check_subdomain(args.driver_name, "--driver-name", 63)
     # Every flag is checked before anything starts: a bad --grace-period must not surface only at
     # SIGTERM (skipping the drain and socket clean-up), nor --publish-interval with sockets up.
-    health_interval = common.positive_seconds(args.health_interval, "--health-interval")
+    args.health_interval = common.positive_seconds(args.health_interval, "--health-interval")
     publish_interval = common.positive_seconds(args.publish_interval, "--publish-interval")
     grace_s = common.positive_seconds(args.grace_period, "--grace-period")
     api_deadline = common.positive_seconds(args.api_deadline, "--api-deadline")
@@ -224,58 +284,46 @@ def run(args: argparse.Namespace) -> int:
         parse_addr(args.metrics_addr)
     if not args.no_publish:
         _check_local_switch(args)  # before anything is created or locked
-    dirs = _node_dirs(args, driver_name, node)
-    paths = SocketPaths.for_driver(dirs.plugins, dirs.registry, driver_name, dirs.defaults)
+    from driver.commands.publish import renderers_from_args
+
+    renderers = renderers_from_args(args)
+    args.profiles = [profile for profile, _ in renderers]
+    dirs = [_node_dirs(args, profile.name, node) for profile in args.profiles]  # checked before anything opens
     claims = _claim_source(args, api_deadline)
-    from driver.commands.publish import renderer_from_args
+    agents = [_Agent(args, profile, render, node, d, claims, len(renderers) > 1)
+              for (profile, render), d in zip(renderers, dirs, strict=True)]
+    from driver.commands._startup import empty_inventory_warning
 
-    render = renderer_from_args(args)
-    # The plugin checks claims against the hardware truth: the pool rendered with every gate on
-    # (all modes, compatibility groups, valueFrom), whatever the publisher detected for the
-    # scheduler. Device names do not depend on gates, so allocations from any published variant
-    # are found, and revalidation still knows which modes exclude each other (version skew).
-    pool_cache = PoolCache(lambda: render(Features.all_on()), max_age_s=max(15.0, health_interval))
-    _log_inventory(pool_cache.refresh(), driver_name)  # also fails fast on a broken sysfs root or config
-
-    state_dir = dirs.state
-    checkpoint = CheckpointStore(state_dir, driver_name=driver_name, node_name=node,
-                                 boot_id=read_boot_id(args.boot_id_file))
-    # Sockets are probed as soon as this process owns the state directory and before it touches
-    # anything: a live one belongs to another instance (a surge successor waits for the lock first).
-    state = DeviceState(driver_name=driver_name, claims=claims, pool=pool_cache,
-                        cdi=CdiWriter(dirs.cdi, driver_name), checkpoint=checkpoint, crash_hook=_crash_hook(),
-                        when_owned=lambda: check_sockets(paths), **_device_info(args, claims, driver_name, state_dir))
-    log.info(f"restored {state.count()} prepared claims", extra={"claims": state.count(), "state_dir": str(state_dir)})
-
-    def devices():
-        # Faults are read every health interval (cheap); the inventory is rediscovered when the
-        # cache is older than 15 s, so a vanished device turns UNKNOWN well inside the 30 s lease.
-        pool, devs = pool_cache.get()
-        return pool.name, devs
-
-    metrics = PluginMetrics.create()
-    metrics.prepared.set(state.count())
-    health = HealthModel(args.sysfs_root, devices, driver_name)
-    server = PluginServer(driver_name=driver_name, paths=paths, state=state, health=health.snapshot,
-                          metrics=metrics, health_interval_s=health_interval)
-    metrics_server = metrics.serve(args.metrics_addr) if args.metrics_addr else None
+    empty = empty_inventory_warning([agent.pool_cache.get(refresh_if_stale=False)[0] for agent in agents],
+                                    args.sysfs_root)
+    if empty:
+        log.warning(empty, extra={"sysfs_root": args.sysfs_root})
+    # --metrics-addr serves the first driver's metrics (a second driver's are kept, not exported).
+    metrics_server = agents[0].metrics.serve(args.metrics_addr) if args.metrics_addr else None
 
     signals = _Signals()
-    publisher = start_publisher(args, render, publish_interval, metrics.registry)
+    started: list[_Agent] = []
     try:
-        server.start()
+        for agent in agents:
+            started.append(agent)
+            agent.start(args, publish_interval)
     except BaseException:
-        if publisher is not None:
-            publisher.stop()
+        for agent in started:
+            if agent.publisher is not None:
+                agent.publisher.stop()
+            _hand_over(agent.server, agent.state, grace_s)
         raise
     try:
         while signals.wait():  # SIGHUP: re-scan the inventory now (with --no-publish too)
-            _rescan(pool_cache, publisher)
+            for agent in agents:
+                _rescan(agent.pool_cache, agent.publisher)
     finally:
         log.info("shutting down")
-        if publisher is not None:
-            publisher.stop()
-        _hand_over(server, state, grace_s)
+        for agent in agents:
+            if agent.publisher is not None:
+                agent.publisher.stop()
+        for agent in agents:
+            _hand_over(agent.server, agent.state, grace_s)
         if metrics_server is not None:
             metrics_server.shutdown()
     return 0

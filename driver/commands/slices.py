@@ -1,7 +1,8 @@
 """`fake-dra slices`: discover a (real or fake) sysfs tree and print the node's ResourceSlices.
 
 The same objects the publisher would write (generation 1), as multi-document YAML or a JSON List,
-so users can diff what a gate combination or a driver config changes before deploying it.
+so users can diff what a gate combination, a driver config or a personality changes before deploying
+it. A personality of two drivers prints both pools, the first driver's slices first.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 import yaml
 
 from driver.commands import common
-from driver.slices import SliceConfig, render_pool, to_resource_slices
+from driver.commands._personality import profiles_from_args
+from driver.slices import to_resource_slices
 
 
 class _NoAliasDumper(yaml.SafeDumper):
@@ -34,7 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common.add_node_name(parser)
     common.add_driver_name(parser)
     common.add_features(parser)
-    common.add_flag(parser, "--driver-config", None, "driver config file (hardware: and slices: sections)")
+    common.add_flag(parser, "--driver-config", None, "driver config file (hardware:, slices:, nvidia: and sriov: "
+                    "sections)")
+    common.add_personality(parser)
     parser.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml", help="output format")
     parser.add_argument("--generation", type=_generation, default=1, help="pool generation to stamp (default 1)")
     parser.set_defaults(func=run)
@@ -62,19 +66,15 @@ def run(args: argparse.Namespace) -> int:
     from driver.hardware import load_catalog
 
     node = common.require_node_name(args)
+    config = common.load_driver_config(args.driver_config)
+    profiles = profiles_from_args(args, config)
     common.require_driver_name(args)
     root = common.existing_dir(args.sysfs_root, "--sysfs-root")
-    config = common.load_driver_config(args.driver_config)
     catalog = load_catalog(config.get("hardware"))
     inventory = discover(root, catalog)
-    pool = render_pool(
-        inventory,
-        common.features_from(args),
-        node_name=node,
-        driver_name=args.driver_name,
-        config=SliceConfig.from_dict(config.get("slices")),
-    )
-    for warning in (*inventory.warnings, *pool.warnings):
+    features = common.features_from(args)
+    pools = [p.render(inventory, features, node_name=node) for p in profiles]
+    for warning in (*inventory.warnings, *(w for pool in pools for w in pool.warnings)):
         print(f"warning: {warning}", file=sys.stderr)
-    sys.stdout.write(dump(to_resource_slices(pool, args.generation), args.output))
+    sys.stdout.write(dump([obj for pool in pools for obj in to_resource_slices(pool, args.generation)], args.output))
     return 0

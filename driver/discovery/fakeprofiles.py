@@ -1,4 +1,5 @@
 """The named fake nodes (`fake-dra make-sysfs --profile NAME`): realistic topologies, small enough to test.
+The hosts of late 2026 (HGX B200, RTX PRO 6000, GH200) live in driver.discovery.fakeprofiles_2026.
 
 Addresses, root complexes and NUMA placement follow the shape of the real systems (DGX A100 puts each
 GPU and its ConnectX behind one PCIe switch, HGX H100/H200 one root complex per GPU). vGPU type names
@@ -10,6 +11,7 @@ of later releases. mdev type ids are the R510 vgpuConfig.xml ones where known (A
 
 from __future__ import annotations
 
+from driver.discovery.fakeprofiles_2026 import LATE_2026_PROFILES
 from driver.discovery.fakespec import (
     ASPEED, CLASS_3D, CLASS_BRIDGE_OTHER, CLASS_ETH, CLASS_NVME, CLASS_VGA, INTEL, MELLANOX, NVIDIA, REALTEK,
     SAMSUNG, FakeFunction, FakeMdev, SysfsProfile,
@@ -237,5 +239,6 @@ def _demo() -> SysfsProfile:
 
 
 PROFILES: dict[str, SysfsProfile] = {
-    p.name: p for p in (_demo(), _dgx_a100(), _dgx_a100_vgpu(), _h100(), _h200_vgpu(), _vgpu_host(), _no_gpu())
+    p.name: p for p in (_demo(), _dgx_a100(), _dgx_a100_vgpu(), _h100(), _h200_vgpu(), _vgpu_host(), _no_gpu(),
+                        *LATE_2026_PROFILES)
 }

@@ -13,11 +13,12 @@ Real sysfs never has this file.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from driver.discovery.fakeprofiles import PROFILES
 from driver.discovery.fakespec import (
-    AMD, ASPEED, BROADCOM_PLX, CLASS_PCI_BRIDGE, INTEL, MELLANOX, NVIDIA, REALTEK, SAMSUNG, FakeFunction,
+    AMD, ASPEED, BROADCOM_PLX, CLASS_3D, CLASS_PCI_BRIDGE, CLASS_VGA, INTEL, MELLANOX, NVIDIA, REALTEK, SAMSUNG, FakeFunction,
     FakeMdev, SysfsProfile, bdf_add,
 )
 from driver.errors import InputError
@@ -162,9 +163,27 @@ def profile_named(name: str, flag: str | None = None) -> SysfsProfile:
     return spec
 
 
-def make_sysfs(profile: str, out: Path) -> None:
-    """Write the fake sysfs tree of `profile` (a key of PROFILES) under `out` (created; must be empty)."""
-    write_profile(profile_named(profile), out)
+def make_sysfs(profile: str, out: Path, gpus: int | None = None) -> None:
+    """Write the fake sysfs tree of `profile` (a key of PROFILES) under `out` (created; must be empty);
+    `gpus`: keep only the first that many GPUs (by PCI address), everything else as it is."""
+    spec = profile_named(profile)
+    write_profile(spec if gpus is None else first_gpus(spec, gpus), out)
+
+
+def is_gpu(fn: FakeFunction) -> bool:
+    """An NVIDIA display or 3D controller (what discovery takes for a GPU; NVSwitches are bridges)."""
+    return fn.vendor == NVIDIA and fn.klass >> 8 in (CLASS_3D >> 8, CLASS_VGA >> 8)
+
+
+def first_gpus(spec: SysfsProfile, count: int) -> SysfsProfile:
+    """The profile with only its first `count` GPUs (a "2x H100" node from the 8-GPU HGX profile);
+    InputError when it has fewer."""
+    gpus = sorted((fn for fn in spec.functions if is_gpu(fn)), key=lambda fn: fn.bdf)
+    if count < 0 or count > len(gpus):
+        raise InputError(f"--gpus {count}: profile {spec.name} has {len(gpus)} GPU{'s' * (len(gpus) != 1)}; "
+                         f"give 0 to {len(gpus)}")
+    dropped = {fn.bdf for fn in gpus[count:]}
+    return replace(spec, functions=tuple(fn for fn in spec.functions if fn.bdf not in dropped))
 
 
 def write_profile(spec: SysfsProfile, out: Path) -> None:

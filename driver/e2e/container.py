@@ -28,10 +28,10 @@ def container_view(cdi_root: Path, cdi_ids: Sequence[str]) -> ContainerView:
     wanted = {i.split("=", 1)[1] for i in cdi_ids if "=" in i}
     view = ContainerView()
     for path in sorted(cdi_root.glob("*.json")):
-        for dev in json.loads(path.read_text()).get("devices") or []:
-            if dev.get("name") not in wanted:
-                continue
-            edits = dev.get("containerEdits") or {}
+        spec = json.loads(path.read_text())
+        chosen = [dev for dev in spec.get("devices") or [] if dev.get("name") in wanted]
+        # A spec's own containerEdits apply to every container that gets one of its devices (CDI).
+        for edits in ([spec.get("containerEdits") or {}] if chosen else []) + [d.get("containerEdits") or {} for d in chosen]:
             for item in edits.get("env") or []:
                 key, _, value = item.partition("=")
                 view.env[key] = value

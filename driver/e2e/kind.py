@@ -25,7 +25,7 @@ from typing import Any
 
 from driver import DEFAULT_DRIVER_NAME
 from driver.allocator.cluster import ClusterView
-from driver.e2e import partition_map
+from driver.allocator.usage import counters_left, usage_of
 from driver.e2e.manifests import NAMESPACE, class_name, namespace_object, pod_object, podgroup_object
 from driver.e2e.observe import Observation
 from driver.e2e.scenario import Scenario
@@ -81,6 +81,8 @@ class KindBackend:
     def skip_reason(self, scenario: Scenario) -> str | None:
         if not scenario.kind:
             return "local only (needs what Kubernetes 1.37 lacks, e.g. KEP-5941 valueFrom)"
+        if scenario.personality != "fake-dra":
+            return f"personality {scenario.personality}: the kind install (deploy/) runs fake-dra's own driver"
         if any(s.action == "gates" for s in scenario.steps):
             return "flips feature gates, which a running cluster cannot do"
         # valueFrom (DRASharedConsumableCapacity) is not in 1.37; scenarios that need it are local only.
@@ -229,7 +231,7 @@ class KindBackend:
 
     def _counters(self) -> dict:
         claims = k.list_items(self.api, "ResourceClaim")
-        return partition_map.remaining_counters(self._slices(), partition_map.holders(claims, self.driver_name))
+        return counters_left(usage_of(self._slices(), claims), self.driver_name)
 
     def _released(self, names: Sequence[str]) -> bool:
         deadline = time.monotonic() + 60

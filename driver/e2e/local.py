@@ -26,12 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from driver import DEFAULT_DRIVER_NAME, schema
 from driver.allocator.cluster import ClusterView
+from driver.allocator.usage import counters_left, usage_of
 from driver.discovery import discover, make_sysfs, set_fault
-from driver.e2e import partition_map
 from driver.e2e.container import container_view
-from driver.e2e.manifests import NAMESPACE, device_classes
+from driver.e2e.manifests import NAMESPACE
 from driver.e2e.observe import Observation
 from driver.e2e.plugin_proc import PluginDirs, PluginProcess
 from driver.e2e.scenario import Scenario
@@ -41,7 +43,7 @@ from driver.features import Features
 from driver.hardware import load_catalog
 from driver.plugin.client import ClaimResult
 from driver.publish.backend import LocalGateConfig
-from driver.slices import render_pool
+from driver.personality import DEFAULT_PERSONALITY, personality_named
 from driver.state.metadata import HOST_SUBDIR
 from driver.store.objectstore import ObjectStore
 
@@ -101,16 +103,28 @@ class LocalBackend:
         # Short path: AF_UNIX socket paths are limited to 107 bytes.
         self.dirs = PluginDirs(Path(tempfile.mkdtemp(prefix="fdra-", dir="/tmp")))
         self._slice_key = ("unset",)
-        make_sysfs(scenario.profile, self.dirs.sysfs)
+        make_sysfs(scenario.profile, self.dirs.sysfs, scenario.gpus)
+        # The scenario's personality: the harness plays the kubelet for its first driver (NVIDIA's
+        # personality also runs the SR-IOV plugin, whose claims this harness does not prepare).
+        self.profiles = personality_named(scenario.personality).drivers(
+            scenario.driver_config, None if scenario.personality != DEFAULT_PERSONALITY else self.driver_name)
+        if scenario.personality != DEFAULT_PERSONALITY:
+            self.driver_name = self.profiles[0].name
+        config_file = None
+        if scenario.driver_config:
+            config_file = self.dirs.root / "driver-config.yaml"
+            config_file.write_text(yaml.safe_dump(dict(scenario.driver_config)))
         self.store = ObjectStore(self.dirs.store)
-        for dc in device_classes(self.driver_name):
+        for dc in (dc for profile in self.profiles for dc in profile.device_classes()):
             self.store.create("deviceclasses", dc)
         self.features = scenario.features
         LocalGateConfig.write(self.dirs.store, self.features)  # the simulated control plane's gates
         self.pods: dict[str, _Pod] = {}
         self.podgroups: dict[str, str] = {}
         self.prepared: dict[str, _Prepared] = {}  # claim uid -> kubelet record
-        self.plugin = PluginProcess(self.dirs, node_name=NODE, driver_name=self.driver_name, features=self.features)
+        self.plugin = PluginProcess(self.dirs, node_name=NODE, driver_name=self.driver_name, features=self.features,
+                                    personality=None if scenario.personality == DEFAULT_PERSONALITY else scenario.personality,
+                                    driver_config=config_file)
         self.client = self.plugin.start()
         self._wait_for_pool()
 
@@ -129,8 +143,7 @@ class LocalBackend:
                     shutil.rmtree(self.dirs.root, ignore_errors=True)
 
     def _expected_devices(self) -> set[str]:
-        pool = render_pool(discover(self.dirs.sysfs, load_catalog()), self.features, node_name=NODE,
-                           driver_name=self.driver_name)
+        pool = self.profiles[0].render(discover(self.dirs.sysfs, load_catalog()), self.features, node_name=NODE)
         return set(pool.devices())
 
     def _wait_for_pool(self) -> None:
@@ -186,7 +199,7 @@ class LocalBackend:
 
     def _counters(self) -> dict:
         claims = self.store.list(CLAIMS, NAMESPACE)
-        return partition_map.remaining_counters(self._slices(), partition_map.holders(claims, self.driver_name))
+        return counters_left(usage_of(self._slices(), claims), self.driver_name)
 
     def _health(self, until: tuple[str, str] | None = None, timeout_s: float = 5.0) -> dict[str, str]:
         """Device -> health from the plugin's stream; with `until`, wait for that device to reach that state."""

@@ -1,9 +1,12 @@
 """A terminal picture of who holds what on each GPU and NIC, from slices and allocated claims.
 
-The demo prints it before and after the scenarios so a newcomer can see the rules at work: the
-eight MIG memory slices of an A100 and which claim holds each, vGPUs and time-shares per GPU, and
-how much of each NIC's link bandwidth the allocated VFs consume. It reads only API objects, so
-it draws the state of the local object store and of a real cluster alike.
+The demo prints it before and after the scenarios, and `fake-dra show --store` for any node of the
+local object store, so a user can see the rules at work: the memory slices of a MIG-capable GPU
+and which claim holds each, vGPUs and time-shares per GPU, the counters left on each GPU, and how
+much of each NIC's link bandwidth the allocated VFs consume. It reads only API objects (through
+driver.allocator.usage, the allocator's own accounting), so it draws the local object store and a
+real cluster alike. Devices of other drivers (no fake-dra `type` attribute) are listed with
+their holders and counter sets rather than drawn.
 """
 
 from __future__ import annotations
@@ -12,138 +15,189 @@ import string
 import textwrap
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from driver.allocator.rules import parse_consumed_counters
-from driver.model.quantity import format_quantity, parse_quantity
+from driver.allocator.usage import CounterUse, Hold, PoolUsage, Usage, usage_of
+from driver.model.quantity import format_quantity
+from driver.tables import terminal_width
 
-
-@dataclass(frozen=True)
-class Holder:
-    claim: str  # namespace/name
-    device: str
-    consumed: Mapping[str, Mapping[str, Fraction]]  # counter set -> recorded consumedCounters
+MEMORY_SLICE = "memory-slice-"  # the per-slice MIG counters (driver.slices.gpucounters)
+_OWN_TYPES = ("gpu", "mig", "vgpu", "timeshare", "vf", "nic")
 
 
 def _attr(dev: Mapping[str, Any], name: str) -> Any:
-    value = dev.get("attributes", {}).get(name) or {}
-    return next(iter(value.values()), None) if value else None
+    value = (dev.get("attributes") or {}).get(name) or {}
+    return next(iter(value.values()), None) if isinstance(value, Mapping) and value else None
 
 
-def _specs(slices: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [s.get("spec", s) for s in slices]
+def _q(amount: Fraction | int, like: str) -> str:
+    return format_quantity(amount, like=like or None)
 
 
-def holders(claims: Iterable[Mapping[str, Any]], driver: str) -> list[Holder]:
-    """Every allocation result of `driver` in the claims, with its recorded counter consumption."""
-    out = []
-    for claim in claims:
-        meta = claim.get("metadata", {})
-        results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
-        for r in results:
-            if r.get("driver") != driver:
-                continue
-            label = f"{meta.get('namespace', '')}/{meta.get('name', '')}".lstrip("/")
-            consumed = dict(parse_consumed_counters(r.get("consumedCounters"), f"claim {label} result {r['device']}"))
-            out.append(Holder(label, r["device"], consumed))
-    return out
+def counter_summary(counters: Mapping[str, CounterUse]) -> str:
+    """`memory slices 7/8, memory 35Gi/40Gi, multiprocessors 94/108, ...`: left/total per counter,
+    the per-slice MIG counters folded into one count of free memory slices."""
+    slices = [use for name, use in counters.items() if name.startswith(MEMORY_SLICE)]
+    parts = []
+    if slices:
+        parts.append(f"memory slices {sum(1 for u in slices if u.left >= u.total)}/{len(slices)}")
+    for name, use in counters.items():
+        if not name.startswith(MEMORY_SLICE):
+            parts.append(f"{name} {_q(use.left, use.text)}/{_q(use.total, use.text)}")
+    return ", ".join(parts)
 
 
-def remaining_counters(slices: Sequence[Mapping[str, Any]], held: Sequence[Holder]) -> dict[str, dict[str, Fraction]]:
-    """Counter set -> counter -> amount left: static use once per device, plus recorded valueFrom use."""
-    specs = _specs(slices)
-    left: dict[str, dict[str, Fraction]] = {}
-    for spec in specs:
-        for cs in spec.get("sharedCounters") or []:
-            left[cs["name"]] = {k: parse_quantity(v["value"]) for k, v in cs["counters"].items()}
-    devices = {d["name"]: d for spec in specs for d in spec.get("devices") or []}
-    for name in {h.device for h in held}:
-        for cc in (devices.get(name) or {}).get("consumesCounters") or []:
-            for counter, val in cc["counters"].items():
-                if "value" in val and cc["counterSet"] in left:
-                    left[cc["counterSet"]][counter] = left[cc["counterSet"]].get(counter, Fraction(0)) - parse_quantity(val["value"])
-    for h in held:
-        for cs, counters in h.consumed.items():
-            for counter, amount in counters.items():
-                if cs in left:
-                    left[cs][counter] = left[cs].get(counter, Fraction(0)) - amount
-    return left
+class _Letters:
+    """One letter per claim, in the order claims are first drawn, with the legend."""
+
+    def __init__(self) -> None:
+        self._free = iter(string.ascii_uppercase + string.ascii_lowercase)
+        self.of: dict[str, str] = {}
+
+    def __call__(self, hold: Hold) -> str:
+        if hold.claim not in self.of:
+            self.of[hold.claim] = next(self._free, "?")
+        return self.of[hold.claim]
+
+    def legend(self) -> str:
+        return "claims: " + "; ".join(f"{letter} = {claim}" for claim, letter in self.of.items()) if self.of else ""
 
 
-def render(slices: Sequence[Mapping[str, Any]], claims: Iterable[Mapping[str, Any]], driver: str) -> str:
-    specs = _specs(slices)
-    devices = {d["name"]: d for spec in specs for d in spec.get("devices") or []}
-    held = holders(claims, driver)
-    by_device: dict[str, list[Holder]] = defaultdict(list)
-    for h in held:
-        by_device[h.device].append(h)
-    letters = iter(string.ascii_uppercase + string.ascii_lowercase)
-    letter_of: dict[str, str] = {}
-    legend: list[str] = []
+def _gpu_lines(pool: PoolUsage, gpu: Mapping[str, Any], mark: _Letters) -> list[str]:
+    devices, holds = pool.devices, pool.holds
+    uuid = _attr(gpu, "uuid")
+    children = [d for d in devices.values() if _attr(d, "parentUUID") == uuid and uuid is not None]
+    lines = [f"{gpu['name']}  {_attr(gpu, 'productName')}  {uuid}"]
+    for h in holds.get(gpu["name"], []):
+        lines.append(f"  whole GPU      [{mark(h)}] held by {h.claim}")
+    migs = [d for d in children if _attr(d, "type") == "mig"]
+    if migs:
+        width = max(int(_attr(d, "memorySliceStart") or 0) + int(_attr(d, "memorySlices") or 1) for d in migs)
+        cells = ["."] * width
+        used = []
+        for d in sorted(migs, key=lambda d: int(_attr(d, "memorySliceStart") or 0)):
+            for h in holds.get(d["name"], []):
+                start = int(_attr(d, "memorySliceStart") or 0)
+                for k in range(start, start + int(_attr(d, "memorySlices") or 1)):
+                    cells[k] = mark(h)
+                used.append(f"{_attr(d, 'profile')}@{start}")
+        lines.append(f"  MIG slices     [{' '.join(cells)}]  {', '.join(used) or 'free'}")
+    for kind in ("vgpu", "timeshare"):
+        group = [d for d in children if _attr(d, "type") == kind]
+        if not group:
+            continue
+        taken = [(d, h) for d in group for h in holds.get(d["name"], [])]
+        label = "vGPU" if kind == "vgpu" else "time-shared"
+        detail = ", ".join(f"{mark(h)}:{_attr(d, 'profile') or _attr(d, 'sharing') or d['name']}" for d, h in taken)
+        lines.append(f"  {label:<14} {len(taken)} in use{' (' + detail + ')' if detail else ''}"
+                     f" of {len(group)} published")
+    counters = pool.counters()
+    for cs in pool.counter_sets_of(gpu["name"]):
+        if cs in counters:
+            lines.append(f"  counters left  {counter_summary(counters[cs])}")
+    return lines
 
-    def mark(h: Holder) -> str:
-        if h.claim not in letter_of:
-            letter_of[h.claim] = next(letters, "?")
-            legend.append(f"{letter_of[h.claim]} = {h.claim}")
-        return letter_of[h.claim]
 
-    lines: list[str] = []
-    left = remaining_counters(slices, held)
-    gpus = [d for d in devices.values() if _attr(d, "type") == "gpu"]
-    for gpu in sorted(gpus, key=lambda d: int(_attr(d, "index") or 0)):
-        uuid = _attr(gpu, "uuid")
-        children = [d for d in devices.values() if _attr(d, "parentUUID") == uuid]
-        lines.append(f"{gpu['name']}  {_attr(gpu, 'productName')}  {uuid}")
-        if by_device.get(gpu["name"]):
-            lines.append(f"  whole GPU      [{mark(by_device[gpu['name']][0])}] held by {by_device[gpu['name']][0].claim}")
-        migs = [d for d in children if _attr(d, "type") == "mig"]
-        if migs:
-            width = max(int(_attr(d, "memorySliceStart") or 0) + int(_attr(d, "memorySlices") or 1) for d in migs)
-            cells = ["."] * width
-            used = []
-            for d in migs:
-                for h in by_device.get(d["name"], []):
-                    start = int(_attr(d, "memorySliceStart") or 0)
-                    for k in range(start, start + int(_attr(d, "memorySlices") or 1)):
-                        cells[k] = mark(h)
-                    used.append(f"{_attr(d, 'profile')}@{start}")
-            lines.append(f"  MIG slices     [{' '.join(cells)}]  {', '.join(used) or 'free'}")
-        for kind in ("vgpu", "timeshare"):
-            group = [d for d in children if _attr(d, "type") == kind]
-            if not group:
-                continue
-            taken = [(d, h) for d in group for h in by_device.get(d["name"], [])]
-            label = "vGPU" if kind == "vgpu" else "time-shared"
-            detail = ", ".join(f"{mark(h)}:{_attr(d, 'profile') or _attr(d, 'sharing')}" for d, h in taken)
-            lines.append(f"  {label:<14} {len(taken)} in use{' (' + detail + ')' if detail else ''}"
-                         f" of {len(group)} published")
-        cs = next((cc["counterSet"] for cc in gpu.get("consumesCounters") or []), None)
-        if cs and cs in left:
-            lines.append(f"  counters left  memory {format_quantity(left[cs].get('memory', Fraction(0)), like='1Gi')}, "
-                         f"multiprocessors {format_quantity(left[cs].get('multiprocessors', Fraction(0)))}")
-    vfs = [d for d in devices.values() if _attr(d, "type") == "vf"]
-    nics: dict[str, list[dict]] = defaultdict(list)
-    for vf in vfs:
-        nics[str(_attr(vf, "pfInterface") or _attr(vf, "parentUUID"))].append(vf)
+def _nic_lines(pool: PoolUsage, mark: _Letters) -> list[str]:
+    nics: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for dev in pool.devices.values():
+        if _attr(dev, "type") == "vf":
+            nics[str(_attr(dev, "pfInterface") or _attr(dev, "parentUUID"))].append(dev)
+    counters = pool.counters()
+    lines = []
     for pf, group in sorted(nics.items()):
-        cs = next((cc["counterSet"] for cc in group[0].get("consumesCounters") or []), None)
-        taken = [(d, h) for d in group for h in by_device.get(d["name"], [])]
+        sets = pool.counter_sets_of(group[0]["name"])
+        cs = sets[0] if sets else None
+        taken = [(d, h) for d in group for h in pool.holds.get(d["name"], [])]
         bw = ""
-        if cs and cs in left and "bandwidth" in left[cs]:
-            bw = f", bandwidth left {format_quantity(left[cs]['bandwidth'])}"
-        detail = ", ".join(
-            f"{mark(h)}:{d['name']}" + (f" {format_quantity(sum(h.consumed.get(cs, {}).values(), Fraction(0)))}"
-                                        if cs and h.consumed.get(cs) else "")
-            for d, h in taken
-        )
+        use = counters.get(cs or "", {}).get("bandwidth")
+        if use is not None:
+            bw = f", bandwidth left {_q(use.left, use.text)} of {_q(use.total, use.text)}"
+        detail = ", ".join(f"{mark(h)}:{d['name']}" + _vf_bandwidth(pool, d, h, cs) for d, h in taken)
         lines.append(f"NIC {pf}  {len(taken)}/{len(group)} VFs in use{bw}{'  (' + detail + ')' if detail else ''}")
-    if legend:
-        lines.append("claims: " + "; ".join(legend))
-    # Fit a 100-column terminal: long lines continue indented, broken only at spaces.
-    fitted = []
+    return lines
+
+
+def _vf_bandwidth(pool: PoolUsage, dev: Mapping[str, Any], hold: Hold, cs: str | None) -> str:
+    """What one VF's allocation takes of its PF's bandwidth: recorded (valueFrom) or its static share."""
+    amount = sum((amounts.get("bandwidth", 0) for set_name, amounts in hold.consumed_counters if set_name == cs),
+                 Fraction(0))
+    info = pool.device_info(dev["name"])
+    for cons in info.consumes if info else ():
+        if cons.counter_set == cs:
+            amount += cons.static.get("bandwidth", 0)
+    if not amount or cs is None:
+        return ""
+    total = pool.counter_sets.get(cs, {}).get("bandwidth")
+    return " " + _q(amount, total.text if total else "")
+
+
+def _other_lines(pool: PoolUsage, mark: _Letters) -> list[str]:
+    """Devices without a fake-dra type: who holds them, and every counter set of the pool."""
+    lines = []
+    for name in sorted(pool.holds):
+        if _attr(pool.devices[name], "type") in _OWN_TYPES:
+            continue
+        holders = ", ".join(f"{mark(h)}:{h.claim}" for h in pool.holds[name])
+        lines.append(f"device {name}  held by {holders}")
+    drawn = {cs for d in pool.devices.values() if _attr(d, "type") in ("gpu", "vf")
+             for cs in pool.counter_sets_of(d["name"])}
+    for cs, counters in sorted(pool.counters().items()):
+        if cs not in drawn:
+            lines.append(f"counter set {cs}: left {counter_summary(counters)}")
+    return lines
+
+
+def render_pool(pool: PoolUsage, mark: _Letters | None = None) -> list[str]:
+    """The picture of one pool: GPUs, NICs, other devices; its claims' legend last."""
+    own = mark is None
+    mark = mark or _Letters()
+    lines: list[str] = []
+    gpus = [d for d in pool.devices.values() if _attr(d, "type") == "gpu"]
+    for gpu in sorted(gpus, key=lambda d: (int(_attr(d, "index") or 0), d["name"])):
+        lines += _gpu_lines(pool, gpu, mark)
+    lines += _nic_lines(pool, mark)
+    lines += _other_lines(pool, mark)
+    if own and mark.legend():
+        lines.append(mark.legend())
+    return lines
+
+
+def fit(lines: Iterable[str], width: int | None = None) -> str:
+    """Long lines continue indented, broken only at spaces (names stay whole and copy-pastable)."""
+    width = width or terminal_width()
+    out: list[str] = []
     for line in lines:
-        fitted.extend(textwrap.wrap(line, width=100, subsequent_indent="      ", break_long_words=False,
-                                    break_on_hyphens=False) if len(line) > 100 else [line])
-    return "\n".join(fitted)
+        out.extend(textwrap.wrap(line, width=width, subsequent_indent="      ", break_long_words=False,
+                                 break_on_hyphens=False) if len(line) > width else [line])
+    return "\n".join(out)
+
+
+def render_usage(usage: Usage, pools: Sequence[PoolUsage], width: int | None = None) -> str:
+    """Every pool with a heading naming its node, pool and generation (`fake-dra show --store`)."""
+    blocks = []
+    for pool in pools:
+        node = pool.node or "(no single node)"
+        head = f"node {node}: pool {pool.label}, generation {pool.generation}, {len(pool.devices)} devices"
+        blocks.append(fit([head, *(render_pool(pool) or ["(nothing published)"])], width))
+    held = sorted({h.claim for h in usage.unpublished})
+    if held:
+        blocks.append(fit([f"claims holding devices no pool publishes any more: {', '.join(held)}"], width))
+    if usage.problems:
+        blocks.append(fit(["records that could not be read:", *(f"  {p}" for p in usage.problems)], width))
+    return "\n\n".join(blocks)
+
+
+def render(slices: Sequence[Mapping[str, Any]], claims: Iterable[Mapping[str, Any]], driver: str,
+           width: int | None = None) -> str:
+    """The demo's map: the driver's pools (one node), one legend for all of them."""
+    usage = usage_of(slices, claims)
+    mark = _Letters()
+    lines: list[str] = []
+    for _, pool in sorted(usage.pools.items()):
+        if pool.driver == driver:
+            lines += render_pool(pool, mark)
+    if mark.legend():
+        lines.append(mark.legend())
+    return fit(lines, width)

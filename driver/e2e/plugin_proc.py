@@ -64,8 +64,13 @@ class PluginProcess:
     """Start/stop/restart `fake-dra run` and hand out a registered KubeletClient."""
 
     def __init__(self, dirs: PluginDirs, *, node_name: str, driver_name: str, features: Features,
-                 startup_timeout_s: float = 30.0) -> None:
+                 startup_timeout_s: float = 30.0, personality: str | None = None,
+                 driver_config: Path | None = None) -> None:
+        """`personality`/`driver_config`: run the plugin as that personality with that config file;
+        `driver_name` is then the personality's driver the harness talks to (its first)."""
         self.dirs = dirs
+        self.personality = personality
+        self.driver_config = driver_config
         self.node_name = node_name
         self.driver_name = driver_name
         self.features = features
@@ -78,12 +83,15 @@ class PluginProcess:
         d = self.dirs
         return [
             sys.executable, "-m", "driver", "--log-format", "json", "run",
-            "--sysfs-root", str(d.sysfs), "--node-name", self.node_name, "--driver-name", self.driver_name,
+            "--sysfs-root", str(d.sysfs), "--node-name", self.node_name,
+            # A personality runs every driver it presents (NVIDIA's GPU and SR-IOV plugins together).
+            *(() if self.personality else ("--driver-name", self.driver_name)),
             "--store", str(d.store), "--kubelet-plugins-dir", str(d.plugins),
             "--kubelet-registry-dir", str(d.registry), "--cdi-root", str(d.cdi), "--state-dir", str(d.state),
             "--features", str(self.features), "--health-interval", "3", "--publish-interval", "10",
             "--boot-id-file", str(d.root / "boot_id"), "--grace-period", "2",
-        ]
+        ] + (["--personality", self.personality] if self.personality else []) + (
+            ["--driver-config", str(self.driver_config)] if self.driver_config else [])
 
     def start(self) -> KubeletClient:
         env = {k: v for k, v in os.environ.items()

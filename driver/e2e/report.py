@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from driver.tables import TABLE_WIDTH, table
+from driver.tables import table, terminal_width
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,11 @@ class RunReport:
         return out
 
 
-def render_table(report: RunReport, width: int = TABLE_WIDTH) -> str:
+def render_table(report: RunReport, width: int | None = None) -> str:
     """The run as text: per scenario a heading and one row per check (step, check, expected,
-    observed, result). Expected/observed wrap at spaces; a value with a token too long for its
-    column (a CDI ID, say) is printed in full below its table, so nothing is cut."""
+    observed, result). Expected/observed wrap at spaces; a token too long for its column (a CDI
+    ID, say) widens the table rather than being cut."""
+    width = width or terminal_width()
     blocks = []
     for s in report.scenarios:
         if s.skipped is not None:
@@ -136,8 +137,9 @@ def summarize_failures(results: Sequence[ScenarioResult]) -> list[str]:
     return out
 
 
-def render_summary(report: RunReport, width: int = TABLE_WIDTH) -> str:
+def render_summary(report: RunReport, width: int | None = None) -> str:
     """One row per scenario (result, checks, seconds, why it matters), then every failed check in full."""
+    width = width or terminal_width()
     rows = [[s.name, s.status, f"{sum(c.ok for c in s.checks)}/{len(s.checks)}", f"{s.seconds:.1f}",
              s.skipped if s.skipped is not None else s.reason] for s in report.scenarios]
     lines = [table(["SCENARIO", "RESULT", "CHECKS", "SECONDS", "WHY IT MATTERS"], rows, width=width, wrap=[4])]

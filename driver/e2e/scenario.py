@@ -91,6 +91,9 @@ class Scenario:
     steps: tuple[Step, ...]
     path: str = ""
     kind: bool = True  # can run on the kind backend (False: local-only, e.g. needs valueFrom)
+    personality: str = "fake-dra"  # driver.personality name: which driver(s) the node is presented as
+    driver_config: Mapping[str, Any] = field(default_factory=dict)  # the plugin's driver config (nvidia: ...)
+    gpus: int | None = None  # keep only the profile's first N GPUs (make-sysfs --gpus)
 
     def claim_names(self) -> list[str]:
         return [s.args["name"] for s in self.steps if s.action == "claim"]
@@ -173,7 +176,8 @@ def _check_requests(requests: Any, where: str) -> None:
             raise _fail(where, f"claim.requests[{i}] must be a mapping")
         _check_name(req.get("name"), where, f"claim.requests[{i}].name")
         if "class" not in req:
-            raise _fail(where, f"claim.requests[{i}] needs a class (gpu, mig, vgpu, timeshare, vf)")
+            raise _fail(where, f"claim.requests[{i}] needs a class (gpu, mig, vgpu, timeshare, vf, or a DeviceClass "
+                               "name such as mig.nvidia.com)")
         extra = set(req) - {"name", "class", "selector", "count", "capacity"}
         if extra:
             raise _fail(where, f"claim.requests[{i}] does not take {', '.join(sorted(extra))}")
@@ -188,7 +192,8 @@ def parse_scenario(data: Any, path: str = "<memory>") -> Scenario:
     reason = data.get("reason")
     if not isinstance(reason, str) or not reason.strip() or "\n" in reason.strip():
         raise _fail(where, "needs a one-line `reason`")
-    unknown = sorted(set(data) - {"name", "reason", "profile", "features", "steps", "kind"})
+    unknown = sorted(set(data) - {"name", "reason", "profile", "features", "steps", "kind", "personality",
+                                  "driverConfig", "gpus"})
     if unknown:
         raise _fail(where, f"unknown field {', '.join(unknown)}")
     gates = data.get("features") or {}
@@ -200,6 +205,10 @@ def parse_scenario(data: Any, path: str = "<memory>") -> Scenario:
         raise _fail(where, "needs a non-empty list of steps")
     steps = tuple(_parse_step(s, i, where) for i, s in enumerate(steps_raw, start=1))
     _check_references(steps, where)
+    personality, driver_config = _personality(data, where)
+    gpus = data.get("gpus")
+    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0):
+        raise _fail(where, f"gpus must be a non-negative integer (the profile's first N GPUs), got {gpus!r}")
     return Scenario(
         name=name,
         reason=reason.strip(),
@@ -208,7 +217,25 @@ def parse_scenario(data: Any, path: str = "<memory>") -> Scenario:
         steps=steps,
         path=path,
         kind=bool(data.get("kind", True)),
+        personality=personality,
+        driver_config=driver_config,
+        gpus=gpus,
     )
+
+
+def _personality(data: Mapping[str, Any], where: str) -> tuple[str, dict[str, Any]]:
+    """The scenario's personality and driver config, checked by configuring it (the plugin would)."""
+    from driver.personality import DEFAULT_PERSONALITY, personality_named
+
+    name = data.get("personality", DEFAULT_PERSONALITY)
+    config = data.get("driverConfig") or {}
+    if not isinstance(config, Mapping):
+        raise _fail(where, "driverConfig must be a mapping (the sections of a driver config file)")
+    try:
+        personality_named(name if isinstance(name, str) else repr(name), "personality").drivers(config)
+    except InputError as exc:
+        raise _fail(where, str(exc)) from None
+    return str(name), dict(config)
 
 
 def _check_references(steps: Sequence[Step], where: str) -> None:

@@ -11,15 +11,18 @@ import copy
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 import yaml
 
 from driver.errors import ConfigError
+from driver.hardware.fields import (
+    check_keys, integer, mapping, required, source_text, sources_section, text, unconfirmed,
+)
 from driver.hardware.merge import deep_merge, resolve_inherits
-from driver.model.hardware import GpuModel, HardwareCatalog, MigProfile, NicModel, VgpuProfile
+from driver.hardware.vgputable import vgpu_profiles
+from driver.model.hardware import GpuModel, HardwareCatalog, MigProfile, NicModel
 
 _GPU_KEYS = {
     "device_id", "product_name", "architecture", "memory_mib", "multiprocessors", "copy_engines",
@@ -27,15 +30,10 @@ _GPU_KEYS = {
 }
 _MIG_KEYS = {"layout", "profiles"}
 _PROFILE_KEYS = {"shape", "sms", "mib", "ce", "dec", "enc", "jpeg", "ofa", "source", "unconfirmed"}
-_VGPU_KEYS = {"board_gb", "board_mib", "prefix", "profiles", "mig_backed", "source", "mixed_size"}
-_VGPU_ROW_KEYS = {"type", "name", "framebuffer_mib", "max_instances", "source", "unconfirmed"}
-# Time-sliced rows only: the guide's "Maximum vGPUs per GPU in Mixed-Size Mode".
-_VGPU_MIXED_KEY = "max_mixed"
 _LAYOUT_KEYS = {"memory_slices", "shapes"}
 _SHAPE_KEYS = {"compute_slices", "memory_slices", "placements"}
 _NIC_KEYS = {"name", "product_name", "source"}
 _SECTIONS = {"gpus", "nics", "mig_layouts", "sources"}
-_VGPU_SUFFIX = re.compile(r"^(\d+)C$")
 _NIC_KEY = re.compile(r"^([0-9a-fA-F]{4}):([0-9a-fA-F]{4})$")
 _SUBSYSTEM = _NIC_KEY  # "<subsystem vendor>:<subsystem device>" in hex, as lspci -nnv prints it
 
@@ -46,17 +44,25 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 @functools.cache
 def _read_builtin(name: str) -> dict[str, Any]:
-    text = resources.files("driver.hardware.data").joinpath(name).read_text(encoding="utf-8")
-    data = yaml.load(text, Loader=_Loader) or {}  # noqa: S506 - a safe loader
+    raw_text = resources.files("driver.hardware.data").joinpath(name).read_text(encoding="utf-8")
+    data = yaml.load(raw_text, Loader=_Loader) or {}  # noqa: S506 - a safe loader
     if not isinstance(data, dict):  # pragma: no cover - our own files
         raise ConfigError(f"built-in hardware table {name}: not a mapping")
     return data
 
 
+# gpus-2026.yaml holds the boards of late 2026 (Blackwell, Grace Hopper, H20); its rows may inherit from
+# gpus.yaml's, so the files are merged before inheritance is resolved.
+BUILTIN_FILES = ("gpus.yaml", "gpus-2026.yaml", "nics.yaml")
+
+
 def builtin_tables() -> dict[str, Any]:
-    """The raw built-in tables (gpus.yaml + nics.yaml) as one mapping, before inheritance."""
+    """The raw built-in tables (BUILTIN_FILES) as one mapping, before inheritance."""
+    merged: dict[str, Any] = {}
+    for name in BUILTIN_FILES:
+        merged = deep_merge(merged, _read_builtin(name))
     # Deep copy: callers (and overrides) must never alter the cached parse.
-    return copy.deepcopy(deep_merge(_read_builtin("gpus.yaml"), _read_builtin("nics.yaml")))
+    return copy.deepcopy(merged)
 
 
 def load_catalog(overrides: Mapping[str, Any] | None = None) -> HardwareCatalog:
@@ -82,7 +88,7 @@ def load_catalog(overrides: Mapping[str, Any] | None = None) -> HardwareCatalog:
                     raise ConfigError(f"hardware.{section}: keys must be strings, got {key!r} (quote it in YAML)")
         raw = deep_merge(raw, overrides)
     layouts = _layouts(raw.get("mig_layouts") or {})
-    sources = _sources(raw.get("sources") or {})
+    sources = sources_section(raw.get("sources") or {})
     gpus: dict[int, GpuModel] = {}
     variants: dict[tuple[int, int, int], GpuModel] = {}
     owner: dict[tuple[int, ...], str] = {}
@@ -113,90 +119,27 @@ def _claim(owner: dict[tuple[int, ...], str], ids: tuple[int, ...], key: str, fi
     owner[ids] = key
 
 
-# --- field helpers ---------------------------------------------------------------------------------
-
-def _check_keys(where: str, entry: Mapping[str, Any], allowed: set[str]) -> None:
-    unknown = set(entry) - allowed
-    if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {sorted(unknown, key=str)}; allowed: {sorted(allowed)}")
-
-
-def _int(where: str, value: Any, *, minimum: int = 0, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{where}: must be an integer, got {value!r}")
-    if value < minimum or (maximum is not None and value > maximum):
-        bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
-        raise ConfigError(f"{where}: must be {bound}, got {value}")
-    return value
-
-
-def _str(where: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{where}: must be a non-empty string, got {value!r}")
-    return value
-
-
-def _mapping(where: str, value: Any) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{where}: must be a mapping, got {type(value).__name__}")
-    return value
-
-
-def _required(where: str, entry: Mapping[str, Any], key: str) -> Any:
-    if key not in entry:
-        raise ConfigError(f"{where}.{key}: required field missing")
-    return entry[key]
-
-
-def _sources(raw: Any) -> dict[str, str]:
-    """The `sources:` section: short key -> citation text."""
-    out = {}
-    for key, text in _mapping("hardware.sources", raw).items():
-        out[str(key)] = _str(f"hardware.sources.{key}", text)
-    return out
-
-
-def source_text(where: str, value: Any, sources: Mapping[str, str], default: str = "") -> str:
-    """A row's `source:` (one key/text or a list of them) as citation text; keys of `sources:` are
-    expanded, anything else is taken literally (a driver config may cite in prose)."""
-    if value is None:
-        return default
-    items = value if isinstance(value, list) else [value]
-    if not items:
-        raise ConfigError(f"{where}: must name at least one source")
-    texts = []
-    for item in items:
-        item = _str(where, item)
-        texts.append(sources.get(item, item))
-    return "; ".join(texts)
-
-
-def _unconfirmed(where: str, entry: Mapping[str, Any]) -> str:
-    value = entry.get("unconfirmed")
-    return "" if value is None else _str(f"{where}.unconfirmed", value)
-
-
 # --- MIG layouts ----------------------------------------------------------------------------------
 
 def _layouts(raw: Mapping[str, Any]) -> dict[str, tuple[int, dict[str, tuple[int, int, tuple[int, ...]]]]]:
     """layout name -> (memory slices, shape name -> (compute slices, memory slices, placements))."""
     out = {}
-    for name, layout in _mapping("hardware.mig_layouts", raw).items():
+    for name, layout in mapping("hardware.mig_layouts", raw).items():
         where = f"hardware.mig_layouts.{name}"
-        layout = _mapping(where, layout)
-        _check_keys(where, layout, _LAYOUT_KEYS)
-        total = _int(f"{where}.memory_slices", _required(where, layout, "memory_slices"), minimum=1, maximum=32)
+        layout = mapping(where, layout)
+        check_keys(where, layout, _LAYOUT_KEYS)
+        total = integer(f"{where}.memory_slices", required(where, layout, "memory_slices"), minimum=1, maximum=32)
         shapes = {}
-        for sname, shape in _mapping(f"{where}.shapes", _required(where, layout, "shapes")).items():
+        for sname, shape in mapping(f"{where}.shapes", required(where, layout, "shapes")).items():
             swhere = f"{where}.shapes.{sname}"
-            shape = _mapping(swhere, shape)
-            _check_keys(swhere, shape, _SHAPE_KEYS)
-            compute = _int(f"{swhere}.compute_slices", _required(swhere, shape, "compute_slices"), minimum=1)
-            size = _int(f"{swhere}.memory_slices", _required(swhere, shape, "memory_slices"), minimum=1, maximum=total)
-            placements = _required(swhere, shape, "placements")
+            shape = mapping(swhere, shape)
+            check_keys(swhere, shape, _SHAPE_KEYS)
+            compute = integer(f"{swhere}.compute_slices", required(swhere, shape, "compute_slices"), minimum=1)
+            size = integer(f"{swhere}.memory_slices", required(swhere, shape, "memory_slices"), minimum=1, maximum=total)
+            placements = required(swhere, shape, "placements")
             if not isinstance(placements, list) or not placements:
                 raise ConfigError(f"{swhere}.placements: must be a non-empty list of start slices")
-            starts = tuple(_int(f"{swhere}.placements", p) for p in placements)
+            starts = tuple(integer(f"{swhere}.placements", p) for p in placements)
             if list(starts) != sorted(set(starts)):
                 raise ConfigError(f"{swhere}.placements: must be strictly increasing, got {list(starts)}")
             for start in starts:
@@ -214,26 +157,26 @@ def _layouts(raw: Mapping[str, Any]) -> dict[str, tuple[int, dict[str, tuple[int
 
 def _gpu(key: str, entry: Mapping[str, Any], layouts: Mapping[str, Any], sources: Mapping[str, str]) -> GpuModel:
     where = f"hardware.gpus.{key}"
-    _check_keys(where, entry, _GPU_KEYS)
+    check_keys(where, entry, _GPU_KEYS)
     fields: dict[str, Any] = {
-        "device_id": _int(f"{where}.device_id", _required(where, entry, "device_id"), maximum=0xFFFF),
+        "device_id": integer(f"{where}.device_id", required(where, entry, "device_id"), maximum=0xFFFF),
         "name": key,
-        "product_name": _str(f"{where}.product_name", _required(where, entry, "product_name")),
-        "architecture": _str(f"{where}.architecture", _required(where, entry, "architecture")),
-        "memory_mib": _int(f"{where}.memory_mib", _required(where, entry, "memory_mib"), minimum=1),
-        "multiprocessors": _int(f"{where}.multiprocessors", _required(where, entry, "multiprocessors"), minimum=1),
+        "product_name": text(f"{where}.product_name", required(where, entry, "product_name")),
+        "architecture": text(f"{where}.architecture", required(where, entry, "architecture")),
+        "memory_mib": integer(f"{where}.memory_mib", required(where, entry, "memory_mib"), minimum=1),
+        "multiprocessors": integer(f"{where}.multiprocessors", required(where, entry, "multiprocessors"), minimum=1),
         "source": source_text(f"{where}.source", entry.get("source"), sources, "driver config"),
-        "unconfirmed": _unconfirmed(where, entry),
+        "unconfirmed": unconfirmed(where, entry),
         "subsystems": _subsystems(f"{where}.subsystem", entry.get("subsystem")),
     }
     for field in ("copy_engines", "decoders", "encoders", "jpeg_engines", "ofa_engines"):
-        fields[field] = _int(f"{where}.{field}", entry.get(field, 0))
+        fields[field] = integer(f"{where}.{field}", entry.get(field, 0))
     mig = entry.get("mig")
     if mig:
         fields["mig_memory_slices"], fields["mig_profiles"] = _mig(where, mig, layouts, fields, sources)
     vgpu = entry.get("vgpu")
     if vgpu:
-        fields["vgpu_profiles"] = _vgpu(where, vgpu, fields, sources)
+        fields["vgpu_profiles"] = vgpu_profiles(where, vgpu, fields, sources)
         mixed = vgpu.get("mixed_size", True)
         if not isinstance(mixed, bool):
             raise ConfigError(f"{where}.vgpu.mixed_size: expected true or false, got {mixed!r}")
@@ -263,13 +206,13 @@ def _mig(
     where: str, mig: Any, layouts: Mapping[str, Any], gpu: Mapping[str, Any], sources: Mapping[str, str]
 ) -> tuple[int, tuple[MigProfile, ...]]:
     where = f"{where}.mig"
-    mig = _mapping(where, mig)
-    _check_keys(where, mig, _MIG_KEYS)
-    layout_name = _str(f"{where}.layout", _required(where, mig, "layout"))
+    mig = mapping(where, mig)
+    check_keys(where, mig, _MIG_KEYS)
+    layout_name = text(f"{where}.layout", required(where, mig, "layout"))
     if layout_name not in layouts:
         raise ConfigError(f"{where}.layout: unknown MIG layout {layout_name!r}; known: {sorted(layouts)}")
     total, shapes = layouts[layout_name]
-    profiles_raw = _mapping(f"{where}.profiles", mig.get("profiles") or {})
+    profiles_raw = mapping(f"{where}.profiles", mig.get("profiles") or {})
     if not profiles_raw:
         raise ConfigError(f"{where}.profiles: a MIG-capable model needs at least one profile")
     limits = {
@@ -284,9 +227,9 @@ def _mig(
     profiles = []
     for name, spec in profiles_raw.items():
         pwhere = f"{where}.profiles.{name}"
-        spec = _mapping(pwhere, spec)
-        _check_keys(pwhere, spec, _PROFILE_KEYS)
-        shape_name = _str(f"{pwhere}.shape", _required(pwhere, spec, "shape"))
+        spec = mapping(pwhere, spec)
+        check_keys(pwhere, spec, _PROFILE_KEYS)
+        shape_name = text(f"{pwhere}.shape", required(pwhere, spec, "shape"))
         if shape_name not in shapes:
             raise ConfigError(
                 f"{pwhere}.shape: unknown shape {shape_name!r} in layout {layout_name!r}; known: {sorted(shapes)}"
@@ -294,9 +237,9 @@ def _mig(
         compute, size, placements = shapes[shape_name]
         values = {}
         for short, (long, limit) in limits.items():
-            required = short in ("sms", "mib")
-            raw_value = _required(pwhere, spec, short) if required else spec.get(short, 0)
-            value = _int(f"{pwhere}.{short}", raw_value, minimum=1 if required else 0)
+            mandatory = short in ("sms", "mib")
+            raw_value = required(pwhere, spec, short) if mandatory else spec.get(short, 0)
+            value = integer(f"{pwhere}.{short}", raw_value, minimum=1 if mandatory else 0)
             if value > limit:
                 # MiB sizes included: both sides are what nvidia-smi reports, never a nominal size.
                 raise ConfigError(f"{pwhere}.{short}: {value} exceeds the GPU's {long} ({limit})")
@@ -308,7 +251,7 @@ def _mig(
                 decoders=values["dec"], encoders=values["enc"], jpeg_engines=values["jpeg"],
                 ofa_engines=values["ofa"], placements=placements,
                 source=source_text(f"{pwhere}.source", spec.get("source"), sources, gpu["source"]),
-                unconfirmed=_unconfirmed(pwhere, spec),
+                unconfirmed=unconfirmed(pwhere, spec),
             )
         )
     # Largest first, like nvidia-smi and the KEP diagram; ties by name for a stable order.
@@ -316,118 +259,21 @@ def _mig(
     return total, tuple(profiles)
 
 
-def _vgpu(where: str, vgpu: Any, gpu: Mapping[str, Any], sources: Mapping[str, str]) -> tuple[VgpuProfile, ...]:
-    """Time-sliced (`profiles`) then MIG-backed (`mig_backed`) vGPU types of one board.
-
-    Instance counts are the table's `max_instances`; the only size check is against the nominal
-    framebuffer the vGPU manager divides (`board_mib`, or `board_gb`, else the GPU's memory), because
-    the guide's framebuffers are nominal and may exceed what nvidia-smi reports (H200X-141C).
-    """
-    where = f"{where}.vgpu"
-    vgpu = _mapping(where, vgpu)
-    _check_keys(where, vgpu, _VGPU_KEYS)
-    board_gb = _int(f"{where}.board_gb", vgpu["board_gb"], minimum=1) if "board_gb" in vgpu else None
-    board = (
-        _int(f"{where}.board_mib", vgpu["board_mib"], minimum=1) if "board_mib" in vgpu
-        else board_gb * 1024 if board_gb else gpu["memory_mib"]
-    )
-    board_what = "board's vGPU framebuffer" if ("board_mib" in vgpu or board_gb) else "GPU's memory_mib"
-    prefix = _str(f"{where}.prefix", vgpu["prefix"]) if "prefix" in vgpu else None
-    default_source = source_text(f"{where}.source", vgpu.get("source"), sources, gpu["source"])
-    ctx = _VgpuContext(where, prefix, board_gb, default_source, sources)
-    out = []
-    for key, mig_backed in (("profiles", False), ("mig_backed", True)):
-        items = vgpu.get(key) or []
-        if not isinstance(items, list):
-            raise ConfigError(f"{where}.{key}: must be a list")
-        for i, item in enumerate(items):
-            iwhere = f"{where}.{key}[{i}]"
-            profile = _vgpu_row(iwhere, item, ctx, gpu if mig_backed else None)
-            limit_total = profile.framebuffer_mib * (1 if mig_backed else profile.max_instances)
-            if limit_total > board:
-                shown = f"{profile.framebuffer_mib} MiB" if mig_backed else (
-                    f"{profile.max_instances} x {profile.framebuffer_mib} MiB")
-                raise ConfigError(f"{iwhere}: {shown} exceeds the {board_what} ({board} MiB)")
-            out.append(profile)
-    names = [p.name.upper() for p in out]
-    if len(set(names)) != len(names):
-        raise ConfigError(f"{where}: duplicate vGPU profile names {[p.name for p in out]}")
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class _VgpuContext:
-    where: str
-    prefix: str | None
-    board_gb: int | None
-    source: str
-    sources: Mapping[str, str]
-
-
-def _vgpu_row(iwhere: str, item: Any, ctx: _VgpuContext, mig_gpu: Mapping[str, Any] | None) -> VgpuProfile:
-    """One vGPU table row; `mig_gpu` is the GPU's fields when the row is MIG-backed."""
-    if isinstance(item, str) and mig_gpu is None:
-        # Compact driver-config form for simulated boards: "<n>C" -> n GiB, board_gb // n instances.
-        match = _VGPU_SUFFIX.match(item)
-        if not match:
-            raise ConfigError(f"{iwhere}: {item!r} is not a C-series suffix like '4C'")
-        if ctx.prefix is None:
-            raise ConfigError(f"{ctx.where}.prefix: required field missing (for suffix {item!r})")
-        if ctx.board_gb is None:
-            raise ConfigError(f"{ctx.where}.board_gb: required field missing (for suffix {item!r})")
-        gb = int(match.group(1))
-        if gb == 0 or gb > ctx.board_gb:
-            raise ConfigError(f"{iwhere}: {item} framebuffer exceeds board_gb {ctx.board_gb}")
-        return VgpuProfile(name=f"{ctx.prefix}-{item}", framebuffer_mib=gb * 1024,
-                           max_instances=ctx.board_gb // gb, source=ctx.source)
-    if not isinstance(item, Mapping):
-        form = "a mapping" if mig_gpu is not None else "a suffix string like '4C' or a mapping"
-        raise ConfigError(f"{iwhere}: must be {form}")
-    allowed = _VGPU_ROW_KEYS | ({"mig"} if mig_gpu is not None else {_VGPU_MIXED_KEY})
-    _check_keys(iwhere, item, allowed)
-    if ("type" in item) == ("name" in item):
-        raise ConfigError(f"{iwhere}: set exactly one of type (suffix after '<prefix>-') and name")
-    if "type" in item:
-        if ctx.prefix is None:
-            raise ConfigError(f"{ctx.where}.prefix: required field missing (rows use type:)")
-        name = f"{ctx.prefix}-{_str(f'{iwhere}.type', item['type'])}"
-    else:
-        name = _str(f"{iwhere}.name", item["name"])
-    mig_profile = None
-    if mig_gpu is not None:
-        # The devices of a MIG-backed type are its GPU instance's placements (counters bound them);
-        # max_instances is the guide's figure, kept for reports.
-        mig_profile = _str(f"{iwhere}.mig", _required(iwhere, item, "mig"))
-        known = sorted(p.name for p in mig_gpu.get("mig_profiles", ()))
-        if mig_profile not in known:
-            raise ConfigError(f"{iwhere}.mig: {mig_profile!r} is not a MIG profile of this GPU; known: {known or 'none'}")
-    max_instances = _int(f"{iwhere}.max_instances", _required(iwhere, item, "max_instances"), minimum=1)
-    mixed = None
-    if _VGPU_MIXED_KEY in item:
-        mixed = _int(f"{iwhere}.{_VGPU_MIXED_KEY}", item[_VGPU_MIXED_KEY], minimum=1)
-        if mixed > max_instances:
-            raise ConfigError(f"{iwhere}.{_VGPU_MIXED_KEY}: {mixed} is more than max_instances {max_instances} "
-                              "(mixed-size mode never holds more instances than equal-size mode)")
-    return VgpuProfile(
-        name=name,
-        framebuffer_mib=_int(f"{iwhere}.framebuffer_mib", _required(iwhere, item, "framebuffer_mib"), minimum=1),
-        max_instances=max_instances,
-        mig_profile=mig_profile,
-        source=source_text(f"{iwhere}.source", item.get("source"), ctx.sources, ctx.source),
-        unconfirmed=_unconfirmed(iwhere, item),
-        max_instances_mixed=mixed,
-    )
-
-
 def unconfirmed_rows(catalog: HardwareCatalog) -> list[str]:
-    """One line per model and table row whose numbers are marked as not confirmed against NVIDIA's
-    documentation or a real capture: `<model>[ MIG <profile> | vGPU <type>]: <why>`."""
+    """One line per model with numbers marked as not confirmed against NVIDIA's documentation or a real
+    capture: `<model>: <why>; MIG <profile>, <profile>: <why>; vGPU <type>: <why>`, the model's own mark
+    first, then its MIG and vGPU rows, rows with the same reason named together."""
     out = []
     for model in catalog.models():
-        if model.unconfirmed:
-            out.append(f"{model.name}: {model.unconfirmed}")
-        out.extend(f"{model.name} MIG {p.name}: {p.unconfirmed}" for p in model.mig_profiles if p.unconfirmed)
-        out.extend(f"{model.name} vGPU {v.name}: {v.unconfirmed}" for v in model.vgpu_profiles if v.unconfirmed)
+        parts = [model.unconfirmed] if model.unconfirmed else []
+        for kind, rows in (("MIG", model.mig_profiles), ("vGPU", model.vgpu_profiles)):
+            by_reason: dict[str, list[str]] = {}
+            for row in rows:
+                if row.unconfirmed:
+                    by_reason.setdefault(row.unconfirmed, []).append(row.name)
+            parts.extend(f"{kind} {', '.join(names)}: {why}" for why, names in by_reason.items())
+        if parts:
+            out.append(f"{model.name}: " + "; ".join(parts))
     return out
 
 
@@ -438,12 +284,12 @@ def _nic(key: str, entry: Any, sources: Mapping[str, str]) -> NicModel:
     match = _NIC_KEY.match(key)
     if not match:
         raise ConfigError(f"{where}: key must be '<vendor>:<device>' in hex, e.g. '15b3:101d'")
-    entry = _mapping(where, entry)
-    _check_keys(where, entry, _NIC_KEYS)
+    entry = mapping(where, entry)
+    check_keys(where, entry, _NIC_KEYS)
     return NicModel(
         vendor_id=int(match.group(1), 16),
         device_id=int(match.group(2), 16),
-        name=_str(f"{where}.name", _required(where, entry, "name")),
-        product_name=_str(f"{where}.product_name", _required(where, entry, "product_name")),
+        name=text(f"{where}.name", required(where, entry, "name")),
+        product_name=text(f"{where}.product_name", required(where, entry, "product_name")),
         source=source_text(f"{where}.source", entry.get("source"), sources, "driver config"),
     )

@@ -42,19 +42,30 @@ class VgpuProfile:
     `max_instances_mixed` is the guide's maximum per GPU in mixed-size mode (time-sliced types of
     different sizes on one GPU), lower than the equal-size figure for the small types of most boards;
     None when the table does not give it (the equal-size figure is used then).
+    `vgpus_per_instance` is how many vGPUs of a MIG-backed type share one GPU instance: 1 for the
+    classic MIG-backed types, more for NVIDIA's time-sliced MIG-backed types (vGPU 19+, RTX PRO
+    Blackwell: `DC-1-12C` puts 2 vGPUs on each of the four 1g.24gb instances, 8 per GPU); the table's
+    `per_instance`.
     """
 
-    name: str  # e.g. "A100X-4C" (profile attribute); the host writes "GRID A100X-4C" or "NVIDIA A100X-4C"
+    name: str  # e.g. "A100X-4C" (profile attribute); the host writes "GRID A100X-4C", "NVIDIA A100X-4C" or
+    # "NVIDIA RTX Pro 6000 Blackwell DC-48C": the type is the last word
     framebuffer_mib: int
     max_instances: int
     mig_profile: str | None = None  # MIG-backed types: the GPU instance profile, e.g. "1g.5gb"
     source: str = ""
     unconfirmed: str = ""
     max_instances_mixed: int | None = None
+    vgpus_per_instance: int = 1
 
     @property
     def mig_backed(self) -> bool:
         return self.mig_profile is not None
+
+    @property
+    def time_sliced_mig_backed(self) -> bool:
+        """Several vGPUs of this type share one GPU instance (NVIDIA's time-sliced MIG-backed mode)."""
+        return self.mig_backed and self.vgpus_per_instance > 1
 
     def instances(self, mixed_size: bool) -> int:
         """Most instances of this type one GPU holds, in mixed-size or equal-size mode."""

@@ -31,7 +31,8 @@ class MdevType:
     """One entry of <BDF>/mdev_supported_types (NVIDIA vGPU type)."""
 
     type_id: str  # directory name, e.g. "nvidia-471"
-    name: str  # contents of `name`, e.g. "GRID A100X-4C" (R510) or "NVIDIA A100X-4C"
+    # contents of `name`, e.g. "GRID A100X-4C" (R510), "NVIDIA A100X-4C", "NVIDIA RTX Pro 6000 Blackwell DC-48C"
+    name: str
     available_instances: int
     device_api: str  # e.g. "vfio-pci"
     description: str = ""
@@ -44,16 +45,15 @@ class MdevType:
 
     @property
     def profile(self) -> str:
-        """vGPU profile name without the driver's prefix: "GRID A100X-4C" / "NVIDIA A100X-4C" -> "A100X-4C".
+        """The vGPU type: the last whitespace-separated word of the name, NVIDIA's own rule (go-nvlib
+        nvmdev parseMdevTypeName): "GRID A100X-4C" / "NVIDIA A100X-4C" -> "A100X-4C", and on Blackwell
+        RTX PRO boards "NVIDIA RTX Pro 6000 Blackwell DC-48C" -> "DC-48C".
 
-        The prefix is matched in any case and surrounding blanks are dropped: the one rule that both
-        slice rendering and the discover/show reports use to match a type against the hardware table.
+        The one rule that both slice rendering and the discover/show reports use to match a type
+        against the table of the GPU's board (found by PCI device ID, never by this name).
         """
-        name = self.name.strip()
-        for prefix in ("GRID ", "NVIDIA "):
-            if name.upper().startswith(prefix):
-                return name[len(prefix):].strip()
-        return name
+        words = self.name.split()
+        return words[-1] if words else ""
 
 
 @dataclass(frozen=True)

@@ -61,5 +61,16 @@ def placement_counters(profile: MigProfile, start: int) -> dict[str, str]:
     return used
 
 
+def instance_share(profile: MigProfile, vgpus: int) -> dict[str, str]:
+    """What one of `vgpus` time-sliced vGPUs on a GPU instance of `profile` takes: its share of the
+    instance's memory, SMs and engines, rounded down so that all of them together never take more
+    than the instance, and no memory slice (several of them share the instance's slices)."""
+    used = {"memory": mib_quantity(profile.memory_mib // vgpus)}
+    for counter, attr in (("multiprocessors", "multiprocessors"), *ENGINES):
+        if getattr(profile, attr) // vgpus > 0:
+            used[counter] = str(getattr(profile, attr) // vgpus)
+    return used
+
+
 def fits_layout(model: GpuModel, profile: MigProfile, start: int) -> bool:
     return 0 <= start and start + profile.memory_slices <= model.mig_memory_slices

@@ -41,6 +41,14 @@ def require_dns_label(name: str, what: str) -> str:
     return name
 
 
+def env_token(device_name: str) -> str:
+    """Device name (a DNS label) -> the upper-case token used in env var names."""
+    if not isinstance(device_name, str) or not is_dns_label(device_name):
+        shown = repr(device_name) if len(repr(device_name)) <= 80 else repr(device_name)[:77] + "...'"
+        raise InputError(f"invalid device name {shown}: must be a DNS label (lower-case alphanumerics and '-', at most 63)")
+    return device_name.upper().replace("-", "_")
+
+
 def stable_uuid(node_name: str, pci_address: str, device_name: str) -> str:
     """A UUID that stays the same for the same node, PCI function and device name."""
     return str(uuid.uuid5(_UUID_NAMESPACE, f"{node_name}/{pci_address}/{device_name}"))

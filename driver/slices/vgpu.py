@@ -1,12 +1,15 @@
 """NVIDIA vGPU devices of one GPU: which offered types are published and what each instance consumes.
 
 A type is published when the host's vGPU manager offers it (an mdev type or a `creatable_vgpu_types`
-line whose name, without the `GRID `/`NVIDIA ` prefix, is a vGPU type of this board in the hardware
-table). Names are per board: a DGX A100 (10de:20b0) offers `A100X-*`, never the PCIe board's `A100-*`.
-Only C-series (compute, `...C` / `...CME`) types are this driver's: the A/B/Q-series (virtual apps, vPC,
-RTX workstation) types that every Turing/Ada host also lists (`GRID T4-1B`, `NVIDIA L40S-2Q`) are left
-out quietly, since a warning per type on every publish pass would bury real problems. A type with this
-board's name that is a C-series type missing from the table, or another board's name, is warned about.
+line) and its type - the last word of the name, NVIDIA's rule: `NVIDIA RTX Pro 6000 Blackwell DC-48C`
+is `DC-48C` - is a vGPU type in the table of this GPU's board, which is found by PCI device ID, never
+by the name: `DC-*` names are shared by the RTX PRO 6000 and the RTX PRO 4500 with other maxima, and a
+DGX A100 (10de:20b0) offers `A100X-*`, never the PCIe board's `A100-*`. Only C-series (compute:
+`...C`, MIG-backed also `...CME`, `CNOME`, `CMEALL`, `CGFX`) types are this driver's: the A/B/Q-series
+(virtual apps, vPC, RTX workstation) types that every Turing/Ada/Blackwell host also lists (`GRID
+T4-1B`, `NVIDIA L40S-2Q`, `DC-1-24QGFX`) are left out quietly, since a warning per type on every publish
+pass would bury real problems. A C-series type of this board missing from the table, or another
+board's type, is warned about.
 
 - Time-sliced types (`A100X-4C`): `max_instances` devices, the table's figure (never memory //
   framebuffer: the guide's framebuffers are nominal and may exceed what nvidia-smi reports; with
@@ -19,6 +22,15 @@ board's name that is a C-series type missing from the table, or another board's 
   profile, consuming exactly that placement's memory slices, SMs and engines, so they pack like MIG.
   Group `mig-vgpu`: they co-exist with each other, never with time-sliced vGPUs, the full GPU, plain
   MIG or shared devices.
+- Time-sliced MIG-backed types (`DC-1-12C`: two vGPUs on each of the four 1g.24gb instances of an RTX
+  PRO 6000): `vgpus_per_instance` devices per placement (`gpu-N-vgpu-dc-1-12c-<start>-<k>`), each taking
+  that share of the instance's memory, SMs and engines (rounded down) and no memory slice. Group
+  `mig-vgpu-<type>`: one such type per GPU, alone. Why not mixed with other types on other instances,
+  which NVIDIA allows: the scheduler's counters cannot tell two vGPUs of one instance (which share it)
+  from two of different types on it (which must not), since both pairs take the same share of the same
+  counters, and groups (at most two per device, one rolling intersection per GPU) cannot name every mix
+  of types over four instances. So the published set is exact for one type per GPU and never promises a
+  mix the GPU cannot run.
 
 The device `memory` capacity is the framebuffer the VM gets (the guide's figure).
 """
@@ -30,8 +42,10 @@ from dataclasses import dataclass
 
 from driver.model.hardware import VgpuProfile
 from driver.model.inventory import Gpu, MdevType
-from driver.slices.common import GROUP_MIG_VGPU, GROUP_VGPU, RenderContext, consumption, device, i, s, static_counters
-from driver.slices.gpucounters import fits_layout, placement_counters
+from driver.slices.common import (
+    GROUP_MIG_VGPU, GROUP_VGPU, RenderContext, consumption, device, i, s, static_counters,
+)
+from driver.slices.gpucounters import fits_layout, instance_share, placement_counters
 from driver.slices.names import mib_quantity, profile_label, stable_uuid
 
 
@@ -51,8 +65,9 @@ class OfferedType:
         return limit if self.slots is None else min(limit, self.slots)
 
 
-# NVIDIA's type names end in the series letter: C (compute) or, MIG-backed, C plus the ME media suffix.
-_COMPUTE_SERIES = re.compile(r"\dCME$|\dC$", re.IGNORECASE)
+# NVIDIA's type names end in the series letter: C (compute) or, MIG-backed, C plus the GPU instance's
+# attribute (vgpu-device-manager ParseVGPUType: ME, NOME, MEALL, GFX for +me, -me, +me.all, +gfx).
+_COMPUTE_SERIES = re.compile(r"\dC(?:ME|NOME|MEALL|GFX)?$", re.IGNORECASE)
 
 
 def is_graphics_type(name: str, board_prefixes: set[str]) -> bool:
@@ -73,17 +88,26 @@ def offered_types(gpu: Gpu) -> tuple[list[OfferedType], list[str]]:
         if profile is None and is_graphics_type(mdev.profile, board_prefixes):
             continue
         if profile is None:
-            prefixes = sorted({p.name.split("-", 1)[0] for p in gpu.model.vgpu_profiles})
-            hint = f" (this board's types are {', '.join(p + '-*' for p in prefixes)})" if prefixes else ""
             warnings.append(
                 f"gpu-{gpu.index} ({gpu.pci.address}): vGPU type {mdev.type_id} {mdev.name!r} is not a "
-                f"vGPU type of {gpu.model.name}{hint}; not published"
+                f"vGPU type of {gpu.model.name}{_table_hint(gpu, mdev.profile)}; not published"
             )
             continue
         on_pf = gpu.pci.address in mdev.parents or not mdev.parents
         found.setdefault(profile.name, OfferedType(profile, mdev, None if on_pf else len(mdev.parents)))
     order = [p.name for p in gpu.model.vgpu_profiles]
     return [found[n] for n in order if n in found], warnings
+
+
+def _table_hint(gpu: Gpu, profile: str) -> str:
+    """Why a type is not this board's: another board's name, or a name this board's table lacks."""
+    prefixes = sorted({p.name.split("-", 1)[0] for p in gpu.model.vgpu_profiles})
+    board = f"10de:{gpu.model.device_id:04x}"
+    if not prefixes:
+        return f" ({board} has no vGPU table)"
+    if profile.split("-", 1)[0].upper() in {p.upper() for p in prefixes}:
+        return f" (not in the vGPU table of {board})"
+    return f" (this board's types are {', '.join(p + '-*' for p in prefixes)})"
 
 
 # One vGPU per SR-IOV VF (Ampere and later): a counter of the GPU's VFs, one per vGPU device, when the
@@ -106,6 +130,8 @@ def vf_slots(gpu: Gpu, offered: list[OfferedType], mixed: bool) -> int | None:
     most = 0
     if any(o.profile.mig_backed for o in offered):
         most = max((p.compute_slices for p in gpu.model.mig_profiles), default=0)
+    # A time-sliced MIG-backed type runs its whole maximum at once (DC-1-8C: 12 on an RTX PRO 6000).
+    most = max([most] + [o.profile.max_instances for o in offered if o.profile.time_sliced_mig_backed])
     if mixed:
         most = max([most] + [o.profile.max_instances for o in offered if not o.profile.mig_backed])
     return len(vfs) if len(vfs) < most else None
@@ -132,6 +158,8 @@ def mixed_size(gpu: Gpu, ctx: RenderContext) -> bool:
 
 
 def vgpu_group(profile: VgpuProfile, homogeneous: bool) -> str:
+    if profile.time_sliced_mig_backed:
+        return f"{GROUP_MIG_VGPU}-{profile_label(profile.name)}"  # one such type per GPU, alone
     if profile.mig_backed:
         return GROUP_MIG_VGPU
     return f"vgpu-{profile_label(profile.name)}" if homogeneous else GROUP_VGPU
@@ -186,13 +214,20 @@ def _mig_backed(gpu: Gpu, offered: OfferedType, ctx: RenderContext, parent: Vgpu
                         f"{profile.mig_profile}, which {model.name} does not have; not published")
         return []
     label, devices = profile_label(profile.name), []
+    per_instance = profile.vgpus_per_instance
     for start in mig.placements:
         if not fits_layout(model, mig, start):
             continue  # reported once for the MIG profile itself
-        name = f"gpu-{gpu.index}-vgpu-{label}-{start}"
-        attrs = {**_attrs(gpu, offered, ctx, parent, name), "migProfile": s(mig.name),
-                 "memorySliceStart": i(start), "memorySlices": i(mig.memory_slices)}
-        devices.append(device(name, attrs, {"memory": {"value": mib_quantity(profile.framebuffer_mib)}},
-                              [consumption(parent.counter_set, parent.counters(placement_counters(mig, start)),
-                                           groups)]))
+        # One vGPU per instance takes the placement; several share it, each with its share and no
+        # memory slice (their group keeps every other device off the GPU, see the module docstring).
+        used = placement_counters(mig, start) if per_instance == 1 else instance_share(mig, per_instance)
+        suffixes = [f"{start}"] if per_instance == 1 else [f"{start}-{k}" for k in range(per_instance)]
+        for suffix in suffixes:
+            name = f"gpu-{gpu.index}-vgpu-{label}-{suffix}"
+            attrs = {**_attrs(gpu, offered, ctx, parent, name), "migProfile": s(mig.name),
+                     "memorySliceStart": i(start), "memorySlices": i(mig.memory_slices)}
+            if per_instance > 1:
+                attrs["vgpusPerInstance"] = i(per_instance)
+            devices.append(device(name, attrs, {"memory": {"value": mib_quantity(profile.framebuffer_mib)}},
+                                  [consumption(parent.counter_set, parent.counters(used), groups)]))
     return devices

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from driver.errors import InputError, PrepareError
-from driver.state.config import configs_for_results
-from driver.state.device_env import device_env
+from driver.personality.base import DriverProfile, PreparedElsewhere
 from driver.state.names import check_label, shorten
-from driver.state.pool import attr
 from driver.state.types import ClaimRef, PreparedDevice
 
 log = logging.getLogger("fake-dra.state")
@@ -38,16 +36,20 @@ class ClaimDevices:
     positions: list[int]  # each result's index in status.allocation.devices.results (for messages)
 
 
-def devices_to_prepare(ref: ClaimRef, claim: Mapping[str, Any], driver_name: str, pool_name: str,
+def devices_to_prepare(ref: ClaimRef, claim: Mapping[str, Any], profile: DriverProfile, pool_name: str,
                        devices: Mapping[str, dict[str, Any]], cdi_device_id: Callable[[str, str], str],
                        final: bool = False,
-                       unrequested: Callable[[str], Mapping[str, str]] | None = None) -> ClaimDevices | None:
-    """The claim's results for `driver_name` on pool `pool_name` as devices to prepare (`devices`:
-    the node's published devices by name; `cdi_device_id(claim uid, device)`). None when a device
-    is not in `devices` and not `final`: the caller rediscovers once and asks again with final=True.
-    `unrequested(device)`: what a request-driven counter grants a claim that records no amount.
-    A claim without results for this driver gives empty lists (a warning: nothing to prepare)."""
+                       unrequested: Callable[[str], Mapping[str, str]] | None = None,
+                       elsewhere: Callable[[], Sequence[PreparedElsewhere]] = tuple) -> ClaimDevices | None:
+    """The claim's results for the profile's driver on pool `pool_name` as devices to prepare
+    (`devices`: the node's published devices by name; `cdi_device_id(claim uid, device)`). None when
+    a device is not in `devices` and not `final`: the caller rediscovers once and asks again with
+    final=True. `unrequested(device)`: what a request-driven counter grants a claim that records no
+    amount; `elsewhere()`: devices other claims prepared (for a personality whose driver checks them).
+    A claim without results for this driver gives empty lists (a warning: nothing to prepare).
+    Which opaque config applies, and the container env, are the personality's (`profile`)."""
     where = f"claim {ref.namespace}/{ref.name}"
+    driver_name = profile.name
     alloc = claim["status"]["allocation"].get("devices") or {}
     all_results = alloc.get("results") or []
     positions = [i for i, r in enumerate(all_results) if r.get("driver") == driver_name]
@@ -56,7 +58,6 @@ def devices_to_prepare(ref: ClaimRef, claim: Mapping[str, Any], driver_name: str
         others = sorted({str(r.get("driver"))[:80] for r in all_results})
         log.warning("claim has no results for this driver; nothing to prepare",
                     extra={"claim": f"{ref.namespace}/{ref.name}", "drivers": others[:10]})
-    types: list[str] = []
     first: dict[str, int] = {}
     for i, r in zip(positions, mine, strict=True):
         name = r.get("device")
@@ -76,11 +77,8 @@ def devices_to_prepare(ref: ClaimRef, claim: Mapping[str, Any], driver_name: str
             if not final:
                 return None
             raise PrepareError(f"{where}: device {name} of pool {pool_name} is not in the current inventory")
-        types.append(str(attr(devices[name], "type", driver_name) or ""))
-    try:
-        configs = configs_for_results(alloc.get("config"), driver_name, mine, types)
-    except PrepareError as exc:
-        raise PrepareError(f"{where}: {exc}") from None
+    configs = profile.resolve_configs(ref, alloc.get("config"), mine, devices,
+                                      elsewhere() if mine and profile.checks_prepared else ())
     prepared: list[PreparedDevice] = []
     for i, r, cfg in zip(positions, mine, configs, strict=True):
         name = r["device"]
@@ -101,8 +99,8 @@ def devices_to_prepare(ref: ClaimRef, claim: Mapping[str, Any], driver_name: str
             cdi_device_ids=(cdi_device_id(ref.uid, name),),
             consumed_counters=tuple(r["consumedCounters"]) if r.get("consumedCounters") else None,
             share_id=r.get("shareID"),
-            env=device_env(ref, r, devices[name], cfg, driver_name,
-                           unrequested(name) if unrequested is not None else None),
+            env=profile.device_env(ref, r, devices[name], cfg, unrequested(name) if unrequested is not None else None),
             admin_access=r.get("adminAccess") is True,
+            config=cfg.canonical if cfg is not None else None,
         ))
     return ClaimDevices(mine, prepared, positions)

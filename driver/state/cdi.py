@@ -10,7 +10,9 @@ Layout (documented in docs/internals.md, "CDI spec"):
   "unresolvable CDI devices", see tests/deploy/test_cdi_runtime.py);
 - kind `k8s.<driver>/device`: <class> is the constant `device` because one file holds every
   device of a claim and a CDI file has exactly one kind; the device type (gpu, mig, vf, ...) is
-  exported in the env instead;
+  exported in the env instead (another personality names kind and file as its driver does, e.g.
+  NVIDIA's `k8s.gpu.nvidia.com/claim` in `k8s.gpu.nvidia.com-claim_<claimUID>.json`, with
+  spec-wide `containerEdits`: driver.personality.base.CdiNaming);
 - device IDs `k8s.<driver>/device=<claimUID>-<device>`;
 - per device, env vars `FAKE_DRA_<DEVICE>_<FIELD>` (TYPE, PROFILE, UUID, PARENT_UUID, PCI_BUS_ID,
   PRODUCT_NAME, NUMA_NODE, MEMORY, BANDWIDTH, SHARE_ID, CLAIM, REQUEST, CONFIG_KIND, CONFIG; built by
@@ -32,24 +34,27 @@ from typing import Any
 
 from driver.errors import FakeDraError
 from driver.fsutil import atomic_write, make_dirs, read_own_file, remove, remove_stale_temps
+from driver.personality.base import CdiNaming
+from driver.personality.fakedra import cdi_naming
 from driver.state.names import check_subdomain, check_uid
 from driver.state.ownership import fix_mode
 from driver.state.types import ClaimRef, PreparedDevice
 
 CDI_VERSION = "0.6.0"
-CDI_CLASS = "device"
 SPEC_MODE = 0o644
 ROOT_MODE = 0o755
 log = logging.getLogger("fake-dra.cdi")
 
 
 class CdiWriter:
-    def __init__(self, root: str | os.PathLike[str], driver_name: str) -> None:
+    def __init__(self, root: str | os.PathLike[str], driver_name: str, naming: CdiNaming | None = None) -> None:
+        """`naming`: the personality's CDI layout (default fake-dra's, above)."""
         self.root = Path(root)
         self.driver_name = check_subdomain(driver_name, "driver name", 63)
-        self.vendor = f"k8s.{self.driver_name}"
-        self.kind = f"{self.vendor}/{CDI_CLASS}"
-        self._prefix = f"{self.vendor}_{CDI_CLASS}_"
+        self.naming = naming if naming is not None else cdi_naming(self.driver_name)
+        self.vendor = self.naming.vendor
+        self.kind = self.naming.kind
+        self._prefix = self.naming.file_prefix
 
     def ensure_root(self) -> None:
         if not make_dirs(self.root, ROOT_MODE):
@@ -78,18 +83,18 @@ class CdiWriter:
             "uid": claim.uid,
             "devices": [d.to_json() for d in devices],
         }
-        return {
+        spec: dict[str, Any] = {
             "cdiVersion": CDI_VERSION,
             "kind": self.kind,
             "annotations": {f"{self.driver_name}/prepared": json.dumps(prepared, sort_keys=True)},
-            "devices": [
-                {
-                    "name": self.device_name(claim.uid, d.device),
-                    "containerEdits": _edits(d, (mounts or {}).get(d.device)),
-                }
-                for d in devices
-            ],
         }
+        if self.naming.common_env:  # edits for every container of the claim (NVIDIA: NVIDIA_VISIBLE_DEVICES=void)
+            spec["containerEdits"] = {"env": list(self.naming.common_env)}
+        spec["devices"] = [
+            {"name": self.device_name(claim.uid, d.device), "containerEdits": _edits(d, (mounts or {}).get(d.device))}
+            for d in devices
+        ]
+        return spec
 
     def write(self, claim: ClaimRef, devices: Sequence[PreparedDevice],
               mounts: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> Path:

@@ -111,6 +111,12 @@ class CheckpointStore:
         except Exception as exc:  # noqa: BLE001 - anything unparsable is "corrupt", never fatal
             return self._set_aside(exc)
 
+    def peek(self) -> Checkpoint:
+        """The stored checkpoint for a reader that is not the plugin (`fake-dra describe`): nothing
+        is moved or written. FileNotFoundError when there is none; ValueError (or an OSError)
+        saying what is wrong with a file the plugin would set aside as corrupt."""
+        return self._parse(read_own_file(self.path))
+
     def _set_aside(self, problem: Exception) -> None:
         """Move a corrupt checkpoint out of the way (kept for a human) and say so; None for load."""
         aside = self._corrupt_name()

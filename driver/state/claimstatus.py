@@ -30,8 +30,8 @@ from typing import Any, Protocol
 
 from driver.deadline import Deadline
 from driver.errors import ConflictError, FakeDraError, ForbiddenError, NotFoundError
-from driver.state.names import env_token
-from driver.state.pool import attr
+from driver.slices.names import env_token
+from driver.model.deviceattrs import attr
 from driver.state.types import ClaimRef, NetworkData, PreparedDevice
 
 log = logging.getLogger("fake-dra.claimstatus")

@@ -3,7 +3,8 @@
 Fault convention (shared with driver.discovery's fake sysfs trees): a file
 `<sysfs-root>/bus/pci/devices/<BDF>/fake-dra-fault` marks the PCI function <BDF> unhealthy; its
 first line (trimmed, at most 1024 characters as the kubelet allows) is the message. A device is
-unhealthy when any PCI address it carries (`pciBusID`, `parentPciBusID`, `pfPciBusID`) has a fault,
+unhealthy when any PCI address it carries (`pciBusID`, `parentPciBusID`, `pfPciBusID`, the standard
+`resource.kubernetes.io/pciBusID`, the SR-IOV driver's `pciAddress`/`pfPciAddress`) has a fault,
 so a fault on a GPU also marks its MIG/vGPU/time-shared devices, and a fault on a PF its VFs.
 Devices seen earlier that disappeared from the inventory, and every device when discovery fails,
 are reported UNKNOWN so the kubelet learns about them before its lease runs out.
@@ -22,12 +23,14 @@ from typing import Any
 from driver.discovery import FAULT_FILE
 from driver.discovery.sysfs import BDF
 from driver.errors import InputError
-from driver.state.pool import attr
+from driver.model.deviceattrs import attr
 from driver.state.types import DeviceHealthStatus
 
 log = logging.getLogger("fake-dra.health")
 MAX_MESSAGE = 1024
-_ADDRESS_ATTRS = ("pciBusID", "parentPciBusID", "pfPciBusID")
+# fake-dra's own attributes, then the standard one and the SR-IOV driver's (other personalities).
+_ADDRESS_ATTRS = ("pciBusID", "parentPciBusID", "pfPciBusID", "resource.kubernetes.io/pciBusID", "pciAddress",
+                  "pfPciAddress")
 
 
 def check_bdf(value: str) -> str:

@@ -43,7 +43,7 @@ from typing import Any
 
 from driver.errors import InputError, PrepareError
 from driver.fsutil import NotRegularFile, atomic_write, make_dirs, read_own_file
-from driver.state.device_env import granted
+from driver.model.deviceattrs import granted
 from driver.state.names import check_label, check_uid
 from driver.state.types import ClaimRef, NetworkData, PreparedDevice
 
@@ -105,7 +105,7 @@ def container_path(driver_name: str, claim_name: str, request: str, pod_claim: s
 def granted_attributes(result: Mapping[str, Any] | None, device: Mapping[str, Any],
                        unrequested: Mapping[str, str] | None = None) -> dict[str, dict[str, str]]:
     """`granted<Capacity>` string attributes: for each capacity of the device, what the claim was
-    given (driver.state.device_env.granted: the same figure the workload's env carries)."""
+    given (driver.model.deviceattrs.granted: the same figure the workload's env carries)."""
     out: dict[str, dict[str, str]] = {}
     for name in device.get("capacity") or {}:
         if "/" in name:

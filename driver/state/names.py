@@ -48,8 +48,3 @@ def check_subdomain(value: object, what: str, max_len: int = 253) -> str:
     if not isinstance(value, str) or not is_dns_subdomain(value, max_len):
         raise _fail(what, value, f"must be a DNS subdomain of at most {max_len} characters")
     return value
-
-
-def env_token(device_name: str) -> str:
-    """Device name (a DNS label) -> the upper-case token used in env var names."""
-    return check_label(device_name, "device name").upper().replace("-", "_")

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from driver.discovery.netdev import netdev_for_pci
-from driver.state.pool import attr
+from driver.model.deviceattrs import attr
 from driver.state.types import NetworkData
 
 

@@ -15,24 +15,6 @@ from typing import Any
 from driver.state.types import PoolView
 
 
-def attr(device: dict[str, Any], name: str, driver_name: str | None = None) -> Any:
-    """Value of a device attribute (unqualified or qualified by the driver name), or None."""
-    attrs = device.get("attributes") or {}
-    raw = attrs.get(name)
-    if raw is None and driver_name:
-        raw = attrs.get(f"{driver_name}/{name}")
-    if isinstance(raw, dict) and raw:
-        return next(iter(raw.values()))
-    return None
-
-
-def capacity(device: dict[str, Any], name: str) -> str | None:
-    raw = (device.get("capacity") or {}).get(name)
-    if isinstance(raw, dict) and "value" in raw:
-        return str(raw["value"])
-    return None
-
-
 def unrequested_grants(slices: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
     """Device -> {capacity name: amount} that a claim gets from a request-driven (KEP-5941 valueFrom)
     counter when its allocation records no amount: the counter's requestPolicy default, else the

@@ -33,6 +33,8 @@ from driver.deadline import KUBELET_CALL_TIMEOUT_S, Deadline
 from driver.errors import CallAborted, FakeDraError, NotFoundError, PrepareError
 from driver.features import Features
 from driver.model.claimshape import check_claim_shape
+from driver.personality.base import DriverProfile, PreparedElsewhere
+from driver.personality.fakedra import FakeDraDriver
 from driver.state.cdi import CdiWriter
 from driver.state.allocation import devices_to_prepare
 from driver.state.checkpoint import COMPLETED, STARTED, Checkpoint, CheckpointStore, ClaimEntry
@@ -70,13 +72,17 @@ class DeviceState:
         claim_status: ClaimStatusReporter | None = None,
         max_call_s: float = KUBELET_CALL_TIMEOUT_S,
         when_owned: Callable[[], None] | None = None,
+        profile: DriverProfile | None = None,
     ) -> None:
-        """`metadata` writes KEP-5304 device metadata files (default: off, only cleans up);
+        """`profile`: the personality's driver this state prepares for (default: fake-dra's own driver
+        named `driver_name`): its opaque configs, container env and prepare-time checks;
+        `metadata` writes KEP-5304 device metadata files (default: off, only cleans up);
         `claim_status` reports VFs in ResourceClaim status.devices (default: not at all);
         `max_call_s` bounds every call (the kubelet's 45 s); `when_owned` runs once this process
         owns the state directory, before anything in it or in the CDI root is touched (run.py
         probes the kubelet sockets there)."""
         self.driver_name = driver_name
+        self.profile = profile if profile is not None else FakeDraDriver(driver_name)
         self._claims = claims
         self._pool = pool
         self._cdi = cdi
@@ -93,6 +99,9 @@ class DeviceState:
         self._features = Features.all_on()
         self._calls = CallGate(max_call_s)
         self._closed = False
+        # Called (outside every lock) after a call changed what is prepared: `run` republishes then when
+        # the personality's driver hides the siblings of prepared devices.
+        self.after_change: Callable[[], None] | None = None
         # Two plugin processes (a surging rolling update) must never both own the checkpoint: the
         # newcomer waits for the old one's lock. Start-up faults are InputErrors naming the path.
         self._dir_lock = StateDirLock(checkpoint.dir)
@@ -282,7 +291,16 @@ class DeviceState:
             if ref.uid in results and not results[ref.uid].error:
                 log.info("prepared claim", extra={"claim": f"{ref.namespace}/{ref.name}", "uid": ref.uid,
                                                   "devices": [d.device for d in devs]})
+        if batch:
+            self._changed()
         return results
+
+    def _changed(self) -> None:
+        if self.after_change is not None:
+            try:
+                self.after_change()
+            except Exception:  # noqa: BLE001 - a hook's failure must not fail a kubelet call
+                log.exception("after-change hook failed")
 
     @contextlib.contextmanager
     def _claims_locked(self, uids: Iterable[str]) -> Iterator[None]:
@@ -362,14 +380,17 @@ class DeviceState:
                 else:
                     results[ref.uid] = PrepareResult(devices=tuple(entry.devices))
                 continue
+            def elsewhere(uid: str = ref.uid) -> list[PreparedElsewhere]:
+                return self._elsewhere(uid, boot, batch)
+
             try:
-                mine = devices_to_prepare(ref, claim, self.driver_name, pool.name, devices, self._cdi.device_id,
-                                          final=refreshed, unrequested=self._pool.unrequested)
+                mine = devices_to_prepare(ref, claim, self.profile, pool.name, devices, self._cdi.device_id,
+                                          final=refreshed, unrequested=self._pool.unrequested, elsewhere=elsewhere)
                 if mine is None:  # the known devices might be stale: rediscover once
                     pool, refreshed = self._pool.refresh(), True
                     devices = self._pool.get(refresh_if_stale=False)[1]
-                    mine = devices_to_prepare(ref, claim, self.driver_name, pool.name, devices, self._cdi.device_id,
-                                              final=True, unrequested=self._pool.unrequested)
+                    mine = devices_to_prepare(ref, claim, self.profile, pool.name, devices, self._cdi.device_id,
+                                              final=True, unrequested=self._pool.unrequested, elsewhere=elsewhere)
                 assert mine is not None
                 if not mine.devices:
                     # Nothing of ours to prepare: no record and no CDI spec (runtimes reject a spec
@@ -388,6 +409,21 @@ class DeviceState:
                 continue
             placed.add(ref, mine.devices)  # later claims of this call are checked against it
             batch.append((ref, mine.devices))
+
+    def _elsewhere(self, uid: str, boot: str, batch: list[Batch]) -> list[PreparedElsewhere]:
+        """Devices prepared (completed in this boot, or earlier in this call) for claims other than `uid`."""
+        out = [PreparedElsewhere(claim=other, device=d.device, config=d.config, admin_access=d.admin_access)
+               for other, entry in self._cp.claims.items()
+               if other != uid and entry.state == COMPLETED and entry.boot_id == boot for d in entry.devices]
+        out.extend(PreparedElsewhere(claim=ref.uid, device=d.device, config=d.config, admin_access=d.admin_access)
+                   for ref, devs in batch if ref.uid != uid for d in devs)
+        return out
+
+    def prepared_devices(self) -> frozenset[str]:
+        """Names of the devices prepared for any claim (the publisher hides their siblings, where the
+        personality's driver does)."""
+        with self._lock:
+            return frozenset(d.device for e in self._cp.claims.values() for d in e.devices)
 
     def _act(self, batch: list[Batch], before: dict[str, ClaimEntry | None],
              results: dict[str, PrepareResult], recorded: int,
@@ -527,6 +563,8 @@ class DeviceState:
         for r in gone:
             log.info("unprepared claim", extra={"claim": f"{_short(r.namespace)}/{_short(r.name)}", "uid": r.uid,
                                                 "devices": released[r.uid]})
+        if gone:
+            self._changed()
         return results
 
 

@@ -59,6 +59,9 @@ class PreparedDevice:
     # Allocated with adminAccess: kube-scheduler does not count such a result as allocated (no
     # exclusivity, counters or compatibility groups), so revalidation must not either.
     admin_access: bool = False
+    # The personality's normalized opaque config (AppliedConfig.canonical), when it compares configs of
+    # claims sharing a device (NVIDIA's consumable shares); fake-dra's own configs leave it unset.
+    config: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -75,6 +78,8 @@ class PreparedDevice:
             out["env"] = dict(self.env)
         if self.admin_access:
             out["adminAccess"] = True
+        if self.config is not None:
+            out["config"] = self.config
         return out
 
     @classmethod
@@ -91,6 +96,9 @@ class PreparedDevice:
             raise ValueError(f"device {d['device']}: shareID must be a string")
         if consumed is not None and not (isinstance(consumed, list) and all(isinstance(c, Mapping) for c in consumed)):
             raise ValueError(f"device {d['device']}: consumedCounters must be a list of objects")
+        config = d.get("config")
+        if config is not None and not isinstance(config, str):
+            raise ValueError(f"device {d['device']}: config must be a string")
         return cls(
             request_names=tuple(str(r) for r in d.get("requestNames", ())),
             pool=d["pool"],
@@ -100,6 +108,7 @@ class PreparedDevice:
             share_id=share_id,
             env={str(k): str(v) for k, v in (d.get("env") or {}).items()},
             admin_access=d.get("adminAccess") is True,
+            config=config,
         )
 
 

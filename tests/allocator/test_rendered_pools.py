@@ -68,3 +68,34 @@ def test_vf_bandwidth_exhausts_the_pf_budget(dgx_slices):
     with pytest.raises(AllocationError, match="counters exhausted on counter set nic-0-counters"):
         alloc.allocate([claim("v3", selector, capacity={"requests": {"bandwidth": "60G"}})])
     assert validate_combination(dgx_slices, placed(results), Features.all_on()) == []
+
+
+@pytest.fixture(scope="module")
+def rtx_vgpu_slices(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rtx")
+    make_sysfs("rtxpro6000-vgpu", root)
+    pool = render_pool(discover(root, load_catalog()), Features.all_on(), node_name="n1", driver_name=DRIVER)
+    return to_resource_slices(pool)
+
+
+def test_time_sliced_mig_backed_vgpus_fill_every_instance_then_stop(rtx_vgpu_slices):
+    """RTX PRO 6000 (2 GPUs): DC-1-12C runs two vGPUs on each of four 1g.24gb instances, 8 per GPU."""
+    alloc = Allocator(slices=rtx_vgpu_slices, classes=[CLASS], node="n1")
+    allocations = []
+    selector = f"{attr('type')} == 'vgpu' && {attr('profile')} == 'DC-1-12C'"
+    with pytest.raises(AllocationError, match="0 usable"):
+        for i in range(20):
+            allocations.extend(alloc.allocate([claim(f"c{i}", selector)]))
+    assert len(allocations) == 16
+    assert validate_combination(rtx_vgpu_slices, placed(allocations), Features.all_on()) == []
+
+
+def test_a_time_sliced_mig_backed_type_keeps_its_gpu_to_itself(rtx_vgpu_slices):
+    alloc = Allocator(slices=rtx_vgpu_slices, classes=[CLASS], node="n1")
+    vgpu = f"{attr('type')} == 'vgpu'"
+    (first,) = alloc.allocate([claim("a", f"{vgpu} && {attr('profile')} == 'DC-1-12C' && {attr('index')} == 0")])
+    assert first["devices"]["results"][0]["device"].startswith("gpu-0-vgpu-dc-1-12c-")
+    with pytest.raises(AllocationError, match="groups incompatible on counter set gpu-0-counters"):
+        alloc.allocate([claim("b", f"{vgpu} && {attr('profile')} == 'DC-1-24C' && {attr('index')} == 0")])
+    (other,) = alloc.allocate([claim("c", f"{vgpu} && {attr('profile')} == 'DC-1-24C'")])
+    assert other["devices"]["results"][0]["device"].startswith("gpu-1-vgpu-dc-1-24c-")

@@ -61,7 +61,7 @@ CASES = [
     # apply / get / delete (the local object store)
     Case(("apply", "-f", "binary.yaml", "--store", "store"), ("binary.yaml", "not UTF-8")),
     Case(("apply", "-f", "missing.yaml", "--store", "store"), ("missing.yaml", "cannot read")),
-    Case(("apply", "-f", "adir", "--store", "store"), ("adir", "is a directory")),
+    Case(("apply", "-f", "adir", "--store", "store"), ("-f adir", "no .json, .yaml, .yml files in it", "-R")),
     Case(("apply", "-f", "classes-only.yaml", "--store", "afile"), ("--store", "afile", "not a directory")),
     Case(("apply", "-f", "classes-only.yaml", "--store", "/proc/store"), ("--store", "/proc/store", "cannot write")),
     Case(("apply", "-f", "classes-only.yaml", "--store", "store"), ("FAKE_DRA_OUTPUT", "table"),
@@ -76,8 +76,31 @@ CASES = [
     Case(("get", "resourceclaims", "x", "-A"), ("across all namespaces",)),
     Case(("delete", "resourceclaims"), ("NAME",)),
     Case(("delete", "-f", "binary.yaml"), ("binary.yaml", "not UTF-8")),
-    Case(("delete", "-f", "adir"), ("adir", "is a directory")),
+    Case(("delete", "-f", "adir"), ("-f adir", "no .json, .yaml, .yml files in it")),
     Case(("delete", "resourceclaim", "x", "--store", "/proc/store"), ("--store", "/proc/store", "cannot write")),
+    Case(("apply", "--store", "store"), ("-f FILE is required",)),
+    Case(("apply", "-f", "adir", "-R", "--store", "store"), ("-f adir", "or below it")),
+    Case(("get", "resourceclaims", "-l", "team in ml"), ("--selector 'team in ml'", "parentheses")),
+    Case(("get", "resourceclaims", "x", "-l", "a=b"), ("--selector", "not both")),
+    Case(("get", "resourceclaims", "-o", "jsonpath={.items["), ("--output", "jsonpath template", "unclosed action")),
+    Case(("get", "resourceclaims", "-o", "jsonpath"), ("--output", "needs a template")),
+    Case(("delete", "resourceclaims", "x", "--all"), ("NAMEs or --all/--selector, not both",)),
+    Case(("delete", "resourceclaims", "-A"), ("--all-namespaces goes with --all or --selector",)),
+    Case(("delete", "resourceclaims", "-l", "!"), ("--selector '!'",)),
+    Case(("delete", "-f", "adir", "-R"), ("-f adir", "or below it")),
+    # completion
+    Case(("completion",), ("required: shell",)),
+    Case(("completion", "fish"), ("invalid choice: 'fish'", "bash", "zsh")),
+    # describe
+    Case(("describe",), ("required: KIND",)),
+    Case(("describe", "rc", "x"), ('resource type "rc"',)),
+    Case(("describe", "resourceclaims", "--store", "afile"), ("--store", "afile", "not a directory")),
+    Case(("describe", "resourceclaims", "x", "-l", "a=b"), ("--selector", "not both")),
+    Case(("describe", "resourceclaims", "x", "-A"), ("across all namespaces",)),
+    Case(("describe", "resourceclaims", "-l", "team notin ml"), ("--selector", "parentheses")),
+    Case(("describe", "resourceclaim", "nope", "--store", "store"), ('"nope" not found in namespace "default"',), code=1),
+    Case(("describe", "node", "n9", "--store", "store"), ('nodes "n9" not found', "no ResourceSlice names it"), code=1),
+    Case(("describe", "resourceclaims", "-n", "Bad_NS"), ("--namespace", "Bad_NS")),
     # demo (every check fires before the minute of scenarios)
     Case(("demo", "--junit", "adir"), ("--junit", "adir", "is a directory")),
     Case(("demo", "--junit", "nodir/report.xml"), ("--junit", "nodir", "does not exist")),
@@ -169,6 +192,11 @@ CASES = [
     # show
     Case(("show", "--sysfs-root", "missing"), ("--sysfs-root", "missing")),
     Case(("show", "--sysfs-root", "sys", "--driver-config", "adir"), ("adir",)),
+    Case(("show", "--store", "afile"), ("--store", "afile", "not a directory")),
+    Case(("show", "--store", "store", "--sysfs-root", "sys"), ("--store and --sysfs-root", "give one")),
+    Case(("show", "--store", "store", "--node-name", "n9"), ("--node-name n9: no ResourceSlices of that node",), code=1),
+    Case(("show",), ("--store and --sysfs-root are both set", "FAKE_DRA_STORE"),
+         env={"FAKE_DRA_STORE": "store", "FAKE_DRA_SYSFS_ROOT": "sys"}),
     # slices
     Case(("slices", "--sysfs-root", "sys", *NODE, "--features", "Bogus=true"), ("Bogus",)),
     Case(("slices", "--sysfs-root", "sys", *NODE, "--driver-config", "binary.yaml"), ("binary.yaml", "not UTF-8")),
@@ -183,6 +211,32 @@ CASES = [
          env={"FAKE_DRA_DRIVER_NAME": "x_y"}),
     Case(("get", "resourceclaims", "-n", "Bad_NS"), ("--namespace", "Bad_NS")),
     Case(("get", "resourceclaims"), ("--namespace", "Bad_NS", "FAKE_DRA_NAMESPACE"), env={"FAKE_DRA_NAMESPACE": "Bad_NS"}),
+    # personalities (docs/personalities.md)
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--personality", "nvida"), ("--personality", "'nvida'", "known: ")),
+    Case(("slices", "--sysfs-root", "sys", *NODE), ("--personality", "FAKE_DRA_PERSONALITY"),
+         env={"FAKE_DRA_PERSONALITY": "amd"}),
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--personality", "nvidia", "--driver-name", "gpu.example.com"),
+         ("--driver-name", "gpu.nvidia.com")),
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--personality", "nvidia", "--driver-config", "nvidia-gates.yaml"),
+         ("feature gate DynamicMIG is currently mutually exclusive with PassthroughSupport",)),
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--personality", "nvidia", "--driver-config", "nvidia-mig.yaml"),
+         ("nvidia.migDevices[0][0]", "2g.10gb cannot start at memory slice 1")),
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--personality", "nvidia", "--driver-config", "nvidia-shares.yaml"),
+         ("nvidia.consumableShares", "requires feature gate ConsumableShares")),
+    Case(("slices", "--sysfs-root", "sys", *NODE, "--personality", "sriov", "--driver-config", "sriov-mode.yaml"),
+         ("sriov.eswitchMode",)),
+    Case((*RUN, "--personality", "nvidia", "--driver-config", "nvidia-gates.yaml"), ("DynamicMIG",)),
+    Case((*PUBLISH, "--store", "store", "--personality", "nvidia", "--driver-config", "nvidia-mig.yaml"),
+         ("nvidia.migDevices[0][0]",)),
+    Case(("show", "--sysfs-root", "sys", "--personality", "nvidia", "--driver-config", "nvidia-gates.yaml"),
+         ("mutually exclusive",)),
+    Case(("probe", *NODE, "--personality", "nope"), ("--personality", "'nope'")),
+    Case(("demo", "--personality", "nope", "--inventory-only"), ("--personality", "'nope'")),
+    Case(("e2e", "--personality", "nope", "--list"), ("--personality", "'nope'")),
+    Case(("make-sysfs", "--profile", "h100", "--gpus", "9", "--out", "new"), ("--gpus 9", "has 8 GPUs")),
+    Case(("make-sysfs", "--gpus", "-1", "--out", "new"), ("--gpus", "negative")),
+    Case(("make-sysfs", "--out", "new"), ("FAKE_DRA_GPUS", "--gpus"), env={"FAKE_DRA_GPUS": "two"}),
+    Case(("e2e", "--scenarios-dir", "bad-personality", "--list"), ("personality", "unknown personality 'amd'")),
     # global flags, before or after the command, as flags or variables
     Case(("--log-level", "LOUD", "discover"), ("--log-level", "LOUD")),
     Case(("discover", "--log-level", "LOUD"), ("--log-level", "LOUD")),
@@ -223,6 +277,13 @@ def world(tmp_path_factory) -> Path:
     (root / "control-scenarios").mkdir()
     (root / "control-scenarios" / "x.yaml").write_text("name: a\x01\n")
     (root / "scalar.yaml").write_text("just a sentence\n")
+    (root / "nvidia-gates.yaml").write_text("nvidia:\n  featureGates: {DynamicMIG: true, PassthroughSupport: true}\n")
+    (root / "nvidia-mig.yaml").write_text("nvidia:\n  migDevices: {0: [2g.10gb@1]}\n")
+    (root / "nvidia-shares.yaml").write_text("nvidia:\n  consumableShares: memory\n")
+    (root / "sriov-mode.yaml").write_text("sriov:\n  eswitchMode: offload\n")
+    (root / "bad-personality").mkdir()
+    (root / "bad-personality" / "x.yaml").write_text(
+        "name: x\nreason: one line\npersonality: amd\nsteps: [{action: observe}]\n")
     return root
 
 

@@ -25,7 +25,8 @@ def test_the_flag_table_matches_the_parser():
     for name, parser in walk(build_parser()):
         flags = {next(o for o in a.option_strings if o.startswith("--")) for a in parser._actions
                  if variable_for(a) is not None and a.default != "==SUPPRESS=="}
-        actual[name or "(all)"] = flags
+        if flags or not name:
+            actual[name or "(all)"] = flags  # a command with only the global flags has no row
     assert _documented() == actual
 
 

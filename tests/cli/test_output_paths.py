@@ -89,8 +89,8 @@ def test_make_sysfs_interrupted_leaves_no_half_tree(tmp_path, monkeypatch, capsy
     from driver.commands import make_sysfs as command
     from driver.discovery import make_sysfs as real
 
-    def interrupted(profile, out):
-        real(profile, out)  # the whole tree is on disk, but not yet in place
+    def interrupted(profile, out, gpus=None):
+        real(profile, out, gpus)  # the whole tree is on disk, but not yet in place
         raise KeyboardInterrupt
     monkeypatch.setattr(command, "make_sysfs", interrupted)
     out = tmp_path / "sys"

@@ -1,4 +1,4 @@
-"""Tables fit 100 columns without breaking a token: long values wrap at spaces or go below the table."""
+"""Tables fit the terminal without breaking or hiding a token: long prose wraps at spaces, long values widen the table."""
 
 from __future__ import annotations
 
@@ -14,20 +14,21 @@ def test_short_tables_are_untouched():
     assert out.splitlines() == ["A   BB", "x   -", "yy  3"]
 
 
-def test_long_value_goes_below_the_table_whole():
+def test_a_long_value_widens_the_table_and_is_never_replaced():
     rows = [["claim-a", "ok", TOKEN], ["claim-b", "ok", "short"]]
     out = table(["NAME", "STATUS", "CDI DEVICE"], rows, width=60)
     lines = out.splitlines()
-    # Only a single token longer than the width may exceed it, alone on its line.
-    assert all(len(line) <= 60 or len(line.split()) == 1 for line in lines)
-    assert lines[1].split() == ["claim-a", "ok", "[1]"] and lines[2].split() == ["claim-b", "ok", "short"]
-    assert lines[4:] == ["[1] CDI DEVICE:", f"    {TOKEN}"], "the value is printed in full, unbroken"
+    assert lines[1].split() == ["claim-a", "ok", TOKEN], "the value stands whole where it belongs"
+    assert lines[2].split() == ["claim-b", "ok", "short"]
+    assert "[1]" not in out and len(lines) == 3
 
 
-def test_identical_long_values_share_one_note():
-    rows = [[f"dev-{i}", "fake-dra.example.com-long-driver-name"] for i in range(3)]
-    out = table(["NAME", "DRIVER"], rows, width=20)
-    assert out.count("[1]") == 4 and "[2]" not in out
+def test_columns_stay_aligned_when_wider_than_the_terminal():
+    rows = [[f"dev-{i}", "fake-dra.example.com-long-driver-name", f"{i}m{i}s"] for i in range(3)]
+    out = table(["NAME", "DRIVER", "AGE"], rows, width=20)
+    lines = out.splitlines()
+    assert all(line.split()[1] == "fake-dra.example.com-long-driver-name" for line in lines[1:])
+    assert len({line.index(line.split()[2]) for line in lines[1:]}) == 1, "AGE starts in one column"
 
 
 def test_wrappable_column_wraps_at_spaces_and_never_cuts_a_word():
@@ -39,6 +40,19 @@ def test_wrappable_column_wraps_at_spaces_and_never_cuts_a_word():
     assert words == message.split()
 
 
-def test_wrappable_value_with_an_overlong_token_goes_below():
+def test_a_wrappable_value_with_an_overlong_token_keeps_it_whole():
     out = table(["CHECK", "OBSERVED"], [["cdi", f"2: {TOKEN}"]], width=40, wrap=[1])
-    assert out.splitlines()[1:] == ["cdi    [1]", "", "[1] OBSERVED: 2:", f"    {TOKEN}"]
+    assert out.splitlines()[1:] == ["cdi    2:", f"       {TOKEN}"]
+
+
+def test_width_follows_columns_and_defaults_to_100_off_a_terminal(monkeypatch):
+    from driver.tables import terminal_width
+
+    message = "word " * 40
+    monkeypatch.setenv("COLUMNS", "60")
+    assert terminal_width() == 60
+    assert max(len(line) for line in table(["A", "MESSAGE"], [["x", message]], wrap=[1]).splitlines()) <= 60
+    monkeypatch.setenv("COLUMNS", "150")
+    assert max(len(line) for line in table(["A", "MESSAGE"], [["x", message]], wrap=[1]).splitlines()) > 100
+    monkeypatch.delenv("COLUMNS")
+    assert terminal_width() == 100, "pytest captures stdout: not a terminal"

@@ -12,6 +12,7 @@ import yaml
 
 from driver.cli import main
 from driver.commands._local import seed_device_classes
+from driver.personality.fakedra.classes import device_classes
 from driver.commands._objects import human_duration, render_table
 from driver.discovery import make_sysfs
 from driver.store import ObjectStore
@@ -35,7 +36,7 @@ def node(tmp_path):
     store = tmp_path / "store"
     assert main(["publish", "--once", "--sysfs-root", str(tmp_path / "sys"), "--node-name", "node-1",
                  "--store", str(store)]) == 0
-    seed_device_classes(ObjectStore(store), "fake-dra.example.com")
+    seed_device_classes(ObjectStore(store), device_classes("fake-dra.example.com"))
     return store
 
 
@@ -104,7 +105,7 @@ def test_apply_file_errors(tmp_path, capsys):
     code, _, err = cli(capsys, "apply", "-f", str(tmp_path / "latin1.yaml"), "--store", str(store))
     assert code == 2 and "latin1.yaml: not UTF-8 text" in err
     code, _, err = cli(capsys, "apply", "-f", str(tmp_path), "--store", str(store))
-    assert code == 2 and "is a directory" in err
+    assert code == 2 and "latin1.yaml: not UTF-8 text" in err, "a directory is read file by file, as kubectl does"
     (tmp_path / "file").write_text("")
     (tmp_path / "c.yaml").write_text(claim("a"))
     code, _, err = cli(capsys, "apply", "-f", str(tmp_path / "c.yaml"), "--store", str(tmp_path / "file"))
@@ -265,7 +266,7 @@ def test_seeded_device_classes_are_logged_as_a_list_not_a_quoted_string(tmp_path
     from driver.logs import TextFormatter
 
     with caplog.at_level("INFO", logger="fake-dra.run"):
-        seed_device_classes(ObjectStore(tmp_path / "store"), "fake-dra.example.com")
+        seed_device_classes(ObjectStore(tmp_path / "store"), device_classes("fake-dra.example.com"))
     (record,) = [r for r in caplog.records if "device classes applied" in r.getMessage()]
     assert isinstance(record.classes, list) and "nic.fake-dra.example.com" in record.classes
     line = TextFormatter().format(record)

@@ -194,3 +194,15 @@ def test_labelled_nodes_overlay_requires_the_profile_label() -> None:
     label = next(a.split("=", 1)[1] for a in spec["initContainers"][0]["args"] if a.startswith("--label="))
     assert expr == {"key": label, "operator": "Exists"}
     assert "affinity" not in pod_template(render(OVERLAYS / "default"))["spec"]
+
+
+def test_nvidia_overlay_installs_nvidias_device_classes_and_the_personality() -> None:
+    """deploy/overlays/nvidia: the plugin runs as the nvidia personality, and the cluster gets exactly the
+    DeviceClasses of NVIDIA's chart and of the SR-IOV driver (not fake-dra's own)."""
+    from driver.personality import personality_named
+
+    docs = render(OVERLAYS / "nvidia")
+    assert plugin_env(docs)["FAKE_DRA_PERSONALITY"] == "nvidia"
+    classes = {d["metadata"]["name"]: d for d in docs if d["kind"] == "DeviceClass"}
+    want = {dc["metadata"]["name"]: dc for p in personality_named("nvidia").drivers() for dc in p.device_classes()}
+    assert classes == want

@@ -104,7 +104,8 @@ def test_bad_driver_config_exits_2(pristine, tmp_path, capsys) -> None:
 
 def test_make_sysfs_bad_profile_exits_2(tmp_path, capsys) -> None:
     code, _, err = run(capsys, "make-sysfs", "--profile", "nope", "--out", str(tmp_path / "x"))
-    assert code == 2 and "known profiles: demo, dgx-a100, dgx-a100-vgpu, h100, h200-vgpu, no-gpu, vgpu-host" in err
+    assert code == 2 and ("known profiles: demo, dgx-a100, dgx-a100-vgpu, gh200, h100, h200-vgpu, hgx-b200, no-gpu, "
+                          "rtxpro6000, rtxpro6000-vgpu, vgpu-host") in err
     assert not (tmp_path / "x").exists()
 
 
@@ -112,8 +113,9 @@ def test_make_sysfs_requires_out_and_lists(capsys) -> None:
     code, _, err = run(capsys, "make-sysfs", "--profile", "demo")
     assert code == 2 and "--out DIR is required" in err
     code, out, _ = run(capsys, "make-sysfs", "--list")
-    assert code == 0 and [line.split()[0] for line in out.splitlines()] == ["demo", "dgx-a100", "dgx-a100-vgpu", "h100", "h200-vgpu", "vgpu-host",
-                                                                             "no-gpu"]
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == [
+        "demo", "dgx-a100", "dgx-a100-vgpu", "h100", "h200-vgpu", "vgpu-host", "no-gpu", "hgx-b200", "rtxpro6000",
+        "rtxpro6000-vgpu", "gh200"]
     starts = {line.index(line.split()[1]) for line in out.splitlines()}
     assert len(starts) == 1, out  # the descriptions line up, after the longest name (dgx-a100-vgpu)
 

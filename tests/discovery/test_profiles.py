@@ -69,6 +69,53 @@ EXPECTED = {
         "nic_numa": [0, 0],
         "nic_roots": ["pci0000:17", "pci0000:17"],
     },
+    # HGX B200: each GPU shares its root complex (and PCIe switch) with an InfiniBand compute NIC without VFs;
+    # the four NVSwitch-management functions have no SR-IOV: plain ports, numbered last.
+    "hgx-b200": {
+        "gpus": ["b200"] * 8,
+        "gpu_numa": [0, 0, 0, 0, 1, 1, 1, 1],
+        "gpu_roots": ["pci0000:15", "pci0000:3d", "pci0000:4c", "pci0000:5b",
+                      "pci0000:97", "pci0000:bd", "pci0000:cb", "pci0000:d9"],
+        "mdev_types": [0] * 8,
+        "nics": [(f"0000:{b - 3:02x}:00.0", f"ibp{b - 3}s0", 400000, 16, 0) for b in (0x1B, 0x43, 0x52, 0x61, 0x9D)]
+        + [("0000:aa:00.0", "enp170s0f0np0", 200000, 16, 8), ("0000:aa:00.1", "enp170s0f1np1", 200000, 16, 0)]
+        + [(f"0000:{b - 3:02x}:00.0", f"ibp{b - 3}s0", 400000, 16, 0) for b in (0xC3, 0xD1, 0xDF)]
+        + [(f"0000:0{b}:00.{f}", f"ibp{b}s0f{f}", 200000, 0, 0) for b in (5, 6) for f in (0, 1)],
+        "nic_numa": [0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0],
+        "nic_roots": ["pci0000:15", "pci0000:3d", "pci0000:4c", "pci0000:5b", "pci0000:97", "pci0000:a0",
+                      "pci0000:a0", "pci0000:bd", "pci0000:cb", "pci0000:d9"] + ["pci0000:00"] * 4,
+    },
+    "rtxpro6000": {
+        "gpus": ["rtx-pro-6000-bse"] * 8,
+        "gpu_numa": [0, 0, 0, 0, 1, 1, 1, 1],
+        "gpu_roots": ["pci0000:16", "pci0000:29", "pci0000:3c", "pci0000:62",
+                      "pci0000:97", "pci0000:aa", "pci0000:bc", "pci0000:e0"],
+        "mdev_types": [0] * 8,
+        "nics": [("0000:31:00.0", "ens5f0np0", 400000, 16, 8), ("0000:b1:00.0", "ens13f0np0", 400000, 16, 8)],
+        "nic_numa": [0, 1],
+        "nic_roots": ["pci0000:30", "pci0000:b0"],
+    },
+    # the board's 29 C and 29 Q DC types on each VF
+    "rtxpro6000-vgpu": {
+        "gpus": ["rtx-pro-6000-bse"] * 2,
+        "gpu_numa": [0, 1],
+        "gpu_roots": ["pci0000:16", "pci0000:97"],
+        "mdev_types": [58, 58],
+        "nics": [("0000:31:00.0", "ens5f0np0", 400000, 16, 8), ("0000:b1:00.0", "ens13f0np0", 400000, 16, 8)],
+        "nic_numa": [0, 1],
+        "nic_roots": ["pci0000:30", "pci0000:b0"],
+    },
+    # Grace: each superchip's GPU in its own PCI domain (0009, 0019), the CPU's NUMA node.
+    "gh200": {
+        "gpus": ["gh200", "gh200"],
+        "gpu_numa": [0, 1],
+        "gpu_roots": ["pci0009:00", "pci0019:00"],
+        "mdev_types": [0, 0],
+        "nics": [("0000:01:00.0", "enP1p1s0f0np0", 400000, 16, 4), ("0000:01:00.1", "enP1p1s0f1np1", 400000, 16, 0),
+                 ("0010:01:00.0", "enP16p1s0f0np0", 400000, 16, 0)],
+        "nic_numa": [0, 0, 1],
+        "nic_roots": ["pci0000:00", "pci0000:00", "pci0010:00"],
+    },
     "no-gpu": {
         "gpus": [],
         "gpu_numa": [],
@@ -166,6 +213,24 @@ def test_h200_vgpu_host_uses_vendor_specific_vfio(pristine, catalog) -> None:
             "H200X-70C", "H200X-35C", "H200X-28C", "H200X-17C", "H200X-14C", "H200X-8C", "H200X-7C", "H200X-4C",
             "H200X-141C"]
         assert all(t.framework == "vendor-vfio" and len(t.parents) == 32 for t in gpu.mdev_types)
+
+
+def test_rtx_pro_6000_vgpu_host_names_types_as_the_host_writes_them(pristine, catalog) -> None:
+    root = pristine("rtxpro6000-vgpu")
+    vf = (root / "bus/pci/devices/0000:17:00.0/virtfn0").resolve()
+    assert (vf / "mdev_supported_types/nvidia-1560/name").read_text() == "NVIDIA RTX Pro 6000 Blackwell DC-1-12C\n"
+    gpu = discover(root, catalog).gpus[0]
+    types = {t.profile: t for t in gpu.mdev_types}
+    assert types["DC-1-12C"].type_id == "nvidia-1560" and types["DC-4-96Q"].type_id == "nvidia-1585"
+    assert {"DC-1-24CGFX", "DC-1-24QGFX", "DC-8C", "DC-96Q"} <= set(types)
+    assert types["DC-1-12C"].available_instances == 16 and types["DC-12C"].available_instances == 0  # MIG on
+
+
+def test_grace_gpus_live_in_their_own_pci_domains(pristine, catalog) -> None:
+    root = pristine("gh200")
+    link = root / "bus/pci/devices/0009:01:00.0"
+    assert link.resolve().relative_to(root.resolve()).parts[:3] == ("devices", "pci0009:00", "0009:00:00.0")
+    assert [g.pci.address for g in discover(root, catalog).gpus] == ["0009:01:00.0", "0019:01:00.0"]
 
 
 def test_gpu_vfs_are_not_separate_gpus(pristine, catalog) -> None:

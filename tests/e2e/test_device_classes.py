@@ -15,7 +15,7 @@ from driver import DEFAULT_DRIVER_NAME
 from driver.celexpr import compile_selector, device_variable
 from driver.discovery import discover, make_sysfs
 from driver.discovery.fakeprofiles import PROFILES
-from driver.e2e.manifests import CLASSES, device_classes
+from driver.personality.fakedra.classes import CLASSES, device_classes
 from driver.features import Features
 from driver.hardware import load_catalog
 from driver.slices import SliceConfig, render_pool

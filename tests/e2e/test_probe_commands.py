@@ -13,7 +13,7 @@ import pytest
 from driver import DEFAULT_DRIVER_NAME
 from driver.cli import main
 from driver.discovery import make_sysfs
-from driver.e2e.manifests import CLASSES
+from driver.personality.fakedra.classes import CLASSES
 from driver.e2e.plugin_proc import PluginDirs, PluginProcess
 from driver.features import Features
 from driver.store import ObjectStore
@@ -183,3 +183,55 @@ def test_a_plugin_that_fails_after_the_liveness_call_is_one_line(plugin, capsys,
     code, _, err = cli(capsys, "probe", "--health", *flags(plugin))
     assert code == 1 and err == (f"fake-dra probe: call on {plugin.plugins / DEFAULT_DRIVER_NAME / 'dra.sock'} "
                                  "failed: UNAVAILABLE: Socket closed (the plugin restarted)\n")
+
+
+VF_CLAIM = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: {name}
+spec:
+  devices:
+    requests:
+    - name: net
+      exactly:
+        deviceClassName: vf.fake-dra.example.com
+"""
+
+
+def test_prepare_gives_the_plugin_the_kubelets_deadline_so_vf_status_is_written(plugin, tmp_path, capsys):
+    # The status writer starts a status.devices write only with 5 s of the call left; with the old
+    # 5 s default of probe --timeout it always skipped it, while probe reported success.
+    (tmp_path / "vf.yaml").write_text(VF_CLAIM.format(name="probe-vf"))
+    assert main(["apply", "-f", str(tmp_path / "vf.yaml"), "--allocate", "--store", str(plugin.store)]) == 0
+    capsys.readouterr()
+    code, _, err = cli(capsys, "probe", "--prepare", "probe-vf", *flags(plugin))
+    assert code == 0, err
+    claim = ObjectStore(plugin.store).get("resourceclaims", "default", "probe-vf")
+    (entry,) = (claim.get("status") or {}).get("devices") or [None]
+    assert entry is not None, "status.devices was not written: the call had too little time left"
+    assert entry["device"].startswith("nic-0-vf-") and entry["conditions"][0]["type"] == "Ready"
+    assert entry["networkData"]["interfaceName"].startswith("ens3f0v")
+    # describe reads the plugin's own records: prepared, where its files are, the device status.
+    where = ["--state-dir", str(plugin.state), "--cdi-root", str(plugin.cdi), "--store", str(plugin.store),
+             "--boot-id-file", str(plugin.root / "boot_id")]
+    code, out, err = cli(capsys, "describe", "resourceclaim", "probe-vf", *where)
+    assert code == 0, err
+    text = " ".join(out.split())
+    uid = claim["metadata"]["uid"]
+    assert "Prepared on node-1: fake-dra.example.com: yes" in text, out
+    (tmp_path / "other-boot").write_text("another-boot\n")  # after a reboot the plugin drops the record
+    code, out, _ = cli(capsys, "describe", "resourceclaim", "probe-vf", *where[:-1], str(tmp_path / "other-boot"))
+    assert "fake-dra.example.com: no (PrepareCompleted in an earlier boot" in " ".join(out.split())
+    assert f"CDI spec: {plugin.cdi}/k8s.fake-dra.example.com_device_{uid}.json " in text
+    assert f"CDI devices: k8s.fake-dra.example.com/device={uid}-{entry['device']}" in text
+    assert f"/dra-device-metadata/{uid}/net/fake-dra.example.com-metadata.json" in text
+    assert f"Device Status: fake-dra.example.com/node-1/{entry['device']}: Conditions: Ready=True" in text
+    assert f"Network: interface {entry['networkData']['interfaceName']}" in text
+    code, out, _ = cli(capsys, "describe", "node", "node-1", *where)
+    assert "Prepared claims: fake-dra.example.com: default/probe-vf" in " ".join(out.split())
+    code, _, err = cli(capsys, "probe", "--unprepare", "probe-vf", *flags(plugin))
+    assert code == 0, err
+    assert not (ObjectStore(plugin.store).get("resourceclaims", "default", "probe-vf").get("status") or {}).get("devices")
+    code, out, _ = cli(capsys, "describe", "resourceclaim", "probe-vf", *where)
+    assert "fake-dra.example.com: no (not in the plugin's checkpoint)" in " ".join(out.split())

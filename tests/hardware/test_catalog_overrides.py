@@ -141,6 +141,17 @@ BAD = [
     ({"gpus": {"a16": {"subsystem": ["10de:14a9", "10DE:14A9"]}}}, "hardware.gpus.a16.subsystem: duplicate subsystem"),
     ({"gpus": {"a2x": {"inherits": "a2"}}},
      "hardware.gpus.a2x.subsystem: 0x25b6 with subsystem 10de:157e already used by model 'a2'"),
+    # Time-sliced MIG-backed rows: per_instance vGPUs on every placement make the guide's maximum.
+    ({"gpus": {"a30": {"vgpu": {"mig_backed": [{"type": "1-3C", "mig": "1g.6gb", "framebuffer_mib": 3072,
+                                                "max_instances": 9, "per_instance": 2}]}}}},
+     "hardware.gpus.a30.vgpu.mig_backed[0].per_instance: 2 vGPUs on each of the 4 GPU instances of MIG profile "
+     "1g.6gb make 8, not max_instances 9"),
+    ({"gpus": {"a30": {"vgpu": {"mig_backed": [{"type": "1-3C", "mig": "1g.6gb", "framebuffer_mib": 3072,
+                                                "max_instances": 8, "per_instance": 0}]}}}},
+     "hardware.gpus.a30.vgpu.mig_backed[0].per_instance: must be >= 1, got 0"),
+    ({"gpus": {"a30": {"vgpu": {"profiles": [{"type": "3C", "framebuffer_mib": 3072, "max_instances": 8,
+                                             "per_instance": 2}]}}}},
+     "hardware.gpus.a30.vgpu.profiles[0]: unknown field(s) ['per_instance']"),
 ]
 
 
@@ -166,11 +177,34 @@ def test_overrides_cite_sources_by_key_or_in_prose() -> None:
     assert "t4: engine counts guessed" in unconfirmed_rows(catalog)
 
 
+def test_unconfirmed_rows_are_one_line_per_model_with_equal_reasons_together() -> None:
+    from driver.hardware.catalog import unconfirmed_rows
+
+    catalog = load_catalog({"gpus": {"a30": {
+        "unconfirmed": "lab board",
+        "mig": {"profiles": {"1g.6gb": {"unconfirmed": "guessed"}, "2g.12gb": {"unconfirmed": "guessed"},
+                             "4g.24gb": {"unconfirmed": "other"}}},
+        "vgpu": {"profiles": [{"type": "4C", "framebuffer_mib": 4096, "max_instances": 6, "unconfirmed": "max?"}]},
+    }}})
+    (row,) = [r for r in unconfirmed_rows(catalog) if r.startswith("a30:")]
+    assert row == "a30: lab board; MIG 4g.24gb: other; MIG 2g.12gb, 1g.6gb: guessed; vGPU A30-4C: max?"
+
+
 def test_mig_backed_rows_in_a_config() -> None:
     catalog = load_catalog({"gpus": {"a30": {"vgpu": {"profiles": [], "mig_backed": [
         {"name": "Lab-1-6C", "mig": "1g.6gb", "framebuffer_mib": 6144, "max_instances": 4, "unconfirmed": "lab"}]}}}})
     (row,) = catalog.gpu(0x20B7).vgpu_profiles
     assert (row.name, row.mig_profile, row.mig_backed, row.unconfirmed) == ("Lab-1-6C", "1g.6gb", True, "lab")
+
+
+def test_time_sliced_mig_backed_rows_in_a_config() -> None:
+    """Several vGPUs on one GPU instance (NVIDIA's time-sliced MIG-backed mode), here on an A30."""
+    catalog = load_catalog({"gpus": {"a30": {"vgpu": {"profiles": [], "mig_backed": [
+        {"name": "Lab-1-3C", "mig": "1g.6gb", "framebuffer_mib": 3072, "max_instances": 8, "per_instance": 2},
+        {"name": "Lab-1-6C", "mig": "1g.6gb", "framebuffer_mib": 6144, "max_instances": 4}]}}}})
+    shared, alone = catalog.gpu(0x20B7).vgpu_profiles
+    assert (shared.vgpus_per_instance, shared.time_sliced_mig_backed) == (2, True)
+    assert (alone.vgpus_per_instance, alone.time_sliced_mig_backed) == (1, False)
 
 
 def test_overrides_must_be_a_mapping() -> None:

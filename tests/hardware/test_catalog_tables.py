@@ -34,6 +34,31 @@ COMMON_BOARDS = {
     0x26B5: ("l40", "NVIDIA L40"),
     0x26B1: ("rtx-6000-ada", "NVIDIA RTX 6000 Ada Generation"),
 }
+# Boards of late 2026 (issue 22): Blackwell, Grace Hopper, H20 and the H100 94GB/96GB variants, names as
+# nvidia-smi prints them where a capture was found (driver/hardware/data/gpus-2026.yaml).
+LATE_2026 = {
+    0x2901: ("b200", "NVIDIA B200"),
+    0x2909: ("b200-168gb", "NVIDIA B200"),
+    0x2941: ("gb200", "NVIDIA GB200"),
+    0x3182: ("b300", "NVIDIA B300 SXM6 AC"),
+    0x31C2: ("gb300", "NVIDIA GB300"),
+    0x31C3: ("gb300-31c3", "NVIDIA GB300"),
+    0x2BB5: ("rtx-pro-6000-bse", "NVIDIA RTX PRO 6000 Blackwell Server Edition"),
+    0x2BB1: ("rtx-pro-6000-ws", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"),
+    0x2BB4: ("rtx-pro-6000-maxq", "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition"),
+    0x2C31: ("rtx-pro-4500", "NVIDIA RTX PRO 4500 Blackwell"),
+    0x2C3A: ("rtx-pro-4500-se", "NVIDIA RTX PRO 4500 Blackwell Server Edition"),
+    0x2342: ("gh200", "NVIDIA GH200 480GB"),
+    0x2348: ("gh200-144gb", "NVIDIA GH200 144G HBM3e"),
+    0x2329: ("h20", "NVIDIA H20"),
+    0x2328: ("h20b", "NVIDIA H20B"),
+    0x230C: ("h20-nvl16", "NVIDIA H20 NVL16"),
+    0x230E: ("h20-nvl16-230e", "NVIDIA H20 NVL16"),
+    0x232C: ("h20-141gb", "NVIDIA H20 141GB HBM3e"),
+    0x2339: ("h100-94gb-sxm5", "NVIDIA H100 SXM5 94GB"),
+    0x2338: ("h100-96gb-sxm5", "NVIDIA H100 SXM5 96GB"),
+    0x233D: ("h100-96gb", "NVIDIA H100 96GB"),
+}
 # Boards that share a device ID, told apart by the PCI subsystem (vendor, device).
 SUBSYSTEM_BOARDS = {
     (0x25B6, (0x10DE, 0x14A9)): ("a16", "NVIDIA A16"),
@@ -41,11 +66,11 @@ SUBSYSTEM_BOARDS = {
 }
 
 
-@pytest.mark.parametrize("device_id", sorted({**REQUIRED, **COMMON_BOARDS}))
+@pytest.mark.parametrize("device_id", sorted({**REQUIRED, **COMMON_BOARDS, **LATE_2026}))
 def test_required_models_present(device_id: int) -> None:
     model = CATALOG.gpu(device_id)
     assert model is not None
-    assert (model.name, model.product_name) == {**REQUIRED, **COMMON_BOARDS}[device_id]
+    assert (model.name, model.product_name) == {**REQUIRED, **COMMON_BOARDS, **LATE_2026}[device_id]
 
 
 @pytest.mark.parametrize("key", sorted(SUBSYSTEM_BOARDS))
@@ -61,7 +86,7 @@ def test_boards_told_apart_by_subsystem(key) -> None:
 
 def test_abstract_bases_are_not_models() -> None:
     assert not any(m.name.startswith("_") for m in CATALOG.models())
-    assert len(CATALOG.models()) == len(REQUIRED) + len(COMMON_BOARDS) + len(SUBSYSTEM_BOARDS)
+    assert len(CATALOG.models()) == len(REQUIRED) + len(COMMON_BOARDS) + len(LATE_2026) + len(SUBSYSTEM_BOARDS)
 
 
 def test_a100_40gb_matches_kep_4815_table_and_diagram() -> None:
@@ -166,7 +191,12 @@ def test_mig_backed_types_name_their_gpu_instance_profile() -> None:
         for v in model.vgpu_profiles:
             if v.mig_backed:
                 mig = model.mig_profile(v.mig_profile)
-                assert mig is not None and v.max_instances <= len(mig.placements), (model.name, v.name)
+                assert mig is not None, (model.name, v.name)
+                # One vGPU per placement, or NVIDIA's time-sliced MIG-backed types: per_instance on each.
+                if v.time_sliced_mig_backed:
+                    assert v.max_instances == len(mig.placements) * v.vgpus_per_instance, (model.name, v.name)
+                else:
+                    assert v.max_instances <= len(mig.placements), (model.name, v.name)
 
 
 def test_sizes_are_what_nvidia_smi_reports() -> None:
@@ -191,10 +221,12 @@ def test_invariants_every_model(model) -> None:
         assert p.placements and all(s + p.memory_slices <= model.mig_memory_slices for s in p.placements)
         assert p.memory_mib <= model.memory_mib and p.multiprocessors <= model.multiprocessors
         assert p.copy_engines <= model.copy_engines and p.decoders <= model.decoders
+        assert p.encoders <= model.encoders and p.jpeg_engines <= model.jpeg_engines
         assert p.source
     if model.mig_capable:
+        # The whole-GPU instance (on GB20X also its +gfx variant) has the one placement at 0.
         full = [p for p in model.mig_profiles if p.memory_slices == model.mig_memory_slices]
-        assert len(full) == 1 and full[0].placements == (0,)
+        assert full and all(p.placements == (0,) for p in full)
     for v in model.vgpu_profiles:
         assert v.source and v.max_instances >= 1 and v.framebuffer_mib > 0
     sliced = [v for v in model.vgpu_profiles if not v.mig_backed]

@@ -51,3 +51,23 @@ def test_run_logs_inventory_claims_health_and_restore(make_plugin):
     assert plugin.stop() == 0
     # Values, not reprs: no list brackets with quotes, no dict braces, in any extra field.
     assert not re.search(r"=\[['\"]|=\{['\"]", plugin.log_text())
+
+
+def test_run_on_a_tree_without_devices_warns_and_says_what_to_give(tmp_path):
+    # A typo'd --sysfs-root (or the real /sys of a laptop) serves an empty pool: say so, and how to
+    # get a fake node, instead of a healthy-looking start that fails only at the first claim.
+    from plugin.harness import Plugin
+
+    empty = tmp_path / "empty-sys"
+    empty.mkdir()
+    plugin = Plugin(empty)
+    try:
+        plugin.start()
+        text = _wait_for(plugin, "inventory: 0 GPUs")
+        line = next(ln for ln in text.splitlines() if "no GPUs or SR-IOV NICs" in ln)
+        assert "WARNING" in line and f"--sysfs-root {plugin.sysfs}" in line and "fake-dra make-sysfs" in line
+    finally:
+        plugin.stop()
+        import shutil
+
+        shutil.rmtree(plugin.root, ignore_errors=True)

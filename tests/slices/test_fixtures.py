@@ -67,7 +67,9 @@ def test_groups_per_device_type(inventories, profile):
     for name, dev in pool.devices().items():
         kind = dev["attributes"]["type"]["string"]
         groups = groups_of(dev)
-        if kind == "vgpu" and "migProfile" in dev["attributes"]:
+        if kind == "vgpu" and "vgpusPerInstance" in dev["attributes"]:  # time-sliced MIG-backed: one type alone
+            assert groups == [["mig-vgpu-" + dev["attributes"]["profile"]["string"].lower()]], name
+        elif kind == "vgpu" and "migProfile" in dev["attributes"]:
             assert groups == [["mig-vgpu"]], name
         elif kind == "vgpu":
             assert groups == [["vgpu-" + dev["attributes"]["profile"]["string"].lower()]], name

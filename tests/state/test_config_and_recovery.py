@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from driver.state.config import API_VERSION
+from driver.personality.fakedra.opaque import API_VERSION
 from state.conftest import DRIVER, result
 
 

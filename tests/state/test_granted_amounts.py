@@ -8,7 +8,7 @@ import json
 
 from driver.features import Features
 from driver.slices import render_pool
-from driver.state.device_env import granted
+from driver.model.deviceattrs import granted
 from driver.state.pool import unrequested_grants
 from state.conftest import result
 

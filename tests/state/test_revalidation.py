@@ -133,7 +133,7 @@ def test_a_claim_whose_commit_failed_does_not_stay_reserved(env, monkeypatch):
 
 
 def test_list_typed_attribute_values_reach_the_workload_comma_joined():
-    from driver.state.device_env import device_env
+    from driver.personality.fakedra.env import device_env
     from driver.state.types import ClaimRef
 
     ref = ClaimRef(namespace="default", name="c", uid="u-1")

@@ -12,10 +12,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from driver.state.config import DeviceConfig
-from driver.state.names import env_token
-from driver.state.pool import attr, capacity
-from driver.state.types import ClaimRef
+from driver.model.deviceattrs import attr, granted
+from driver.personality.base import AppliedConfig
+from driver.slices.names import env_token
 
 _ATTRS = {"TYPE": "type", "PROFILE": "profile", "UUID": "uuid", "PARENT_UUID": "parentUUID",
           "PCI_BUS_ID": "pciBusID", "PRODUCT_NAME": "productName", "NUMA_NODE": "numaNode"}
@@ -28,26 +27,8 @@ def _env_value(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def granted(result: Mapping[str, Any], device: Mapping[str, Any], name: str,
-            unrequested: Mapping[str, str] | None = None) -> str | None:
-    """What the claim was given of capacity `name`: its consumable-capacity share, else the amount
-    recorded from a request-driven counter (KEP-5941), else what such a counter gives a claim that
-    records nothing (`unrequested`), else the device's whole capacity."""
-    share = (result.get("consumedCapacity") or {}).get(name)
-    if share is not None:
-        return str(share)
-    for entry in result.get("consumedCounters") or ():
-        counters = entry.get("counters") if isinstance(entry, Mapping) else None
-        counter = counters.get(name) if isinstance(counters, Mapping) else None  # shape: revalidation
-        if counter is not None:
-            return str(counter.get("value") if isinstance(counter, Mapping) else counter)
-    if unrequested and name in unrequested:
-        return unrequested[name]
-    return capacity(dict(device), name)
-
-
 def device_env(
-    claim: ClaimRef, result: Mapping[str, Any], device: Mapping[str, Any], config: DeviceConfig | None, driver_name: str,
+    claim: Any, result: Mapping[str, Any], device: Mapping[str, Any], config: AppliedConfig | None, driver_name: str,
     unrequested: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     prefix = f"FAKE_DRA_{env_token(str(result['device']))}_"
