@@ -19,6 +19,7 @@ import yaml
 from driver.cli import main
 from driver.commands._local import seed_device_classes
 from driver.discovery.fakesysfs import make_sysfs
+from driver.e2e.manifests import device_classes
 from driver.errors import ConfigError, InvalidObjectError
 from driver.publish import Publisher, make_detector
 from driver.publish.backend import StoreSliceBackend
@@ -136,7 +137,7 @@ def test_what_the_store_keeps_is_what_apply_allocate_can_read(capsys, sysfs, tmp
         if gates:
             (store / "featuregates.yaml").write_text(gates)
         assert publish(capsys, sysfs, store)[0] == 0
-        seed_device_classes(ObjectStore(store), DRIVER)  # what `run` does in local mode
+        seed_device_classes(ObjectStore(store), device_classes())  # what `run` does in local mode
         code = main(["apply", "-f", str(claim), "--store", str(store), "--allocate", "--node-name", NODE, "-o", "yaml"])
         out, err = capsys.readouterr()
         assert code == 0, err
