@@ -2,7 +2,8 @@
 
 kubernetes-validate is the reference but too slow for run time (jsonschema over a 2 MB $ref graph per
 object); driver.schema is the fast walker fake-dra uses. Both judge the same corpus of real objects
-(what the project renders, its DeviceClasses, the e2e scenarios' claims and pods) and thousands of
+(what the project renders as each of its personalities, their DeviceClasses, the e2e scenarios'
+claims and pods) and thousands of
 seeded mutations of them (an unknown key anywhere, a scalar of another type, a key removed): every
 verdict must be the same. driver.schema checks a little more (enum values, quantity grammar, int
 ranges), which these mutations never touch.
@@ -27,6 +28,7 @@ from driver.e2e.manifests import device_classes, scenario_objects
 from driver.e2e.scenario import load_scenarios
 from driver.features import Features
 from driver.hardware import load_catalog
+from driver.personality import personality_named
 from driver.slices import render_pool, to_resource_slices
 
 DIR = "kubernetes-json-schema/v1.37.0-local-strict"
@@ -52,6 +54,10 @@ def corpus() -> tuple[dict[str, Any], ...]:
     inventory = discover(sysfs, load_catalog())
     for features in (Features(), Features(compatibility_groups=False), Features(partitionable_devices=False)):
         objects += to_resource_slices(render_pool(inventory, features, node_name="node-1", driver_name="fake-dra.example.com"))
+    for name in ("nvidia", "sriov"):  # the other drivers the project presents the hardware as
+        for profile in personality_named(name).drivers():
+            objects += profile.device_classes()
+            objects += to_resource_slices(profile.render(inventory, Features(), node_name="node-1"))
     for scenario in load_scenarios():
         objects += [o for o in scenario_objects(scenario) if o.get("kind") in ("ResourceClaim", "Pod")]
     objects.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"type": "kwok"}},
