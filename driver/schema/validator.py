@@ -23,6 +23,11 @@ from driver.schema import overlay
 from driver.schema.compact import (ANY, BOOL, INT, IOS, KIND_NAMES, LIST, MAP, NUM, QTY, REF, STR, Field,
                                    TypeNode)
 
+# Quantity texts already parsed successfully, shared by every walk: a fleet's slices repeat the same
+# few hundred texts, so each is parsed once per process. Bounded, so hostile input cannot grow it.
+_GOOD_QUANTITIES: set[Any] = set()
+_MAX_REMEMBERED = 65536
+
 MAX_ERRORS = 20  # a wholly wrong file stops collecting here
 SHOWN_ERRORS = 5  # ... and one message shows this many
 
@@ -64,7 +69,7 @@ class _Walk:
         self.gates_on = gates_on
         self.gate_hint = gate_hint
         self.gated_unknown: set[str] = set()  # gates whose (off) fields the object has
-        self._quantities: set[Any] = set()
+        self._quantities = _GOOD_QUANTITIES
 
     def fail(self, path: Path_, message: str) -> None:
         if len(self.errors) < MAX_ERRORS:
@@ -185,7 +190,8 @@ class _Walk:
             except InputError as exc:
                 self.fail(path, str(exc))
                 return
-            self._quantities.add(value)
+            if len(self._quantities) < _MAX_REMEMBERED:
+                self._quantities.add(value)
         elif cls is float:
             try:
                 parse_quantity(repr(value))
