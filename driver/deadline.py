@@ -5,9 +5,10 @@ gRPC timeout). Work that goes on after the caller gave up is work nobody waits f
 shutdown hand-over it would be work done while a successor process owns the state directory. So
 each call carries one Deadline: the earliest of its gRPC deadline and 45 s (less a small margin so
 the answer still arrives), which expires early when the plugin cancels the calls still running at
-the end of its grace period. Blocking waits (claim-read retries) wait on it instead of sleeping,
-so a cancellation ends them at once. Pure (no I/O): used by driver.plugin, driver.state and
-driver.kube alike.
+the end of its grace period, or when the caller cancels the call (its gRPC context ends). Blocking
+waits (claim-read retries) wait on it instead of sleeping, so a cancellation ends them at once,
+and a call checks it again right before it commits (driver.state.prepare). Pure (no I/O): used by
+driver.plugin, driver.state and driver.kube alike.
 """
 
 from __future__ import annotations
@@ -20,38 +21,56 @@ from driver.errors import CallAborted
 
 KUBELET_CALL_TIMEOUT_S = 45.0  # the kubelet's default per-call timeout (docs/architecture.md §3, kubelet contract)
 ANSWER_MARGIN_S = 0.5  # stop working this long before the caller's deadline so the answer reaches it
+POLL_S = 0.05  # how soon a blocking wait notices that its caller went away
 
 
 @dataclass(frozen=True)
 class Deadline:
-    """A point in time.monotonic() plus the cancellation event of the process's calls."""
+    """A point in time.monotonic(), the cancellation event of the process's calls (a shutdown), and
+    this call's own `abandoned` event (its caller cancelled it or went away: the kubelet cancels a
+    prepare when the pod is deleted or the kubelet restarts, and then unprepares the claim)."""
 
     at: float
     cancel: threading.Event = field(default_factory=threading.Event)
+    abandoned: threading.Event = field(default_factory=threading.Event)
 
     @classmethod
     def within(cls, timeout_s: float | None, cancel: threading.Event | None = None,
-               cap_s: float = KUBELET_CALL_TIMEOUT_S) -> Deadline:
+               cap_s: float = KUBELET_CALL_TIMEOUT_S, abandoned: threading.Event | None = None) -> Deadline:
         """The deadline of a call that has `timeout_s` left (None: no gRPC deadline), never more
         than `cap_s` from now."""
         budget = cap_s if timeout_s is None else min(timeout_s, cap_s)
-        return cls(time.monotonic() + max(0.0, budget - ANSWER_MARGIN_S), cancel or threading.Event())
+        return cls(time.monotonic() + max(0.0, budget - ANSWER_MARGIN_S), cancel or threading.Event(),
+                   abandoned or threading.Event())
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel.is_set() or self.abandoned.is_set()
 
     def remaining(self) -> float:
-        return 0.0 if self.cancel.is_set() else max(0.0, self.at - time.monotonic())
+        return 0.0 if self.cancelled else max(0.0, self.at - time.monotonic())
 
     @property
     def expired(self) -> bool:
         return self.remaining() <= 0.0
 
     def wait(self, seconds: float) -> bool:
-        """Sleep up to `seconds`, waking early on cancellation; True while the deadline holds."""
-        self.cancel.wait(max(0.0, min(seconds, self.at - time.monotonic())))
+        """Sleep up to `seconds`, waking early on cancellation; True while the deadline holds. A
+        shutdown wakes it at once, the caller going away within POLL_S."""
+        end = min(time.monotonic() + seconds, self.at)
+        while not self.cancelled:
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            self.cancel.wait(min(left, POLL_S))
         return not self.expired
 
     def check(self, what: str) -> None:
         """Raise CallAborted naming `what` when the call was cancelled or its time is up."""
         if self.cancel.is_set():
             raise CallAborted(f"{what}: cancelled, the plugin is shutting down; retry")
+        if self.abandoned.is_set():
+            raise CallAborted(f"{what}: cancelled by the caller (the kubelet gave up on the call or went away); "
+                              "nothing was kept")
         if time.monotonic() >= self.at:
             raise CallAborted(f"{what}: the call's deadline passed before it could finish; retry")

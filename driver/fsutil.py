@@ -13,6 +13,7 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 TEMP_SUFFIX = ".tmp"
@@ -31,12 +32,27 @@ def atomic_write(path: Path, data: bytes, mode: int, sync_dir: bool = True, fsyn
     fsyncs only add durability across power loss, so callers skip them for intermediate states
     whose loss is equivalent to "the step never happened" (see driver.state.prepare).
     """
-    tmp = temp_path(path)
+    _write_replace(None, temp_path(path).name, path, data, mode, fsync)
+    if sync_dir and fsync:
+        fsync_dir(path.parent)
+
+
+def atomic_write_at(dir_fd: int, name: str, data: bytes, mode: int) -> None:
+    """atomic_write (without fsync) of the entry `name` of the directory open at `dir_fd`: no path
+    is resolved, so no symlink on the way to that directory is followed (driver.state.metadata
+    opens it with open_dirs)."""
+    _write_replace(dir_fd, temp_path(Path(name)).name, name, data, mode, fsync=False)
+
+
+def _write_replace(dir_fd: int | None, tmp: str, target: str | Path, data: bytes, mode: int, fsync: bool) -> None:
+    at = {"dir_fd": dir_fd}
+    # `tmp` is a bare name: relative to dir_fd, or to the target's directory when dir_fd is None.
+    tmp_path: str | Path = tmp if dir_fd is not None else Path(target).with_name(tmp)
     # A fresh inode, never through whatever already has the temp name: a symlink planted there
     # would otherwise have its target truncated and overwritten (O_TRUNC follows links).
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        os.unlink(tmp_path, **at)
+    fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, **at)
     try:
         try:
             os.fchmod(fd, mode)  # umask must not widen or narrow the intended mode
@@ -47,27 +63,69 @@ def atomic_write(path: Path, data: bytes, mode: int, sync_dir: bool = True, fsyn
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        os.replace(tmp_path, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            tmp.unlink()  # a full disk must not also leave temp files behind
+            os.unlink(tmp_path, **at)  # a full disk must not also leave temp files behind
         raise
-    if sync_dir and fsync:
-        fsync_dir(path.parent)
+
+
+def open_dirs(root: Path, parts: Sequence[str], mode: int, *,
+              replaced: Callable[[str], None] | None = None) -> int:
+    """An O_DIRECTORY fd of root/parts[0]/parts[1]/..., each part created (`mode`, whatever the
+    umask) when missing. Nothing is followed: `root` itself must not be a symlink (ELOOP), and a
+    symlink or file found in place of a part is removed and replaced by a directory (`replaced`
+    is told its relative path). For directories the caller owns outright, like a claim's device
+    metadata: a link planted there would otherwise redirect the files it writes."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(root, flags)
+    try:
+        for i, part in enumerate(parts):
+            nxt = _open_or_make(fd, part, mode, flags, "/".join(parts[:i + 1]), replaced)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_or_make(fd: int, name: str, mode: int, flags: int, where: str,
+                  replaced: Callable[[str], None] | None) -> int:
+    for _ in range(3):  # a racing remover or creator gets another try, not a loop
+        try:
+            return os.open(name, flags, dir_fd=fd)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            os.unlink(name, dir_fd=fd)  # a symlink or a file where our directory belongs
+            if replaced is not None:
+                replaced(where)
+        try:
+            os.mkdir(name, 0o700, dir_fd=fd)
+        except FileExistsError:
+            continue
+        new = os.open(name, flags, dir_fd=fd)
+        os.fchmod(new, mode)
+        return new
+    raise OSError(errno.EAGAIN, "kept changing while being created", where)
 
 
 class NotRegularFile(ValueError):
     """A file the plugin writes itself is a symlink, FIFO, socket or device: not ours to read."""
 
 
-def read_regular(path: Path, *, follow_links: bool = False, limit: int = -1) -> bytes:
+def read_regular(path: Path | str, *, follow_links: bool = False, limit: int = -1, dir_fd: int | None = None) -> bytes:
     """The bytes (at most `limit`) of a file that must be a regular file. Never blocks: a FIFO, or a
     link to /dev/zero, planted in its place would otherwise hang or exhaust the process
-    (NotRegularFile instead); a symlink is NotRegularFile too unless `follow_links`.
-    FileNotFoundError and IsADirectoryError pass through, like any other OSError."""
+    (NotRegularFile instead); a symlink is NotRegularFile too unless `follow_links`. `dir_fd`:
+    `path` is relative to that directory. FileNotFoundError and IsADirectoryError pass through,
+    like any other OSError."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_links else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, flags, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP and not follow_links:
             raise NotRegularFile(f"{path} is a symbolic link") from None

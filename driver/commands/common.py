@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -174,12 +175,22 @@ def load_driver_config(path: str | None) -> dict:
     return data
 
 
-def positive_seconds(value: object, flag: str) -> float:
-    """A duration flag: a positive number of seconds, else InputError naming the flag."""
+def seconds(value: object, flag: str) -> float:
+    """A duration flag as a finite float, else InputError naming the flag. float() takes "nan" and
+    "inf": a NaN interval turns every timed wait into a busy loop (it never compares as elapsed) and
+    an infinite one removes the bound the flag exists for (and fails in time arithmetic)."""
     try:
         out = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise InputError(f"{flag}: expected seconds, got {value!r}") from None
+    if not math.isfinite(out):
+        raise InputError(f"{flag}: expected a finite number of seconds, got {value!r}")
+    return out
+
+
+def positive_seconds(value: object, flag: str) -> float:
+    """A duration flag: a positive, finite number of seconds, else InputError naming the flag."""
+    out = seconds(value, flag)
     if out <= 0:
         raise InputError(f"{flag}: must be positive, got {value!r}")
     return out

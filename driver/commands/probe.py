@@ -73,11 +73,8 @@ def _check_flags(args: argparse.Namespace) -> None:
     if args.timeout is None:
         args.timeout = KUBELET_CALL_TIMEOUT_S if (args.prepare or args.unprepare) else QUICK_TIMEOUT_S
     args.timeout = common.positive_seconds(args.timeout, "--timeout")
-    try:
-        args.wait = float(args.wait)
-    except (TypeError, ValueError):
-        raise InputError(f"--wait: expected seconds, got {args.wait!r}") from None
-    if not args.wait >= 0:
+    args.wait = common.seconds(args.wait, "--wait")
+    if args.wait < 0:
         raise InputError(f"--wait: must be zero or positive, got {args.wait!r}")
     if (args.device or args.until) and not args.health:
         raise InputError("--device and --until go with --health")

@@ -7,9 +7,12 @@ the state directory is released only after the last write; docs/robustness.md). 
 the inventory (and re-publishes, unless --no-publish).
 
 Test hooks: with FAKE_DRA_TEST_MODE=1, FAKE_DRA_CRASH_AT=<step> SIGKILLs the process at that step
-of prepare/unprepare (prepare-started, prepare-cdi-written, prepare-completed,
-unprepare-cdi-removed, unprepare-completed) and FAKE_DRA_PAUSE_AT=<step>:<seconds> stalls the
-call there (a slow disk, for hand-over tests); without FAKE_DRA_TEST_MODE both are ignored.
+of prepare/unprepare (prepare-read: before the claims are read, so a pause there stands in for a
+slow API server; prepare-started, prepare-cdi-written, prepare-completed, unprepare-cdi-removed,
+unprepare-completed) or of the start-up recovery of a lost checkpoint
+(recover-read, recover-saved; driver.state.recovery) and FAKE_DRA_PAUSE_AT=<step>:<seconds>[,...]
+stalls the call there (a slow disk or API server, for hand-over and cancellation tests); without
+FAKE_DRA_TEST_MODE both are ignored.
 """
 
 from __future__ import annotations
@@ -29,9 +32,15 @@ from driver.errors import InputError
 from driver.features import Features
 
 log = logging.getLogger("fake-dra.run")
-CRASH_STEPS = ("prepare-started", "prepare-cdi-written", "prepare-completed", "unprepare-cdi-removed",
-               "unprepare-completed")
+CALL_STEPS = ("prepare-read", "prepare-started", "prepare-cdi-written", "prepare-completed", "unprepare-cdi-removed",
+              "unprepare-completed")
+RECOVERY_STEPS = ("recover-read", "recover-saved")  # at start, rebuilding a lost checkpoint (driver.state.recovery)
+CRASH_STEPS = CALL_STEPS + RECOVERY_STEPS
 CANCEL_WINDOW_S = 5.0  # after the grace period: at most this long (and at most the grace) to roll back
+# Longer than a predecessor's hand-over with the default flags (10 s grace + 5 s cancel window), so a
+# surging rolling update's successor takes over without a restart; a second `run` by mistake is told
+# who owns the node within this time. deploy/ sets 'forever'.
+LOCK_WAIT_S = 30.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -53,6 +62,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "(never past the kubelet call's own deadline or 45 s)")
     common.add_flag(parser, "--grace-period", "10", "seconds to let in-flight calls finish on SIGTERM; calls still "
                     "running are then cancelled and rolled back (within min(grace, 5) s more)")
+    common.add_flag(parser, "--wait-for-lock", str(int(LOCK_WAIT_S)),
+                    "seconds to wait while another process owns this node's state directory (a rolling "
+                    f"update's predecessor handing over) before giving up; 'forever' waits without a bound "
+                    f"(default {int(LOCK_WAIT_S)})")
     parser.add_argument("--no-publish", action="store_true", help="serve the plugin only; do not publish slices")
     parser.add_argument("--device-metadata", type=_on_off, default=True, metavar="true|false",
                         help="write DRA device metadata files (KEP-5304) and bind-mount them into containers "
@@ -66,27 +79,41 @@ def _crash_hook():
     step = os.environ.get("FAKE_DRA_CRASH_AT")
     if step and step not in CRASH_STEPS:
         raise InputError(f"FAKE_DRA_CRASH_AT: unknown step {step!r} (known: {', '.join(CRASH_STEPS)})")
-    pause_step, pause_s = _pause_at(os.environ.get("FAKE_DRA_PAUSE_AT"))
+    pauses = _pauses(os.environ.get("FAKE_DRA_PAUSE_AT"))
     if step:
         log.warning("test mode: will SIGKILL at step", extra={"step": step})
-    if pause_step:
+    for pause_step, pause_s in pauses.items():
         log.warning("test mode: will pause at step", extra={"step": pause_step, "seconds": pause_s})
 
     def hook(current: str) -> None:
-        if current == pause_step:
-            time.sleep(pause_s)
+        if current in pauses:
+            time.sleep(pauses[current])
         if current == step:
             os.kill(os.getpid(), signal.SIGKILL)
     return hook
 
 
-def _pause_at(value: str | None) -> tuple[str | None, float]:
-    if not value:
-        return None, 0.0
-    step, _, seconds = value.partition(":")
-    if step not in CRASH_STEPS:
-        raise InputError(f"FAKE_DRA_PAUSE_AT: unknown step {step!r} (known: {', '.join(CRASH_STEPS)})")
-    return step, common.positive_seconds(seconds, "FAKE_DRA_PAUSE_AT seconds")
+def _pauses(value: str | None) -> dict[str, float]:
+    """FAKE_DRA_PAUSE_AT: `<step>:<seconds>[,<step>:<seconds>...]`."""
+    out: dict[str, float] = {}
+    for item in (value or "").split(","):
+        if not item:
+            continue
+        step, _, seconds = item.partition(":")
+        if step not in CRASH_STEPS:
+            raise InputError(f"FAKE_DRA_PAUSE_AT: unknown step {step!r} (known: {', '.join(CRASH_STEPS)})")
+        out[step] = common.positive_seconds(seconds, "FAKE_DRA_PAUSE_AT seconds")
+    return out
+
+
+def lock_wait_seconds(value: str) -> float | None:
+    """--wait-for-lock: seconds (0: do not wait), or 'forever' (None)."""
+    if str(value).strip().lower() == "forever":
+        return None
+    out = common.seconds(value, "--wait-for-lock")
+    if out < 0:
+        raise InputError(f"--wait-for-lock: must be zero, positive or 'forever', got {value!r}")
+    return out
 
 
 def _claim_source(args: argparse.Namespace, deadline_s: float) -> Any:
@@ -209,7 +236,7 @@ class _Agent:
     NICs) runs two agents in one process, as two plugins would run on a real node."""
 
     def __init__(self, args: argparse.Namespace, profile: Any, render: Callable[..., Any], node: str,
-                 dirs: common.NodeDirs, claims: Any, several: bool) -> None:
+                 dirs: common.NodeDirs, claims: Any, several: bool, lock_wait_s: float | None) -> None:
         from driver.plugin.metrics import PluginMetrics
         from driver.plugin.server import PluginServer, SocketPaths, check_sockets
         from driver.state.cdi import CdiWriter
@@ -237,7 +264,7 @@ class _Agent:
         self.state = DeviceState(driver_name=driver_name, claims=claims, pool=self.pool_cache,
                                  cdi=CdiWriter(dirs.cdi, driver_name, profile.cdi), checkpoint=checkpoint,
                                  crash_hook=_crash_hook(), when_owned=lambda: check_sockets(paths), profile=profile,
-                                 **_device_info(args, claims, driver_name, state_dir))
+                                 lock_wait_s=lock_wait_s, **_device_info(args, claims, driver_name, state_dir))
         log.info(f"restored {self.state.count()} prepared claims",
                  extra={"claims": self.state.count(), "state_dir": str(state_dir), "driver": driver_name})
 
@@ -280,6 +307,7 @@ def run(args: argparse.Namespace) -> int:
     publish_interval = common.positive_seconds(args.publish_interval, "--publish-interval")
     grace_s = common.positive_seconds(args.grace_period, "--grace-period")
     api_deadline = common.positive_seconds(args.api_deadline, "--api-deadline")
+    lock_wait = lock_wait_seconds(args.wait_for_lock)
     if args.metrics_addr:
         parse_addr(args.metrics_addr)
     if not args.no_publish:
@@ -290,7 +318,7 @@ def run(args: argparse.Namespace) -> int:
     args.profiles = [profile for profile, _ in renderers]
     dirs = [_node_dirs(args, profile.name, node) for profile in args.profiles]  # checked before anything opens
     claims = _claim_source(args, api_deadline)
-    agents = [_Agent(args, profile, render, node, d, claims, len(renderers) > 1)
+    agents = [_Agent(args, profile, render, node, d, claims, len(renderers) > 1, lock_wait)
               for (profile, render), d in zip(renderers, dirs, strict=True)]
     from driver.commands._startup import empty_inventory_warning
 

@@ -101,7 +101,8 @@ def _vgpu(gpu: Gpu) -> str:
         cap = min(t.available_instances, profile.max_instances) if profile else t.available_instances
         rows.append([t.type_id, t.name, mib(profile.framebuffer_mib) if profile else "unknown", cap,
                      len(t.parents), "yes" if profile else "no (not in the hardware table)"])
-    return table(["TYPE", "NAME", "FRAMEBUFFER", "INSTANCES", "ON FUNCTIONS", "KNOWN"], rows)
+    # The host's type names ("NVIDIA RTX Pro 6000 Blackwell DC-4-96QGFX") and the verdict wrap at spaces.
+    return table(["TYPE", "NAME", "FRAMEBUFFER", "INSTANCES", "ON FUNCTIONS", "KNOWN"], rows, wrap=[1, 5])
 
 
 def _nic(nic: NicPF) -> str:

@@ -30,7 +30,7 @@ import yaml
 
 from driver import DEFAULT_DRIVER_NAME, schema
 from driver.allocator.cluster import ClusterView
-from driver.allocator.usage import counters_left, usage_of
+from driver.allocator.usage import counters_left
 from driver.discovery import discover, make_sysfs, set_fault
 from driver.e2e.container import container_view
 from driver.e2e.manifests import NAMESPACE
@@ -198,8 +198,9 @@ class LocalBackend:
         return devices_by_claim(self.store.list(CLAIMS, NAMESPACE), self.published_devices(), self.driver_name)
 
     def _counters(self) -> dict:
-        claims = self.store.list(CLAIMS, NAMESPACE)
-        return counters_left(usage_of(self._slices(), claims), self.driver_name)
+        # What the objects say (every gate on), read from the same kind of synced view the scheduler uses.
+        view = self._view(Features.all_on(), self._slices())
+        return counters_left(view.usage(driver=self.driver_name), self.driver_name)
 
     def _health(self, until: tuple[str, str] | None = None, timeout_s: float = 5.0) -> dict[str, str]:
         """Device -> health from the plugin's stream; with `until`, wait for that device to reach that state."""
@@ -221,16 +222,8 @@ class LocalBackend:
         slices, features = self._slices(), self.features
         if skewed:
             slices, features = skewed_view(slices, features)
-        allocated = [c for c in self.store.list(CLAIMS, NAMESPACE) if (c.get("status") or {}).get("allocation")]
-        view = self._views.get(features)
-        if view is None:
-            view = self._views[features] = ClusterView(features=features)
         try:
-            # Synced with the store: only what changed since the last cycle is parsed again.
-            view.replace_slices(slices)
-            view.replace_classes(self.store.list("deviceclasses"))
-            view.replace_claims(allocated)
-            results = view.allocator(NODE).allocate([claims[n] for n in todo])
+            results = self._view(features, slices).allocator(NODE).allocate([claims[n] for n in todo])
         except AllocationError as exc:
             return [], str(exc)
         for name, allocation in zip(todo, results):
@@ -248,6 +241,18 @@ class LocalBackend:
             self.store.create(CLAIMS, claim)
         else:
             self.store.update(CLAIMS, claim)
+
+    def _view(self, features: Features, slices: Sequence[dict[str, Any]]) -> ClusterView:
+        """The cluster view of a gate set, synced with the store: only what changed since the last
+        cycle or report is parsed again."""
+        features = features.for_scheduler()
+        view = self._views.get(features)
+        if view is None:
+            view = self._views[features] = ClusterView(features=features)
+        view.replace_slices(slices)
+        view.replace_classes(self.store.list("deviceclasses"))
+        view.replace_claims([c for c in self.store.list(CLAIMS, NAMESPACE) if (c.get("status") or {}).get("allocation")])
+        return view
 
     def _reserve(self, name: str, consumer: dict[str, str]) -> None:
         claim = self._claim(name)

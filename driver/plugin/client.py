@@ -120,9 +120,17 @@ class KubeletClient:
         return _DRA[self.dra_version or "v1"][0], self._dra_stub
 
     def prepare(self, claims: Sequence[ClaimTuple]) -> dict[str, ClaimResult]:
+        return self.prepare_result(self.start_prepare(claims).result())
+
+    def start_prepare(self, claims: Sequence[ClaimTuple]) -> grpc.Future:
+        """NodePrepareResources without waiting: `.cancel()` it as the kubelet does when the pod is
+        deleted (or the kubelet restarts) while the call is in flight; `prepare_result(f.result())`."""
         pb2, stub = self._dra()
         req = pb2.NodePrepareResourcesRequest(claims=[pb2.Claim(namespace=n, name=m, uid=u) for n, m, u in claims])
-        resp = stub.NodePrepareResources(req, timeout=self.timeout_s)
+        return stub.NodePrepareResources.future(req, timeout=self.timeout_s)
+
+    @staticmethod
+    def prepare_result(resp) -> dict[str, ClaimResult]:  # noqa: ANN001 - a NodePrepareResourcesResponse of any version
         return {
             uid: ClaimResult(
                 devices=tuple(DeviceResult(tuple(d.request_names), d.pool_name, d.device_name, tuple(d.cdi_device_ids))

@@ -21,6 +21,7 @@ import contextlib
 import errno
 import logging
 import os
+import secrets
 import socket
 import stat
 import threading
@@ -38,7 +39,6 @@ from driver.plugin.metrics import PluginMetrics
 from driver.plugin.protos import DRA as _DRA
 from driver.plugin.protos import HEALTH as _HEALTH
 from driver.plugin.services import (
-    DEFAULT_STATE_CONCURRENCY,
     DRA_VERSIONS,
     HEALTH_VERSIONS,
     MAX_HEALTH_STREAMS,
@@ -154,6 +154,19 @@ def _unlink_if(path: Path, inode: tuple[int, int] | None) -> None:
             path.unlink()
 
 
+def _staging_name(path: Path) -> Path:
+    """A hidden name beside `path` that nobody uses: random, not the PID, which two containers
+    sharing the registry directory both have as 1 (gRPC would unlink the other's staged socket and
+    that process would then place ours under its name). At most as long as `path`'s name
+    ("dra.sock": a dot and 7 hex digits, 2^28 names), so the AF_UNIX limit checked for the final
+    path holds for it too."""
+    width = max(1, min(7, len(path.name) - 1))
+    while True:
+        staged = path.with_name("." + secrets.token_hex(4)[:width])
+        if not os.path.lexists(staged):
+            return staged
+
+
 @contextlib.contextmanager
 def _private_umask() -> Iterator[None]:
     old = os.umask(0o077)  # the socket inode is created with this mask: never world-accessible
@@ -166,18 +179,16 @@ def _private_umask() -> Iterator[None]:
 class PluginServer:
     def __init__(self, *, driver_name: str, paths: SocketPaths, state: DeviceState,
                  health: Callable[[], list[DeviceHealthStatus]], metrics: PluginMetrics,
-                 health_interval_s: float = 5.0, max_workers: int = 32,
-                 state_concurrency: int = DEFAULT_STATE_CONCURRENCY) -> None:
+                 health_interval_s: float = 5.0, max_workers: int = 32) -> None:
         self.driver_name = driver_name
         self.paths = paths
         self.state = state
         self.metrics = metrics
         self._health = health
         self.hub = HealthHub(health_interval_s)
-        # Many worker threads (long-lived health streams each hold one), but only a few may work
-        # on the state at once: see driver.plugin.services.dra_servicer.
+        # Many worker threads (long-lived health streams each hold one; claim reads wait on the API
+        # in others), but only a few work on the state at once: driver.state.ownership.StateGate.
         self._max_workers = max_workers
-        self._gate = threading.BoundedSemaphore(state_concurrency)
         self._streams = threading.BoundedSemaphore(MAX_HEALTH_STREAMS)
         self._dra: grpc.Server | None = None
         self._reg: grpc.Server | None = None
@@ -200,7 +211,7 @@ class PluginServer:
         pool = futures.ThreadPoolExecutor(max_workers=self._max_workers + MAX_HEALTH_STREAMS, thread_name_prefix="dra")
         self._dra = grpc.server(pool)
         for version, (pb2, grpc_mod) in _DRA.items():
-            grpc_mod.add_DRAPluginServicer_to_server(dra_servicer(pb2, grpc_mod, version, self.state, self.metrics, self._gate),
+            grpc_mod.add_DRAPluginServicer_to_server(dra_servicer(pb2, grpc_mod, version, self.state, self.metrics),
                                                      self._dra)
         for version, (pb2, grpc_mod) in _HEALTH.items():
             grpc_mod.add_DRAResourceHealthServicer_to_server(
@@ -227,7 +238,7 @@ class PluginServer:
         hard-linked to its real name: link() fails if that name was taken meanwhile (a racing
         instance) instead of replacing it, and gRPC's own unlink later hits only the staging name.
         """
-        staged = path.with_name(f".{os.getpid():x}")
+        staged = _staging_name(path)
         with _private_umask():
             if server.add_insecure_port(f"unix://{staged}") == 0:
                 raise InputError(f"cannot listen on unix socket {staged} (for {path})")

@@ -4,8 +4,12 @@ Why one generic class per service: the versions have identical messages in diffe
 packages, so each servicer is parameterised by its generated module instead of duplicated.
 Per-claim problems travel in the response (`error`), which makes the kubelet retry only that
 claim; an unexpected exception fails the whole call with INTERNAL (the kubelet retries it all).
-Every DRA call is bounded by the earliest of its gRPC deadline and the kubelet's 45 s, including
-its wait at the state gate. Health streams are long-lived and each holds a worker thread, so they
+Error texts are bounded (ErrorBudget): they may echo claim fields of any size, and a response over
+the kubelet's 4 MiB message limit (grpc-go's default receive size, which the kubelet's DRA client
+keeps) would fail the whole call, the good claims included. Every DRA call is bounded by the
+earliest of its gRPC deadline and the kubelet's 45 s, and observes its own cancellation: when the
+kubelet cancels it (its gRPC context ends), the state layer keeps nothing it has not committed
+(driver.state.prepare). Health streams are long-lived and each holds a worker thread, so they
 get their own budget of threads (MAX_HEALTH_STREAMS, driver.plugin.server sizes the pool to it plus
 the DRA workers): a stream beyond it is refused with RESOURCE_EXHAUSTED (the kubelet retries),
 and however many streams are open, prepare always finds a thread.
@@ -21,40 +25,54 @@ from types import ModuleType
 
 import grpc
 
-from driver.deadline import KUBELET_CALL_TIMEOUT_S
 from driver.plugin.gen import pluginregistration_v1_pb2 as reg_pb2
 from driver.plugin.grpclog import quiet_undecodable_requests
 from driver.plugin.gen import pluginregistration_v1_pb2_grpc as reg_grpc
 from driver.plugin.metrics import PluginMetrics
 from driver.state.names import shorten
 from driver.state.prepare import DeviceState
-from driver.state.types import ClaimRef, DeviceHealthStatus, PrepareResult
+from driver.state.types import ClaimRef, DeviceHealthStatus
 
 log = logging.getLogger("fake-dra.plugin")
 DRA_VERSIONS = ("v1", "v1beta1")  # the kubelet takes the first it supports: newest first
 HEALTH_VERSIONS = ("v1", "v1beta1", "v1alpha1")
-DEFAULT_STATE_CONCURRENCY = 2  # see dra_servicer: 2-4 measured best on 2 cores, 8+ worse
 MAX_HEALTH_STREAMS = 64  # the kubelet opens one per plugin connection; the rest is headroom
-BUSY = "timed out waiting for other calls to finish; retry"
+MAX_ERROR_CHARS = 1024  # per claim: what a kubelet event shows of a message anyway
+ERROR_BUDGET_CHARS = 256 * 1024  # all error texts of one response; far below the kubelet's 4 MiB
+CUT_ERROR_CHARS = 96  # each error once the budget is spent
 
 
-def _time_left(context: grpc.ServicerContext | None, started: float) -> float:
-    """Seconds this call may still run: its gRPC deadline, and never past the kubelet's 45 s."""
-    left = KUBELET_CALL_TIMEOUT_S - (time.monotonic() - started)
-    remaining = context.time_remaining() if context is not None else None
-    return left if remaining is None else min(left, remaining)
+class ErrorBudget:
+    """Cuts the error texts of one response: each to MAX_ERROR_CHARS, and every one to
+    CUT_ERROR_CHARS once ERROR_BUDGET_CHARS are spent, so no number of bad claims pushes the
+    answers of the good ones past the kubelet's message limit."""
+
+    def __init__(self) -> None:
+        self.left = ERROR_BUDGET_CHARS
+
+    def fit(self, error: str) -> str:
+        limit = MAX_ERROR_CHARS if self.left >= MAX_ERROR_CHARS else CUT_ERROR_CHARS
+        if len(error) > limit:
+            tail = f"... ({len(error)} characters in all)"
+            error = error[:limit - len(tail)] + tail
+        self.left -= len(error)
+        return error
 
 
-def _gated(gate: threading.Semaphore, context: grpc.ServicerContext | None, started: float,
-           work: Callable[[float], dict], busy: Callable[[str], object], refs: list[ClaimRef]) -> dict:
-    """work(seconds left) holding the gate; the wait for the gate counts against the call's time,
-    and a call that runs out of it waiting answers every claim with `busy(message)`."""
-    if not gate.acquire(timeout=max(0.0, _time_left(context, started))):
-        return {r.uid: busy(f"claim {r.namespace}/{r.name}: {BUSY}") for r in refs}
-    try:
-        return work(_time_left(context, started))
-    finally:
-        gate.release()
+def _time_left(context: grpc.ServicerContext | None) -> float | None:
+    """The call's gRPC deadline (None: none); the state layer caps it at the kubelet's 45 s."""
+    return context.time_remaining() if context is not None else None
+
+
+def _abandoned(context: grpc.ServicerContext | None) -> threading.Event:
+    """Set when the call ends before we answer: the kubelet cancelled it (a pod deleted while its
+    prepare was in flight, a kubelet restart) or its deadline passed. gRPC runs the callbacks of a
+    call when it terminates, cancellation included; one that has already ended is set at once."""
+    event = threading.Event()
+    add_callback = getattr(context, "add_callback", None)
+    if add_callback is not None and not add_callback(event.set):
+        event.set()
+    return event
 
 
 class RegistrationServicer(reg_grpc.RegistrationServicer):
@@ -78,16 +96,9 @@ class RegistrationServicer(reg_grpc.RegistrationServicer):
         return reg_pb2.RegistrationStatusResponse()
 
 
-def dra_servicer(pb2: ModuleType, grpc_mod: ModuleType, version: str, state: DeviceState, metrics: PluginMetrics,
-                 gate: threading.Semaphore | None = None):
-    """`gate` bounds how many calls work on the state at once (shared by every DRA version).
-
-    Why: the work is CPU under the GIL, so beyond ~2x the cores more threads only add GIL
-    hand-offs (each costs CPU) and make service order random, which doubles the tail: with 16
-    callers p99 was ~2x p50 with 32 runnable threads and ~1.3x with 4. Callers beyond the gate
-    wait on it in arrival order, without touching the GIL. Health streams are not gated.
-    """
-    gate = gate if gate is not None else threading.BoundedSemaphore(DEFAULT_STATE_CONCURRENCY)
+def dra_servicer(pb2: ModuleType, grpc_mod: ModuleType, version: str, state: DeviceState, metrics: PluginMetrics):
+    """The DRA service of one version; every version shares `state` (and so its state gate,
+    driver.state.ownership.StateGate, which bounds how many calls work on the state at once)."""
     quiet_undecodable_requests()
     # Label children resolved once: labels() costs a lock and a dict walk on every call.
     prepare_calls = metrics.requests.labels("NodePrepareResources", version)
@@ -100,19 +111,19 @@ def dra_servicer(pb2: ModuleType, grpc_mod: ModuleType, version: str, state: Dev
     class DRAPluginServicer(grpc_mod.DRAPluginServicer):
         def NodePrepareResources(self, request, context):  # noqa: N802
             prepare_calls.inc()
-            start, started = time.perf_counter(), time.monotonic()
+            start = time.perf_counter()
             refs = [ClaimRef(c.namespace, c.name, c.uid) for c in request.claims]
             try:
-                results = _gated(gate, context, started, lambda t: state.prepare(refs, timeout_s=t),
-                                 lambda e: PrepareResult(error=e), refs)
+                results = state.prepare(refs, timeout_s=_time_left(context), abandoned=_abandoned(context))
             except Exception as exc:
                 log.exception("NodePrepareResources failed")
-                context.abort(grpc.StatusCode.INTERNAL, f"prepare failed: {exc}")
+                context.abort(grpc.StatusCode.INTERNAL, f"prepare failed: {shorten(str(exc), MAX_ERROR_CHARS)}")
             resp = pb2.NodePrepareResourcesResponse()
+            errors = ErrorBudget()
             for uid, res in results.items():
                 entry = resp.claims[uid]
                 if res.error:
-                    entry.error = res.error
+                    entry.error = errors.fit(res.error)
                     prepare_err.inc()
                     log.warning("prepare failed for claim", extra={"uid": shorten(uid), "error": shorten(res.error, 1024)})
                     continue
@@ -125,16 +136,17 @@ def dra_servicer(pb2: ModuleType, grpc_mod: ModuleType, version: str, state: Dev
 
         def NodeUnprepareResources(self, request, context):  # noqa: N802
             unprepare_calls.inc()
-            start, started = time.perf_counter(), time.monotonic()
+            start = time.perf_counter()
             refs = [ClaimRef(c.namespace, c.name, c.uid) for c in request.claims]
             try:
-                results = _gated(gate, context, started, lambda t: state.unprepare(refs, timeout_s=t), str, refs)
+                results = state.unprepare(refs, timeout_s=_time_left(context), abandoned=_abandoned(context))
             except Exception as exc:
                 log.exception("NodeUnprepareResources failed")
-                context.abort(grpc.StatusCode.INTERNAL, f"unprepare failed: {exc}")
+                context.abort(grpc.StatusCode.INTERNAL, f"unprepare failed: {shorten(str(exc), MAX_ERROR_CHARS)}")
             resp = pb2.NodeUnprepareResourcesResponse()
+            errors = ErrorBudget()
             for uid, error in results.items():
-                resp.claims[uid].error = error
+                resp.claims[uid].error = errors.fit(error)
                 (unprepare_err if error else unprepare_ok).inc()
             unprepare_s.observe(time.perf_counter() - start)
             metrics.prepared.set(state.count())

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -193,7 +194,39 @@ class StoreSliceBackend:
 
     def create_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
         self.requests += 1
-        return self.store.create(SLICES, self._admit(obj, None))
+        obj = self._admit(obj, None)
+        name = obj["metadata"]["name"]
+        problem = self._unreadable(name)
+        if problem is not None:
+            # `list` leaves such a file out, so every pass would try this create again and fail:
+            # the pool would never be published. Leave the file to its owner and take another name
+            # (the index prefix, which reconcile matches slices by, stays).
+            other = self._free_name(name)
+            log.warning(f"{problem}; it sits at this node's slice name {name}, so that slice is published as {other}",
+                        extra={"path": str(self.store.path_of(SLICES, None, name)), "slice": other})
+            obj = {**obj, "metadata": {**obj["metadata"], "name": other}}
+        return self.store.create(SLICES, obj)
+
+    def _unreadable(self, name: str) -> str | None:
+        """Why the file at slice `name` cannot be read, or None (nothing there, or a readable object:
+        a real conflict, which reconcile settles by listing again)."""
+        if not os.path.lexists(self.store.path_of(SLICES, None, name)):
+            return None
+        try:
+            self.store.get(SLICES, None, name)
+        except NotFoundError:
+            return None
+        except InputError as exc:
+            return str(exc)
+        return None
+
+    def _free_name(self, name: str) -> str:
+        for n in range(1, 1000):
+            suffix = f"-{n}"
+            candidate = name[:253 - len(suffix)].rstrip("-.") + suffix
+            if not os.path.lexists(self.store.path_of(SLICES, None, candidate)):
+                return candidate
+        raise InputError(f"local store {self.store.root}: no free name for slice {name}")
 
     def update_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
         self.requests += 1

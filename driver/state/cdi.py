@@ -19,8 +19,9 @@ Layout (documented in docs/internals.md, "CDI spec"):
   driver.state.device_env) where <DEVICE> is the device name upper-cased with '-' -> '_';
 - per device, read-only bind mounts of its request's device metadata file (driver.state.metadata;
   `containerEdits.mounts`, options `ro`, `bind`) when --device-metadata is on;
-- spec annotation `<driver>/prepared`: JSON with the claim and its devices, which lets the
-  plugin rebuild its state from these files if the checkpoint is ever corrupt.
+- spec annotation `<driver>/prepared`: JSON with the claim, its devices and the boot ID it was
+  prepared in, which lets the plugin rebuild its state from these files if the checkpoint is ever
+  lost or corrupt (driver.state.recovery; a spec of another boot reserves nothing).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,16 @@ CDI_VERSION = "0.6.0"
 SPEC_MODE = 0o644
 ROOT_MODE = 0o755
 log = logging.getLogger("fake-dra.cdi")
+
+
+@dataclass(frozen=True)
+class SpecRecord:
+    """What a spec's `<driver>/prepared` annotation says: the claim, its devices, and the boot it
+    was prepared in ("" in specs of releases before the boot ID was recorded there)."""
+
+    ref: ClaimRef
+    devices: list[PreparedDevice]
+    boot_id: str
 
 
 class CdiWriter:
@@ -75,7 +87,7 @@ class CdiWriter:
         return self.root / f"{self._prefix}{check_uid(claim_uid)}.json"
 
     def render(self, claim: ClaimRef, devices: Sequence[PreparedDevice],
-               mounts: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> dict[str, Any]:
+               mounts: Mapping[str, Sequence[Mapping[str, Any]]] | None = None, boot_id: str = "") -> dict[str, Any]:
         """`mounts`: device name -> CDI mount entries added to that device's containerEdits."""
         prepared = {
             "namespace": claim.namespace,
@@ -83,6 +95,8 @@ class CdiWriter:
             "uid": claim.uid,
             "devices": [d.to_json() for d in devices],
         }
+        if boot_id:
+            prepared["bootID"] = boot_id
         spec: dict[str, Any] = {
             "cdiVersion": CDI_VERSION,
             "kind": self.kind,
@@ -97,12 +111,12 @@ class CdiWriter:
         return spec
 
     def write(self, claim: ClaimRef, devices: Sequence[PreparedDevice],
-              mounts: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> Path:
+              mounts: Mapping[str, Sequence[Mapping[str, Any]]] | None = None, boot_id: str = "") -> Path:
         """Write the claim's spec atomically, without fsync: the CDI root is normally a tmpfs
         (/var/run/cdi), and after a power loss the boot ID changes, so every claim is prepared —
         and its spec rewritten — again anyway."""
         path = self.spec_path(claim.uid)
-        body = json.dumps(self.render(claim, devices, mounts), indent=2, sort_keys=True).encode() + b"\n"
+        body = json.dumps(self.render(claim, devices, mounts, boot_id), indent=2, sort_keys=True).encode() + b"\n"
         atomic_write(path, body, SPEC_MODE, fsync=False)
         return path
 
@@ -112,22 +126,28 @@ class CdiWriter:
     def remove(self, claim_uid: str) -> bool:
         return remove(self.spec_path(claim_uid), sync_dir=False)
 
-    def read_prepared(self) -> list[tuple[ClaimRef, list[PreparedDevice]]]:
-        """Every claim recorded in our spec files (used to rebuild a corrupt checkpoint).
+    def read_prepared(self, skip: set[str] | frozenset[str] = frozenset()) -> list[SpecRecord]:
+        """Every claim recorded in our spec files (evidence to rebuild a lost or corrupt checkpoint),
+        except those whose file is named for a UID in `skip` (not even read).
 
         Unreadable files are logged and skipped: they are ours only if they parse.
         """
-        out: list[tuple[ClaimRef, list[PreparedDevice]]] = []
+        out: list[SpecRecord] = []
         if not self.root.is_dir():
             return out
         for path in sorted(self.root.glob(f"{self._prefix}*.json")):
+            if path.name[len(self._prefix):-len(".json")] in skip:
+                continue
             try:
                 spec = json.loads(read_own_file(path))  # never a FIFO or a link to /dev/zero
                 data = json.loads(spec["annotations"][f"{self.driver_name}/prepared"])
                 ref = ClaimRef(str(data["namespace"]), str(data["name"]), check_uid(data["uid"]))
                 if path != self.spec_path(ref.uid):
                     raise ValueError("file name does not match the recorded claim UID")
-                out.append((ref, [PreparedDevice.from_json(d) for d in data["devices"]]))
+                boot = data.get("bootID", "")
+                if not isinstance(boot, str):
+                    raise ValueError("bootID must be a string")
+                out.append(SpecRecord(ref, [PreparedDevice.from_json(d) for d in data["devices"]], boot))
             except (OSError, ValueError, KeyError, TypeError, FakeDraError) as exc:
                 log.warning("skipping unreadable CDI spec while rebuilding state", extra={"path": str(path), "error": str(exc)})
         return out

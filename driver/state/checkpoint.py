@@ -12,17 +12,21 @@ re-serialized data is what made other drivers declare valid checkpoints "corrupt
 Durability across power loss matters less than it seems: a power cut changes the boot ID, the
 kubelet then prepares every claim in use again, and entries of an older boot are dropped at load
 (they reserve nothing any more: their containers and /var/run CDI specs are gone), so stale entries
-never accumulate. A file that does not parse or validate is moved aside (`checkpoint.json.corrupt-<unix time>`,
-with `-<n>` appended when that name is taken, so no earlier copy is ever overwritten) with an error log, and
-the caller rebuilds from the CDI specs instead of crash-looping. Something that cannot be read at all (a
-directory named checkpoint.json, no permission) is a start-up error naming the path, not "corrupt".
+never accumulate. A file that is missing, does not parse or validate, or was written by a newer release
+is not trusted: driver.state.recovery rebuilds the state from the evidence on disk (CDI specs, device
+metadata) instead of crash-looping, after keeping a copy of the file (`keep_aside`:
+`checkpoint.json.corrupt-<unix time>`, with `-<n>` appended when that name is taken, so no earlier copy is
+ever overwritten). Something that cannot be read at all (a directory named checkpoint.json, no
+permission) is a start-up error naming the path, not "corrupt".
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import stat
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -76,6 +80,19 @@ class Checkpoint:
     claims: dict[str, ClaimEntry] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """`checkpoint` when the file was usable; otherwise None and why: "missing", "corrupt (...)",
+    "written by a newer release (...)"."""
+
+    checkpoint: Checkpoint | None
+    problem: str
+
+
+class NewerVersion(ValueError):
+    """A checkpoint of a later format (a rollback to an older release): not ours to read."""
+
+
 class CheckpointStore:
     def __init__(self, state_dir: str | os.PathLike[str], *, driver_name: str, node_name: str, boot_id: str) -> None:
         self.dir = Path(state_dir)
@@ -95,36 +112,61 @@ class CheckpointStore:
         for tmp in remove_stale_temps(self.dir, FILE_NAME):
             log.info("removed the temp file of an interrupted checkpoint write", extra={"path": str(tmp)})
 
-    def load(self) -> Checkpoint | None:
-        """The stored checkpoint, an empty one if there is none, or None if it was corrupt."""
+    def load(self) -> Loaded:
+        """What `checkpoint.json` holds, never changing anything: driver.state.recovery decides
+        what to do with a file that is missing or cannot be used (and in which order)."""
         try:
-            raw = read_own_file(self.path)  # a symlink or FIFO there is "corrupt" (moved aside), never followed
+            raw = read_own_file(self.path)  # a symlink or FIFO there is "corrupt" (kept aside), never followed
         except FileNotFoundError:
-            return Checkpoint()
+            return Loaded(None, "missing")
         except IsADirectoryError:
             raise InputError(f"state directory {self.dir}: {self.path} is a directory, not a checkpoint file; "
                              "remove it (or point --state-dir elsewhere)") from None
         except NotRegularFile as exc:
-            return self._set_aside(exc)
+            return Loaded(None, f"corrupt ({exc})")
         try:
-            return self._parse(raw)
+            return Loaded(self._parse(raw), "")
+        except NewerVersion as exc:
+            return Loaded(None, f"written by a newer release ({exc})")
         except Exception as exc:  # noqa: BLE001 - anything unparsable is "corrupt", never fatal
-            return self._set_aside(exc)
+            return Loaded(None, f"corrupt ({exc})")
 
     def peek(self) -> Checkpoint:
         """The stored checkpoint for a reader that is not the plugin (`fake-dra describe`): nothing
         is moved or written. FileNotFoundError when there is none; ValueError (or an OSError)
-        saying what is wrong with a file the plugin would set aside as corrupt."""
+        saying what is wrong with a file the plugin would not trust (driver.state.recovery)."""
         return self._parse(read_own_file(self.path))
 
-    def _set_aside(self, problem: Exception) -> None:
-        """Move a corrupt checkpoint out of the way (kept for a human) and say so; None for load."""
+    def keep_aside(self) -> Path | None:
+        """Keep the unusable `checkpoint.json` for a human as checkpoint.json.corrupt-<unix time>
+        (`-<n>` appended when taken), without moving it: a hard link, which needs no data blocks (a
+        full disk) and leaves checkpoint.json in place until the rebuilt one replaces it, so a crash
+        in between repeats the recovery instead of finding no checkpoint. Idempotent: a copy of the
+        same file (same inode) made by an interrupted earlier start is reused. None when no copy
+        could be kept (the caller goes on: the state matters more than the copy)."""
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return None
+        for earlier in sorted(self.dir.glob(f"{FILE_NAME}.corrupt-*")):
+            with contextlib.suppress(OSError):
+                other = os.lstat(earlier)
+                if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                    return earlier
         aside = self._corrupt_name()
-        os.replace(self.path, aside)
-        log.error(
-            "checkpoint %s is corrupt (%s); moved it to %s and rebuilding state from the CDI specs",
-            self.path, problem, aside.name, extra={"path": str(self.path), "moved_to": str(aside)},
-        )
+        try:
+            os.link(self.path, aside, follow_symlinks=False)
+            return aside
+        except OSError as exc:
+            problem = exc
+        if stat.S_ISREG(st.st_mode):  # a filesystem without hard links: a copy, space permitting
+            try:
+                atomic_write(aside, read_own_file(self.path), 0o600, fsync=False)
+                return aside
+            except (OSError, NotRegularFile) as exc:
+                problem = exc
+        log.error("cannot keep a copy of the unusable checkpoint; the rebuilt one replaces it",
+                  extra={"path": str(self.path), "error": str(problem)})
         return None
 
     def _corrupt_name(self) -> Path:
@@ -140,8 +182,11 @@ class CheckpointStore:
         doc = json.loads(raw)
         if not isinstance(doc, dict) or doc.get("kind") != KIND:
             raise ValueError(f"not a {KIND} document")
-        if doc.get("version") != VERSION:
-            raise ValueError(f"unsupported checkpoint version {doc.get('version')!r} (this build reads {VERSION})")
+        version = doc.get("version")
+        if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+            raise NewerVersion(f"version {version}; this build reads {VERSION}")
+        if version != VERSION:
+            raise ValueError(f"unsupported checkpoint version {version!r} (this build reads {VERSION})")
         if doc.get("driver") != self.driver_name:
             raise ValueError(f"written for driver {doc.get('driver')!r}, not {self.driver_name!r}")
         claims = doc["claims"]

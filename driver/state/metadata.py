@@ -31,20 +31,23 @@ the interface name and hardware address read from sysfs at prepare time.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import os
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+import stat
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from driver.errors import InputError, PrepareError
-from driver.fsutil import NotRegularFile, atomic_write, make_dirs, read_own_file
+from driver.fsutil import TEMP_SUFFIX, NotRegularFile, atomic_write_at, make_dirs, open_dirs, read_regular
 from driver.model.deviceattrs import granted
-from driver.state.names import check_label, check_uid
+from driver.state.names import check_label, check_subdomain, check_uid
 from driver.state.types import ClaimRef, NetworkData, PreparedDevice
 
 log = logging.getLogger("fake-dra.metadata")
@@ -250,7 +253,7 @@ class DeviceMetadataWriter:
         """For an already prepared claim: recreate files that went missing; cheap when none did
         (no sysfs reads). Returns the files (for the CDI mounts)."""
         files = self.files(ref, claim, devices, pool_devices, network=False, unrequested=unrequested)
-        missing = {f.request for f in files if not f.host_path.is_file()}
+        missing = {f.request for f in files if not self._present(f)}
         if missing:
             log.warning("device metadata file missing for a prepared claim; recreating it",
                         extra={"claim": f"{ref.namespace}/{ref.name}", "requests": sorted(missing)})
@@ -259,14 +262,49 @@ class DeviceMetadataWriter:
         return files
 
     def _write(self, files: Sequence[MetadataFile]) -> None:
-        """Write each file unless it already holds this content; a rewrite bumps the generation."""
+        """Write each file unless it already holds this content; a rewrite bumps the generation.
+        Relative to directory fds opened without following links (driver.fsutil.open_dirs): a
+        symlink planted at the claim's or the request's directory is replaced, never written
+        through (the files used to land wherever it pointed)."""
         for f in files:
-            previous = self._read_first(f.host_path)
-            if previous is not None and _without_generation(previous) == _without_generation(f.body):
-                continue
-            generation = _generation(previous) + 1
-            make_dirs(f.host_path.parent, DIR_MODE, DIR_MODE)
-            atomic_write(f.host_path, encode(f.body, generation), FILE_MODE, fsync=False)
+            fd = self._open_request_dir(f)
+            try:
+                previous = self._read_first(fd, f.host_path)
+                if previous is not None and _without_generation(previous) == _without_generation(f.body):
+                    continue
+                atomic_write_at(fd, f.host_path.name, encode(f.body, _generation(previous) + 1), FILE_MODE)
+            finally:
+                os.close(fd)
+
+    def _open_request_dir(self, f: MetadataFile) -> int:
+        def replaced(where: str) -> None:
+            log.warning("replaced a symlink or file found in place of a device metadata directory",
+                        extra={"path": str(self.root / where)})
+        make_dirs(self.root, DIR_MODE)
+        try:
+            return open_dirs(self.root, f.host_path.parent.relative_to(self.root).parts, DIR_MODE, replaced=replaced)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # the root itself (start-up refuses it; planted since)
+                raise PrepareError(f"device metadata directory {self.root} is a symbolic link; not writing "
+                                   "through it: remove the link") from None
+            raise
+
+    def _present(self, f: MetadataFile) -> bool:
+        """The file is there as a regular file, reached without following any link."""
+        try:
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            for part in f.host_path.relative_to(self.root).parts[:-1]:
+                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                os.close(fd)
+                fd = nxt
+            return stat.S_ISREG(os.stat(f.host_path.name, dir_fd=fd, follow_symlinks=False).st_mode)
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
 
     def remove(self, claim_uid: str) -> None:
         """Remove every file of the claim (also when disabled). Raises OSError."""
@@ -278,6 +316,19 @@ class DeviceMetadataWriter:
                 shutil.rmtree(path)
         except FileNotFoundError:
             return
+
+    def remove_stale_temps(self) -> list[Path]:
+        """At start-up: temp files of metadata writes a crash interrupted, in every claim's request
+        directories (only while holding the state directory; links are not entered)."""
+        removed: list[Path] = []
+        pattern = f".{self.driver_name}-metadata.json.*{TEMP_SUFFIX}"
+        for claim_dir in _subdirs(self.root):
+            for request_dir in _subdirs(claim_dir):
+                for tmp in request_dir.glob(pattern):
+                    with contextlib.suppress(FileNotFoundError):
+                        tmp.unlink()
+                        removed.append(tmp)
+        return removed
 
     def prune(self, keep: set[str]) -> list[str]:
         """At start-up: remove the directories of claims that are not recorded as prepared (left by
@@ -305,9 +356,9 @@ class DeviceMetadataWriter:
         return gone
 
     @staticmethod
-    def _read_first(path: Path) -> dict[str, Any] | None:
+    def _read_first(dir_fd: int, path: Path) -> dict[str, Any] | None:
         try:
-            data = read_own_file(path)
+            data = read_regular(path.name, dir_fd=dir_fd)
         except FileNotFoundError:
             return None
         except NotRegularFile:  # never followed nor read; the atomic rewrite replaces the name
@@ -319,6 +370,59 @@ class DeviceMetadataWriter:
             log.warning("unreadable device metadata file; rewriting it", extra={"path": str(path)})
             return None
         return objects[0] if objects else None
+
+
+@dataclass(frozen=True)
+class MetadataRecord:
+    """What a claim's metadata files say about it: the claim and its devices of this driver as
+    (request, pool, device). Evidence that a prepare of the claim got at least that far."""
+
+    ref: ClaimRef
+    devices: list[tuple[str, str, str]]
+
+
+def read_evidence(root: Path, driver_name: str) -> list[MetadataRecord]:
+    """Every claim with metadata files under `root` (driver.state.recovery, when the checkpoint
+    cannot be used). Files and directories that are not ours, links, and files that do not
+    decode or do not name the claim of their directory are skipped with a warning."""
+    out = []
+    for claim_dir in sorted(_subdirs(root)):
+        try:
+            uid = check_uid(claim_dir.name)
+        except InputError:
+            continue
+        ref, devices = None, []
+        for request_dir in sorted(_subdirs(claim_dir)):
+            path = request_dir / f"{driver_name}-metadata.json"
+            try:
+                obj = decode(read_regular(path))[0]
+                meta = obj["metadata"]
+                found = ClaimRef(check_label(meta["namespace"], "namespace"), check_subdomain(meta["name"], "name"),
+                                 meta["uid"])
+                if found.uid != uid or (ref is not None and found != ref):
+                    raise ValueError(f"names claim {found.uid}, not {uid}")
+                ref = found
+                for request in obj["requests"]:
+                    for dev in request["devices"]:
+                        if dev.get("driver") == driver_name:
+                            devices.append((str(request["name"]), str(dev["pool"]), check_label(dev["name"], "device")))
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError, KeyError, TypeError, IndexError, InputError) as exc:
+                log.warning("skipping unreadable device metadata while rebuilding state",
+                            extra={"path": str(path), "error": str(exc)})
+        if ref is not None and devices:
+            out.append(MetadataRecord(ref, devices))
+    return out
+
+
+def _subdirs(path: Path) -> list[Path]:
+    """The real directories in `path` (no links), [] when it is missing or not a directory."""
+    try:
+        with os.scandir(path) as entries:
+            return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def _generation(obj: Mapping[str, Any] | None) -> int:

@@ -22,16 +22,18 @@ Every call is bounded besides: by its gRPC deadline and by the kubelet's 45 s (d
 
 from __future__ import annotations
 
+import collections
 import contextlib
-import fcntl
 import logging
 import os
 import stat
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from driver.deadline import KUBELET_CALL_TIMEOUT_S, Deadline
+from driver import flock
+from driver.deadline import KUBELET_CALL_TIMEOUT_S, POLL_S, Deadline
 from driver.errors import CallAborted, InputError
 
 log = logging.getLogger("fake-dra.state")
@@ -49,8 +51,8 @@ class CallGate:
         self._mutating = 0
         self._closing = False
 
-    def deadline(self, timeout_s: float | None) -> Deadline:
-        return Deadline.within(timeout_s, self.cancel, cap_s=self.max_call_s)
+    def deadline(self, timeout_s: float | None, abandoned: threading.Event | None = None) -> Deadline:
+        return Deadline.within(timeout_s, self.cancel, cap_s=self.max_call_s, abandoned=abandoned)
 
     @contextlib.contextmanager
     def call(self) -> Iterator[None]:
@@ -95,14 +97,60 @@ class CallGate:
             return False
 
 
+class StateGate:
+    """At most `slots` calls work on the state at once; the others wait in arrival order.
+
+    Why: that work is CPU under the GIL, so beyond ~2x the cores more threads only add GIL
+    hand-offs (each costs CPU) and make service order random, which doubles the tail: with 16
+    callers p99 was ~2x p50 with 32 runnable threads and ~1.3x with 4. A leaving call hands its slot
+    to the first waiter directly (one wake-up, no thundering herd). Only the state work is gated,
+    never a claim's API read (as the upstream kubeletplugin helper reads claims before it
+    serialises): API latency must not stall the node's other calls, an unprepare needs no API at
+    all. A waiter gives up at `until` or when its call is cancelled, leaving the caller time to
+    answer "busy" before the kubelet's deadline."""
+
+    def __init__(self, slots: int) -> None:
+        self._lock = threading.Lock()
+        self._free = slots
+        self._waiting: collections.deque[threading.Event] = collections.deque()
+
+    def enter(self, until: float, deadline: Deadline) -> bool:
+        """True once a slot is ours (then call `leave`), False at `until` or on cancellation."""
+        with self._lock:
+            if self._free and not self._waiting:
+                self._free -= 1
+                return True
+            mine = threading.Event()
+            self._waiting.append(mine)
+        while not mine.wait(max(0.0, min(until - time.monotonic(), POLL_S))):
+            if time.monotonic() >= until or deadline.cancelled:
+                with self._lock:
+                    if mine.is_set():  # handed to us as we gave up: keep it
+                        return True
+                    self._waiting.remove(mine)
+                    return False
+        return True
+
+    def leave(self) -> None:
+        with self._lock:
+            if self._waiting:
+                self._waiting.popleft().set()  # the slot passes to the first waiter
+            else:
+                self._free += 1
+
+
 class StateDirLock:
     """flock on `<state-dir>/lock`: one plugin process owns the state directory at a time.
 
     The newcomer of a surging rolling update waits until the old process releases it (explicitly
-    after its last write, or by exiting: the kernel drops the lock even on SIGKILL)."""
+    after its last write, or by exiting: the kernel drops the lock even on SIGKILL), for at most
+    `wait_s` seconds (None: for ever, as a DaemonSet's successor should); then an InputError naming
+    the holder. The owner writes its PID and host name into the file for the next waiter's message
+    (driver.flock)."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, wait_s: float | None = None) -> None:
         self.path = state_dir / LOCK_FILE
+        self.wait_s = wait_s
         self._fd = -1
 
     def acquire(self) -> None:
@@ -116,12 +164,18 @@ class StateDirLock:
                 self.release()
                 raise InputError(f"state directory lock {self.path} is not a regular file; remove it")
             os.fchmod(self._fd, 0o600)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.warning("another plugin process owns the state directory; waiting for it to exit",
-                        extra={"state_dir": str(self.path.parent)})
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+        def busy(holder: str) -> None:
+            bound = "without a bound" if self.wait_s is None else f"up to {self.wait_s:g} s (--wait-for-lock)"
+            log.warning(f"another plugin process owns the state directory: {holder}; waiting {bound} for it to exit",
+                        extra={"state_dir": str(self.path.parent), "holder": holder})
+        if not flock.lock(self._fd, self.wait_s, on_busy=busy):
+            holder = flock.describe_holder(self._fd)
+            self.release()
+            raise InputError(f"state directory {self.path.parent} is owned by another plugin process ({holder}); "
+                             f"gave up after {self.wait_s:g} s (--wait-for-lock; 'forever' waits as a rolling "
+                             "update's successor does). Is a second `fake-dra run` serving this node?")
+        flock.record_holder(self._fd)
 
     def release(self) -> None:
         if self._fd >= 0:

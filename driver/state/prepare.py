@@ -2,7 +2,9 @@
 
 Order per request (compute, then act, then record; docs/architecture.md §3, "The claim's state in
 the plugin"):
-1. outside the lock: validate the names and fetch every claim (API latency must not serialise);
+1. outside every lock and the state gate: validate the names and fetch every claim (API latency
+   must not serialise); then take one of the state gate's slots (driver.state.ownership.StateGate)
+   and the claims' own locks;
 2. under the lock: idempotent answers for claims already prepared in this boot (recreating a lost
    CDI spec); for the rest check allocation/UID/driver/pool/device existence, parse opaque config
    and revalidate counters, compatibility groups and exclusivity together with every device
@@ -10,15 +12,18 @@ the plugin"):
    driver.state.revalidate — the allocator's own rules);
 3. under the lock: record PrepareStarted (atomic rename, no fsync), write the CDI specs, mark
    PrepareCompleted in memory; then, outside the lock, make the checkpoint durable (fsync) before
-   answering. Concurrent calls share that fsync (group commit), so the lock is never held across
-   a disk flush.
+   answering. Concurrent calls share that fsync (group commit, driver.state.journal), so the lock
+   is never held across a disk flush.
 A crash anywhere leaves a state the retried call repairs: a PrepareStarted claim is simply
 prepared again (its devices stay reserved meanwhile), a CDI spec always has a checkpoint record.
 Errors are per claim; only a failure to write the checkpoint fails the claims of that batch.
 The state directory is owned by one plugin process at a time (flock, driver.state.ownership), and
-every call is bounded by a Deadline (its gRPC deadline, the kubelet's 45 s, a shutdown's
-cancellation): a prepare whose deadline passes before it commits (marks PrepareCompleted) rolls
-back, so nothing is written after `shutdown` returns and the successor reads a settled state.
+every call is bounded by a Deadline (its gRPC deadline, the kubelet's 45 s, its caller's or a
+shutdown's cancellation): a prepare whose deadline passes before it commits (marks
+PrepareCompleted) rolls back, so nothing is written after `shutdown` returns and the successor
+reads a settled state, and nothing is kept of a call the kubelet cancelled. An unprepare overrules
+every prepare of the same claim still in flight (driver.state.inflight). What the node holds at
+start comes from driver.state.recovery.
 """
 
 from __future__ import annotations
@@ -42,14 +47,22 @@ from driver.state.claimstatus import ClaimStatusReporter
 from driver.state.metadata import DeviceMetadataWriter
 from driver.state.names import check_label, check_subdomain, check_uid
 from driver.state.names import shorten as _short
-from driver.state.ownership import CallGate, StateDirLock, startup_io
+from driver.state.inflight import Flight, InFlight
+from driver.state.journal import Journal
+from driver.state.ownership import CallGate, StateDirLock, StateGate, startup_io
 from driver.state.pool import PoolCache
+from driver.state.recovery import recover
 from driver.state.revalidate import PlacedIndex
 from driver.state.types import ClaimRef, ClaimSource, PreparedDevice, PrepareResult
 
 log = logging.getLogger("fake-dra.state")
 CrashHook = Callable[[str], None]
 Batch = tuple[ClaimRef, list[PreparedDevice]]
+DEFAULT_CONCURRENCY = 2  # calls working on the state at once: 2-4 measured best on 2 cores, 8+ worse
+BUSY = "timed out waiting for other calls to finish; retry"
+BUSY_MARGIN_S = 1.0  # a call refused as busy answers this long before its Deadline (itself 0.5 s early)
+OVERRULED = ("unprepared while this prepare was still in flight (the kubelet cancelled it); nothing was kept, "
+             "prepare again if the claim is still needed")
 
 
 def _no_crash(step: str) -> None:
@@ -73,6 +86,8 @@ class DeviceState:
         max_call_s: float = KUBELET_CALL_TIMEOUT_S,
         when_owned: Callable[[], None] | None = None,
         profile: DriverProfile | None = None,
+        lock_wait_s: float | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
         """`profile`: the personality's driver this state prepares for (default: fake-dra's own driver
         named `driver_name`): its opaque configs, container env and prepare-time checks;
@@ -80,7 +95,9 @@ class DeviceState:
         `claim_status` reports VFs in ResourceClaim status.devices (default: not at all);
         `max_call_s` bounds every call (the kubelet's 45 s); `when_owned` runs once this process
         owns the state directory, before anything in it or in the CDI root is touched (run.py
-        probes the kubelet sockets there)."""
+        probes the kubelet sockets there); `lock_wait_s` bounds the wait for another process's
+        hold on the state directory (None: for ever); `concurrency`: how many calls work on the
+        state at once (driver.state.ownership.StateGate; claim reads are not counted)."""
         self.driver_name = driver_name
         self.profile = profile if profile is not None else FakeDraDriver(driver_name)
         self._claims = claims
@@ -91,20 +108,18 @@ class DeviceState:
         self._metadata = metadata or DeviceMetadataWriter(checkpoint.dir, driver_name, enabled=False)
         self._status = claim_status
         self._lock = threading.Lock()
-        self._io_lock = threading.Lock()  # serialises checkpoint writes and fsyncs
         self._stripes = [threading.Lock() for _ in range(64)]
-        self._version = self._written = self._synced = 0
-        self._dirty: set[str] = set()  # claim UIDs changed since the last checkpoint encode
         # Revalidation is strict regardless of the scheduler's gates: that is its point.
         self._features = Features.all_on()
         self._calls = CallGate(max_call_s)
-        self._closed = False
+        self._gate = StateGate(concurrency)
+        self._flights = InFlight()
         # Called (outside every lock) after a call changed what is prepared: `run` republishes then when
         # the personality's driver hides the siblings of prepared devices.
         self.after_change: Callable[[], None] | None = None
         # Two plugin processes (a surging rolling update) must never both own the checkpoint: the
         # newcomer waits for the old one's lock. Start-up faults are InputErrors naming the path.
-        self._dir_lock = StateDirLock(checkpoint.dir)
+        self._dir_lock = StateDirLock(checkpoint.dir, lock_wait_s)
         try:
             with startup_io("state directory", checkpoint.dir):
                 checkpoint.ensure_dir()
@@ -119,38 +134,18 @@ class DeviceState:
                 checkpoint.remove_stale_temps()
                 self._cp = self._load()
                 self._metadata.prune(set(self._cp.claims))
+                for tmp in self._metadata.remove_stale_temps():
+                    log.info("removed the temp file of an interrupted device metadata write", extra={"path": str(tmp)})
         except BaseException:
             self._dir_lock.release()
             raise
         self._placed = PlacedIndex(self._cp, driver_name)
+        self._journal = Journal(checkpoint, self._cp, self._lock)
 
     # -- start-up -------------------------------------------------------------------------
 
     def _load(self) -> Checkpoint:
-        cp = self._store.load()
-        if cp is not None:
-            self._drop_previous_boot(cp)
-            return cp
-        cp = Checkpoint()
-        for ref, devices in self._cdi.read_prepared():
-            # Recorded as prepared in this boot: an empty boot ID would never match a later boot,
-            # so the entry would survive every reboot and keep its devices reserved.
-            cp.claims[ref.uid] = ClaimEntry(ref, COMPLETED, self._store.boot_id, devices)
-        self._store.save(cp)
-        log.warning("rebuilt checkpoint from CDI specs", extra={"claims": len(cp.claims)})
-        return cp
-
-    def _drop_previous_boot(self, cp: Checkpoint) -> None:
-        """After a reboot nothing is prepared any more: the kubelet re-prepares what is still in use
-        (from scratch), so older-boot entries would only reserve devices forever."""
-        boot = self._store.boot_id
-        old = [uid for uid, e in cp.claims.items() if boot and e.boot_id and e.boot_id != boot]
-        for uid in old:
-            self._cdi.remove(uid)  # a persistent --cdi-root keeps specs across reboots
-            del cp.claims[uid]
-        if old:
-            self._store.save(cp)
-            log.info("dropped claims prepared before the last reboot", extra={"claims": len(old)})
+        return recover(self._store, self._cdi, self._metadata.root, self.driver_name, self._crash)
 
     def shutdown(self, grace_s: float, cancel_s: float) -> bool:
         """Let the running calls finish for up to grace_s, cancel (roll back) the rest, and flush.
@@ -160,7 +155,7 @@ class DeviceState:
         if not self._calls.drain(grace_s, cancel_s):
             return False
         try:
-            self._flush()  # the rollbacks of cancelled calls reach the disk before the successor reads it
+            self._journal.flush()  # the rollbacks of cancelled calls reach the disk before the successor reads it
         except OSError as exc:
             # The file then still holds their PrepareStarted records: reserved until retried, harmless.
             log.error("final checkpoint write failed", extra={"path": str(self._store.path), "error": str(exc)})
@@ -169,41 +164,7 @@ class DeviceState:
     def close(self) -> None:
         """Release the state directory (the process exiting does the same). Nothing is written
         afterwards, even by a call that somehow slipped past `shutdown`."""
-        with self._io_lock:
-            self._closed = True
-            self._dir_lock.release()
-
-    # -- checkpoint persistence (group commit) ----------------------------------------------
-
-    def _write_current(self, durable: bool, need: int | None = None) -> None:
-        """Outside self._lock: write (and optionally fsync) the checkpoint as of now.
-
-        Group commit: the I/O lock is taken *before* the snapshot, so a caller that waited while
-        another one wrote snapshots everything recorded meanwhile (its own change and those of
-        every other waiter) and the callers behind it find their versions already covered; with
-        C concurrent prepares that is ~1 write per wave instead of one per call. self._lock is
-        held only while encoding, never across the disk I/O. `need` is the version the caller's
-        own change produced (default: everything recorded so far)."""
-        with self._io_lock:
-            if self._closed:
-                raise CallAborted("the state directory was released; not writing the checkpoint")
-            with self._lock:
-                target = self._version if need is None else need
-                if (self._synced if durable else self._written) >= target:
-                    return
-                data, version = self._store.encode(self._cp, self._dirty), self._version
-                self._dirty = set()
-            if version > self._written:
-                self._store.write(data, durable=durable)
-                self._written = version
-                if durable:
-                    self._synced = version
-            elif durable:  # the file on disk already holds this version: only flush it
-                self._store.sync()
-                self._synced = self._written
-
-    def _flush(self, need: int | None = None) -> None:
-        self._write_current(durable=True, need=need)
+        self._journal.close(then=self._dir_lock.release)
 
     def prepared(self) -> dict[str, ClaimEntry]:
         with self._lock:
@@ -221,32 +182,56 @@ class DeviceState:
         else:
             self._cp.claims[uid] = entry
         self._placed.update(uid, entry)
-        self._dirty.add(uid)
+        self._journal.changed(uid)
 
     # -- prepare --------------------------------------------------------------------------
 
-    def prepare(self, refs: Sequence[ClaimRef], timeout_s: float | None = None) -> dict[str, PrepareResult]:
-        """`timeout_s`: how long the caller still waits (its gRPC deadline); never more than max_call_s."""
-        return self._call(refs, timeout_s, self._prepare, lambda error: PrepareResult(error=error))
+    def prepare(self, refs: Sequence[ClaimRef], timeout_s: float | None = None,
+                abandoned: threading.Event | None = None) -> dict[str, PrepareResult]:
+        """`timeout_s`: how long the caller still waits (its gRPC deadline); never more than max_call_s.
+        `abandoned`: set when the caller cancels the call or goes away (the gRPC context ended)."""
+        return self._call(refs, timeout_s, abandoned, self._prepare, lambda error: PrepareResult(error=error))
 
-    def _call(self, refs: Sequence[ClaimRef], timeout_s: float | None,
+    def _call(self, refs: Sequence[ClaimRef], timeout_s: float | None, abandoned: threading.Event | None,
               work: Callable[[Sequence[ClaimRef], Deadline], dict[str, Any]],
               refused: Callable[[str], Any]) -> dict[str, Any]:
         """One kubelet call: bounded by its deadline and counted by the call gate, so a shutdown can
         drain or cancel it. A call refused before it changed anything (CallAborted: the plugin is
-        closing, the deadline passed) answers every claim with `refused(reason)`; the names in it
-        are shortened, since a claim whose names failed validation may be among them."""
-        deadline = self._calls.deadline(timeout_s)
+        closing, the deadline passed, the caller went away) answers every claim with
+        `refused(reason)`; the names in it are shortened, since a claim whose names failed
+        validation may be among them."""
+        deadline = self._calls.deadline(timeout_s, abandoned)
         with self._calls.call():
             try:
                 return work(refs, deadline)
             except CallAborted as exc:
                 return {ref.uid: refused(f"claim {_short(ref.namespace)}/{_short(ref.name)}: {exc}") for ref in refs}
 
+    @contextlib.contextmanager
+    def _working(self, deadline: Deadline) -> Iterator[bool]:
+        """Hold a state gate slot (True), or False when none came free in time: the caller answers
+        `busy` then, early enough (BUSY_MARGIN_S before its deadline) for the kubelet to get it."""
+        if not self._gate.enter(deadline.at - BUSY_MARGIN_S, deadline):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            self._gate.leave()
+
     def _prepare(self, refs: Sequence[ClaimRef], deadline: Deadline) -> dict[str, PrepareResult]:
         results: dict[str, PrepareResult] = {}
+        unique = _dedupe(refs, results, PrepareResult)
+        with self._flights.prepare(ref.uid for ref in unique) as flight:
+            return self._prepare_fetched(self._fetch_all(unique, deadline, results), results, flight, deadline)
+
+    def _fetch_all(self, refs: Sequence[ClaimRef], deadline: Deadline,
+                   results: dict[str, PrepareResult]) -> list[tuple[ClaimRef, dict[str, Any]]]:
+        """Read every claim, outside the state gate and every lock: API latency must not stall the
+        other calls of the node."""
         fetched: list[tuple[ClaimRef, dict[str, Any]]] = []
-        for ref in _dedupe(refs, results, PrepareResult):
+        self._crash("prepare-read")  # test hook: a slow API read (FAKE_DRA_PAUSE_AT), or a kill before any write
+        for ref in refs:
             try:
                 _check_ref(ref)
             except FakeDraError as exc:  # the names are not trusted yet: shown shortened
@@ -261,30 +246,47 @@ class DeviceState:
                 log.exception("reading a claim failed unexpectedly", extra={"claim": _short(f"{ref.namespace}/{ref.name}")})
                 results[ref.uid] = PrepareResult(
                     error=f"claim {_short(ref.namespace)}/{_short(ref.name)}: reading the claim failed: {type(exc).__name__}")
-        with self._claims_locked(ref.uid for ref, _ in fetched), self._calls.mutating(deadline, "prepare"):
-            with self._lock:
-                pending, batch, before, recorded = self._prepare_locked(fetched, results)
-            need = None  # already prepared claims whose flush failed earlier: everything
-            if batch:
-                ok, done = self._act(batch, before, results, recorded, dict((r.uid, c) for r, c in fetched), deadline)
-                need = done if not pending else None
-                pending.extend(ok)
-                if not pending and done:
-                    # Every claim failed (no spec, no metadata) and was rolled back in memory: let
-                    # the file say so too (best effort, no fsync), or a restart would reserve their
-                    # devices again. (A cancelled call leaves that to shutdown's final flush.)
-                    with contextlib.suppress(OSError, CallAborted):
-                        self._write_current(durable=False)
-            if pending:
-                try:
-                    self._flush(need)
-                except OSError as exc:
-                    # The claims stay recorded (and reserved); the kubelet's retry finishes them.
-                    for ref, _ in pending:
-                        results[ref.uid] = PrepareResult(
-                            error=f"claim {ref.namespace}/{ref.name}: writing checkpoint: {exc}")
-                    return results
-                self._crash("prepare-completed")
+        return fetched
+
+    def _prepare_fetched(self, fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult],
+                         flight: Flight, deadline: Deadline) -> dict[str, PrepareResult]:
+        with self._working(deadline) as working:
+            if not working:
+                for ref, _ in fetched:
+                    results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {BUSY}")
+                return results
+            with self._claims_locked(ref.uid for ref, _ in fetched), self._calls.mutating(deadline, "prepare"):
+                return self._prepare_locked_claims(fetched, results, flight, deadline)
+
+    def _prepare_locked_claims(self, fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult],
+                               flight: Flight, deadline: Deadline) -> dict[str, PrepareResult]:
+        """Holding the claims' own locks and a gate slot: validate and record (under the global
+        lock), act, commit, make durable."""
+        with self._lock:
+            fetched = [(ref, claim) for ref, claim in fetched if not self._overruled(ref, flight, results)]
+            pending, batch, before, recorded = self._prepare_locked(fetched, results)
+        need = None  # already prepared claims whose flush failed earlier: everything
+        if batch:
+            ok, done = self._act(batch, before, results, recorded, dict((r.uid, c) for r, c in fetched),
+                                 deadline, flight)
+            need = done if not pending else None
+            pending.extend(ok)
+            if not pending and done:
+                # Every claim failed (no spec, no metadata) and was rolled back in memory: let
+                # the file say so too (best effort, no fsync), or a restart would reserve their
+                # devices again. (A cancelled call leaves that to shutdown's final flush.)
+                with contextlib.suppress(OSError, CallAborted):
+                    self._journal.write(durable=False)
+        if pending:
+            try:
+                self._journal.flush(need)
+            except OSError as exc:
+                # The claims stay recorded (and reserved); the kubelet's retry finishes them.
+                for ref, _ in pending:
+                    results[ref.uid] = PrepareResult(
+                        error=f"claim {ref.namespace}/{ref.name}: writing checkpoint: {exc}")
+                return results
+            self._crash("prepare-completed")
         for ref, devs in pending:
             results[ref.uid] = PrepareResult(devices=tuple(devs))
         for ref, devs in batch:
@@ -314,6 +316,13 @@ class DeviceState:
         finally:
             for i in reversed(stripes):
                 self._stripes[i].release()
+
+    def _overruled(self, ref: ClaimRef, flight: Flight, results: dict[str, PrepareResult]) -> bool:
+        """Was the claim unprepared since this call started? Then it gets no record."""
+        if not self._flights.overruled(flight, ref.uid):
+            return False
+        results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {OVERRULED}")
+        return True
 
     def _fetch(self, ref: ClaimRef, deadline: Deadline) -> dict[str, Any]:
         try:
@@ -350,9 +359,7 @@ class DeviceState:
         before = {ref.uid: self._cp.claims.get(ref.uid) for ref, _ in batch}
         for ref, devs in batch:
             self._set_entry(ref.uid, ClaimEntry(ref, STARTED, boot, devs))
-        if batch:
-            self._version += 1
-        return pending, batch, before, self._version
+        return pending, batch, before, (self._journal.bump() if batch else self._journal.version)
 
     def _validate_all(self, fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult],
                       boot: str, pending: list[Batch], batch: list[Batch]) -> None:
@@ -368,14 +375,15 @@ class DeviceState:
                     step = "writing CDI spec"
                     if not self._cdi.exists(ref.uid):
                         log.warning("CDI spec missing for a prepared claim; recreating it", extra={"claim": ref.uid})
-                        self._cdi.write(entry.ref, entry.devices, self._metadata.mounts(files, entry.devices))
+                        self._cdi.write(entry.ref, entry.devices, self._metadata.mounts(files, entry.devices),
+                                        self._store.boot_id)
                 except OSError as exc:
                     results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {step}: {exc}")
                     continue
                 except FakeDraError as exc:
                     results[ref.uid] = PrepareResult(error=str(exc))
                     continue
-                if self._synced < self._version:  # recorded by a call whose flush failed
+                if self._journal.lagging:  # recorded by a call whose flush failed
                     pending.append((ref, entry.devices))
                 else:
                     results[ref.uid] = PrepareResult(devices=tuple(entry.devices))
@@ -427,17 +435,17 @@ class DeviceState:
 
     def _act(self, batch: list[Batch], before: dict[str, ClaimEntry | None],
              results: dict[str, PrepareResult], recorded: int,
-             claims: Mapping[str, dict[str, Any]], deadline: Deadline) -> tuple[list[Batch], int]:
+             claims: Mapping[str, dict[str, Any]], deadline: Deadline, flight: Flight) -> tuple[list[Batch], int]:
         """Outside the global lock (the claims' own locks are held): persist PrepareStarted, write
         the CDI specs, mark PrepareCompleted. Returns the claims that succeeded and the version
         recording them."""
         try:
-            self._write_current(durable=False, need=recorded)
+            self._journal.write(durable=False, need=recorded)
         except OSError as exc:
             with self._lock:
                 for uid, old in before.items():
                     self._set_entry(uid, old)
-                self._version += 1
+                self._journal.bump()
             for ref, _ in batch:
                 results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: writing checkpoint: {exc}")
             return [], 0
@@ -450,7 +458,7 @@ class DeviceState:
             try:
                 files = self._metadata.write(ref, claims[ref.uid], devs, pool_devices, self._pool.unrequested)
                 step = "writing CDI spec"
-                self._cdi.write(ref, devs, self._metadata.mounts(files, devs))
+                self._cdi.write(ref, devs, self._metadata.mounts(files, devs), self._store.boot_id)
                 ok.append((ref, devs))
             except Exception as exc:  # noqa: BLE001 - whatever it is, this claim only
                 if not isinstance(exc, (OSError, FakeDraError)):
@@ -468,6 +476,16 @@ class DeviceState:
             if self._status is not None and ok:  # take back what was just reported (its own budget:
                 self._status.unprepared(ok, pool_devices)  # a stale Ready would outlive the rollback)
             return self._roll_back(batch, before, results, str(exc)), 0
+        # An unprepare of a claim of this call came in meanwhile (it waits for the claim's lock):
+        # it wins, so this call keeps nothing of that claim and the unprepare then finds it gone.
+        late = {ref.uid for ref, _ in batch if self._flights.overruled(flight, ref.uid)}
+        if late:
+            late_ok = [(ref, devs) for ref, devs in ok if ref.uid in late]
+            if self._status is not None and late_ok:
+                self._status.unprepared(late_ok, pool_devices)
+            self._roll_back([b for b in batch if b[0].uid in late], before, results, OVERRULED)
+            ok = [b for b in ok if b[0].uid not in late]
+            failed = [ref for ref in failed if ref.uid not in late]
         # Roll back in an order that cannot fail halfway: first the records (memory only), so a
         # failed claim reserves nothing whatever the disk does; then, best effort, any spec an
         # earlier attempt left (a read-only CDI root refuses even to unlink a missing file).
@@ -476,8 +494,7 @@ class DeviceState:
                 self._set_entry(ref.uid, ClaimEntry(ref, COMPLETED, self._store.boot_id, devs))
             for ref in failed:
                 self._set_entry(ref.uid, before[ref.uid])
-            self._version += 1
-            version = self._version
+            version = self._journal.bump()
         for ref in failed:
             try:
                 self._cdi.remove(ref.uid)
@@ -509,15 +526,17 @@ class DeviceState:
             for ref, _ in batch:
                 if ref.uid not in kept:
                     self._set_entry(ref.uid, before[ref.uid])
-            self._version += 1
+            self._journal.bump()
         log.warning("rolled back an unfinished prepare", extra={"claims": len(batch), "reason": reason})
         return []
 
     # -- unprepare ------------------------------------------------------------------------
 
-    def unprepare(self, refs: Sequence[ClaimRef], timeout_s: float | None = None) -> dict[str, str]:
-        """claim UID -> error ("" on success). Works for deleted claims and unknown UIDs."""
-        return self._call(refs, timeout_s, self._unprepare, str)
+    def unprepare(self, refs: Sequence[ClaimRef], timeout_s: float | None = None,
+                  abandoned: threading.Event | None = None) -> dict[str, str]:
+        """claim UID -> error ("" on success). Works for deleted claims and unknown UIDs. Overrules
+        every prepare of the same claims still in flight: none of them keeps anything."""
+        return self._call(refs, timeout_s, abandoned, self._unprepare, str)
 
     def _unprepare(self, refs: Sequence[ClaimRef], deadline: Deadline) -> dict[str, str]:
         results: dict[str, str] = {}
@@ -528,6 +547,15 @@ class DeviceState:
                 valid.append(ref)
             except FakeDraError as exc:
                 results[ref.uid] = str(exc)
+        self._flights.overrule(r.uid for r in valid)  # before waiting: a prepare of it may be reading it now
+        with self._working(deadline) as working:
+            if not working:
+                for ref in valid:
+                    results[ref.uid] = f"claim {_short(ref.namespace)}/{_short(ref.name)}: {BUSY}"
+                return results
+            return self._unprepare_valid(valid, results, deadline)
+
+    def _unprepare_valid(self, valid: list[ClaimRef], results: dict[str, str], deadline: Deadline) -> dict[str, str]:
         with self._claims_locked(r.uid for r in valid), self._calls.mutating(deadline, "unprepare"):
             for ref in valid:
                 step = "removing CDI spec"
@@ -549,10 +577,10 @@ class DeviceState:
                 for r in gone:
                     self._set_entry(r.uid, None)
                 if gone:
-                    self._version += 1
+                    self._journal.bump()
             try:
                 # Also persists removals of an earlier call whose flush failed (its retry lands here).
-                self._flush()
+                self._journal.flush()
             except OSError as exc:
                 for r in valid:
                     if not results[r.uid]:

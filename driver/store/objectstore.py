@@ -4,20 +4,22 @@ Layout: STORE/<resource>/<namespace>/<name>.yaml, `_cluster` for cluster-scoped 
 per file, written atomically (tmp + fsync + rename). `metadata.resourceVersion` comes from a
 store-wide counter that increases on every change, and writes that carry a resourceVersion are
 optimistic-concurrency checked, so the publisher and the plugin behave here as they do against
-kube-apiserver. Several processes may share one store: writers serialise on an flock.
+kube-apiserver. Several processes may share one store: writers serialise on an flock of
+`STORE/.lock` (0600; every wait for it is bounded and names the holder, driver.flock).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import fcntl
 import logging
 import os
 import re
 import secrets
+import stat
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -26,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from driver import flock
 from driver.errors import ConflictError, InputError, NotFoundError
 from driver.fsutil import NotRegularFile, atomic_write, make_dirs, read_regular
 from driver.yamlio import load_one
@@ -44,6 +47,9 @@ MAX_FILE_NAME = 255  # bytes (NAME_MAX): a valid 253-character object name does 
 MAX_OBJECT_BYTES = 3 * 1024 * 1024  # twice etcd's default request limit (1.5 MiB): no real object is larger
 DIR_MODE = 0o755  # whatever the umask: readable by every local user of the store, writable by its owner
 FILE_MODE = 0o644
+LOCK_FILE = ".lock"
+LOCK_MODE = 0o600
+LOCK_WAIT_S = 10.0  # how long a writer waits for another process's writer lock by default
 
 
 def _check_segment(value: str, what: str, pattern: re.Pattern[str]) -> str:
@@ -76,11 +82,11 @@ class ObjectStore:
         return self._dir(resource, namespace) / file_name
 
     @contextlib.contextmanager
-    def locked(self, timeout_s: float | None = None) -> Iterator[None]:
+    def locked(self, timeout_s: float | None = LOCK_WAIT_S) -> Iterator[None]:
         """Hold the store's writer lock (re-entrant within a thread): reads and writes made inside
-        see and change the store as one step, as a multi-object apply needs. With `timeout_s`,
-        an InputError when another process holds it that long (a kubelet call must never wait
-        on a stuck or hostile process for ever)."""
+        see and change the store as one step, as a multi-object apply needs. InputError naming the
+        holder when another process holds it for more than `timeout_s` (None: wait for ever):
+        a stuck or hostile process must never hang `run`, `apply` or a kubelet call."""
         depth = getattr(self._depth, "n", 0)
         if depth:
             self._depth.n = depth + 1
@@ -89,19 +95,49 @@ class ObjectStore:
             finally:
                 self._depth.n = depth
             return
+        fd = self._open_lock()
         try:
-            make_dirs(self.root, DIR_MODE)
-            lock = open(self.root / ".lock", "a+")
-        except OSError as exc:
-            raise InputError(f"local store {self.root}: cannot write there ({exc.strerror or exc})") from None
-        with lock:
-            _flock(lock, timeout_s, self.root)
+            self._acquire(fd, timeout_s)
             self._depth.n = 1
             try:
                 yield
             finally:
                 self._depth.n = 0
-                fcntl.flock(lock, fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def _open_lock(self) -> int:
+        """STORE/.lock, 0600 whatever the umask: whoever can open it can flock it and stall every
+        writer of the store, so only its owner may (writing the store needs that user anyway).
+        Never through a symlink, nor a FIFO or device in its place."""
+        path = self.root / LOCK_FILE
+        try:
+            make_dirs(self.root, DIR_MODE)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, LOCK_MODE)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise InputError(f"local store {self.root}: its lock file {path} is a symbolic link; remove it") from None
+            raise InputError(f"local store {self.root}: cannot write there ({exc.strerror or exc})") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise InputError(f"local store {self.root}: its lock file {path} is not a regular file; remove it")
+        if st.st_uid == os.geteuid() and st.st_mode & 0o777 != LOCK_MODE:
+            os.fchmod(fd, LOCK_MODE)  # a lock file from before, or made under another umask
+        return fd
+
+    def _acquire(self, fd: int, timeout_s: float | None) -> None:
+        path = self.root / LOCK_FILE
+
+        def busy(holder: str) -> None:
+            log.info("waiting for the local store's writer lock", extra={"lock": str(path), "holder": holder,
+                                                                          "timeout_s": timeout_s})
+        if not flock.lock(fd, timeout_s, on_busy=busy):
+            raise InputError(f"local store {self.root}: its writer lock {path} has been held by "
+                             f"{flock.describe_holder(fd)} for more than {timeout_s:g} s; stop that process "
+                             "(or remove the lock file: its holder then keeps a lock nobody waits for)")
+        flock.record_holder(fd)
 
     def _next_resource_version(self) -> str:
         counter = self.root / ".resourceVersion"
@@ -207,22 +243,6 @@ class ObjectStore:
             return (self.root / ".resourceVersion").read_text().strip() or "0"
         except FileNotFoundError:
             return "0"
-
-
-def _flock(lock: Any, timeout_s: float | None, root: Path) -> None:
-    if timeout_s is None:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        return
-    give_up = time.monotonic() + timeout_s
-    while True:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= give_up:
-                raise InputError(f"local store {root}: another process has held its writer lock ({root / '.lock'}) "
-                                 f"for more than {timeout_s:g} s") from None
-            time.sleep(0.01)
 
 
 def _without_status(obj: dict[str, Any]) -> dict[str, Any]:

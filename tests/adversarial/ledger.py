@@ -74,7 +74,7 @@ def held(state_dir: Path, cdi_root: Path) -> tuple[dict[str, Any], dict[str, lis
         claims = json.loads((state_dir / "checkpoint.json").read_text())["claims"]
     except FileNotFoundError:
         claims = {}
-    specs = {ref.uid: [d.to_json() for d in devs] for ref, devs in CdiWriter(cdi_root, DRIVER).read_prepared()}
+    specs = {spec.ref.uid: [d.to_json() for d in spec.devices] for spec in CdiWriter(cdi_root, DRIVER).read_prepared()}
     return claims, specs
 
 

@@ -1,8 +1,11 @@
 """The kill loop and the soak: a real plugin process under load is killed over and over (SIGKILL at
 a random moment, a self-kill at a chosen step of prepare/unprepare, SIGTERM with a successor
-starting at once while calls straddle the grace period), hostile-input generators run against it
-between kills, and after every death the disk is checked (adversarial.ledger): no acknowledged
-prepare lost, no device held twice. A leak check then runs thousands of prepare/unprepare cycles
+starting at once while calls straddle the grace period, and a SIGKILL after which the checkpoint is
+damaged (corrupt, deleted, or of a newer version) and the next process is killed at a step of its
+recovery), hostile-input generators run against it between kills, the load's kubelets cancel some
+prepares in flight (mid-read when reads are stalled) and unprepare their claims, and after every
+death the disk is checked (adversarial.ledger): no acknowledged prepare lost, no device held twice,
+no claim held again after its unprepare was answered. A leak check then runs thousands of prepare/unprepare cycles
 against one process and reports RSS and fd growth.
 
 Generators plug in without touching this file: every module `adversarial/gen_*.py` that defines
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import pkgutil
 import random
@@ -35,11 +39,12 @@ from typing import Any, Protocol
 
 from adversarial.ledger import Ledger, Verdict, check
 from adversarial.workload import Workload
-from driver.commands.run import CRASH_STEPS
+from driver.commands.run import CALL_STEPS, RECOVERY_STEPS
 from driver.plugin.client import KubeletClient
 from plugin.harness import Plugin
 
-KILLS = ("sigkill", "crash-at-step", "handover")
+KILLS = ("sigkill", "crash-at-step", "handover", "recovery")
+DAMAGE = ("corrupt", "deleted", "newer-version")  # what a recovery kill does to checkpoint.json
 
 
 @dataclass
@@ -75,6 +80,9 @@ def load_generators(only: set[str] | None = None) -> list[Generator]:
 class Figures:
     inputs_tried: int = 0
     kubelet_calls: int = 0
+    cancelled_calls: int = 0
+    saw_cancellation: int = 0  # claims of cancelled calls the plugin refused or rolled back (its log)
+    overruled: int = 0  # claims an unprepare overruled while their prepare was in flight (its log)
     generator_inputs: dict[str, int] = field(default_factory=dict)
     kills: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KILLS, 0))
     kills_survived: int = 0
@@ -105,9 +113,12 @@ class Figures:
         gens = ", ".join(f"{k} {n}" for k, n in self.generator_inputs.items()) or "none"
         lines = [
             "soak figures",
-            f"  inputs tried       {self.inputs_tried}  (kubelet calls {self.kubelet_calls}; generators: {gens}; "
+            f"  inputs tried       {self.inputs_tried}  (kubelet calls {self.kubelet_calls}, {self.cancelled_calls} "
+            f"of them prepares cancelled in flight and then unprepared; generators: {gens}; "
             f"leak-check calls {2 * self.leak_cycles})",
             f"  kills survived     {self.kills_survived}/{sum(self.kills.values())}  ({kills})",
+            f"  cancellations      {self.saw_cancellation} claims of cancelled calls kept nothing, "
+            f"{self.overruled} prepares overruled by the claim's unprepare",
             f"  claims lost        {self.claims_lost}",
             f"  double-bookings    {self.double_bookings}",
             f"  stale holds        {self.stale_holds}   orphan CDI specs {self.orphan_specs}",
@@ -171,11 +182,16 @@ class Soak:
 
     def _env_for(self, kill: str) -> dict[str, str]:
         env = {"FAKE_DRA_TEST_MODE": "1"}
+        # Reads as slow as an API server's (a pause at prepare-read), so the load's cancellations
+        # land mid-read; in a hand-over a long stall at a step as well, which some calls straddle.
+        pauses = {"prepare-read": round(self.rng.uniform(0.04, 0.12), 3)}
         if kill == "crash-at-step":
-            env["FAKE_DRA_CRASH_AT"] = self.rng.choice(CRASH_STEPS)
-        if kill == "handover":  # calls stall at a step so that some straddle the grace period
-            step = self.rng.choice(("prepare-started", "prepare-cdi-written"))
-            env["FAKE_DRA_PAUSE_AT"] = f"{step}:{self.rng.uniform(0.5, 2 * self.config.grace_s + 2):.2f}"
+            env["FAKE_DRA_CRASH_AT"] = self.rng.choice(CALL_STEPS)
+        if kill == "handover":
+            step = self.rng.choice(("prepare-read", "prepare-started", "prepare-cdi-written"))
+            pauses[step] = round(self.rng.uniform(0.5, 2 * self.config.grace_s + 2), 2)
+        if kill in ("crash-at-step", "handover"):
+            env["FAKE_DRA_PAUSE_AT"] = ",".join(f"{step}:{seconds}" for step, seconds in pauses.items())
         return env
 
     def _serve(self, plugin: Plugin) -> None:
@@ -199,7 +215,7 @@ class Soak:
         plugin.start(env=self._env_for(kill))
         self._serve(plugin)
         for cycle in range(self.config.cycles):
-            if kill == "sigkill":  # a process without test hooks: no self-kill, no stalled steps
+            if kill in ("sigkill", "recovery"):  # a process without test hooks: no self-kill, no stalled steps
                 self._generators(plugin, cycle)
             plugin, kill = self._cycle(plugin, kill, cycle)
         plugin = self._unarmed(plugin)  # the wind-down runs on a process without test hooks
@@ -209,6 +225,11 @@ class Soak:
             self.figures.problems.append("the last process did not stop cleanly on SIGTERM")
         self._leak_check()
         self.figures.kubelet_calls = self.workload.calls
+        self.figures.cancelled_calls = self.workload.cancelled
+        # Every process of the node appends to the same log; one "prepare failed" line per claim.
+        failed = [line for line in self._node.log_text().splitlines() if "prepare failed for claim" in line]
+        self.figures.saw_cancellation = sum("cancelled by the caller" in line for line in failed)
+        self.figures.overruled = sum("unprepared while this prepare was still in flight" in line for line in failed)
         self.figures.conflicts_refused = self.workload.refused_conflicts
         self.figures.inputs_tried = (self.figures.kubelet_calls + sum(self.figures.generator_inputs.values())
                                      + 2 * self.figures.leak_cycles)
@@ -223,7 +244,7 @@ class Soak:
         successor: Plugin | None = None
         self.figures.kills[kill] += 1
         assert plugin.proc is not None
-        if kill == "sigkill":
+        if kill in ("sigkill", "recovery"):
             plugin.proc.send_signal(signal.SIGKILL)
         elif kill == "crash-at-step":
             if _wait_dead(plugin, 5.0) is None:  # the armed step did not come up: kill anyway
@@ -245,12 +266,9 @@ class Soak:
         for c in plugin.clients:
             c.close()
         plugin.proc = None
-        verdict = self._check()
-        self.figures.add(verdict, f"cycle {cycle} after {kill}")
-        self._say(f"cycle {cycle + 1}/{self.config.cycles}: {kill} (exit {rc}), {self.workload.calls} calls so far, "
-                  f"{'ok' if verdict.ok else verdict}")
-        if verdict.ok:
-            self.figures.kills_survived += 1
+        recovery = self._recovery_kill(cycle) if kill == "recovery" else ""
+        if not recovery:  # a recovery kill is checked once the next process has recovered
+            self._checked(cycle, kill, rc)
         nxt_plugin = successor or self._plugin()
         try:
             if successor is None:
@@ -264,8 +282,47 @@ class Soak:
             # The load's last calls reached the successor (their channels follow the socket path)
             # and one hit its armed step: a kill like any other, checked like any other.
             nxt_plugin, nxt = self._extra_kill(successor, cycle)
+        if recovery:
+            self._checked(cycle, f"{kill} ({recovery})", rc)
         self._serve(nxt_plugin)
         return nxt_plugin, nxt
+
+    def _checked(self, cycle: int, kill: str, rc: int | None) -> None:
+        verdict = self._check()
+        self.figures.add(verdict, f"cycle {cycle} after {kill}")
+        self._say(f"cycle {cycle + 1}/{self.config.cycles}: {kill} (exit {rc}), {self.workload.calls} calls so far, "
+                  f"{'ok' if verdict.ok else verdict}")
+        if verdict.ok:
+            self.figures.kills_survived += 1
+
+    def _recovery_kill(self, cycle: int) -> str:
+        """After a SIGKILL: damage checkpoint.json, then start a process armed to kill itself at a
+        step of the recovery that damage calls for. The next process must recover what it left."""
+        damage, step = self.rng.choice(DAMAGE), self.rng.choice(RECOVERY_STEPS)
+        cp = self._node.state / "checkpoint.json"
+        if damage == "deleted":
+            cp.unlink(missing_ok=True)
+        elif cp.exists() and damage == "corrupt":
+            cp.write_bytes(cp.read_bytes()[: self.rng.randrange(0, max(1, cp.stat().st_size))])
+        elif cp.exists():
+            doc = json.loads(cp.read_text())
+            doc["version"] = doc.get("version", 1) + 1
+            cp.write_text(json.dumps(doc))
+        armed = self._plugin()
+        served = armed.log_text().count("kubelet plugin serving")
+        armed.spawn(env={"FAKE_DRA_TEST_MODE": "1", "FAKE_DRA_CRASH_AT": step})
+        assert armed.proc is not None
+        give_up = time.monotonic() + 30
+        while armed.proc.poll() is None and time.monotonic() < give_up:
+            if armed.log_text().count("kubelet plugin serving") > served:
+                armed.proc.kill()  # nothing to recover (no evidence on disk): it serves; killed all the same
+                break
+            time.sleep(0.05)
+        rc = _wait_dead(armed, 10)
+        if rc != -signal.SIGKILL:
+            self.figures.problems.append(f"cycle {cycle}: the process armed at {step} exited {rc}")
+        armed.proc = None
+        return f"checkpoint {damage}, then killed at {step}"
 
     def _extra_kill(self, dead: Plugin, cycle: int) -> tuple[Plugin, str]:
         self.figures.kills["crash-at-step"] += 1

@@ -1,7 +1,8 @@
 """A stand-in API server for ResourceClaims, so `fake-dra run --kubeconfig` can be driven without a
 cluster, including the slow paths a local store never has: a claim whose reads answer 503 until the
 test releases it makes the plugin's claim reader retry (as against an API server blip), which is
-how a call is kept running across a SIGTERM.
+how a call is kept running across a SIGTERM; a stalled claim's read is answered only once released
+(a slow API server), which is how a call is kept reading while the kubelet cancels it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class StandInApi:
     def __init__(self) -> None:
         self.claims: dict[tuple[str, str], dict[str, Any]] = {}
         self.held: set[str] = set()  # claim names answered with 503 for now
+        self.stalled: dict[str, threading.Event] = {}  # claim names whose answers wait for release
         self.reads: list[tuple[float, str, int]] = []  # (monotonic time, claim name, status)
         self._lock = threading.Lock()
         api = self
@@ -33,6 +35,11 @@ class StandInApi:
                 if not m:
                     return self._send(404, {"kind": "Status", "code": 404})
                 ns, name = m.groups()
+                stall = api.stalled.get(name)
+                if stall is not None:  # a slow answer: the request waits until the test releases it
+                    with api._lock:
+                        api.reads.append((time.monotonic(), name, 0))
+                    stall.wait(30)
                 with api._lock:
                     claim = api.claims.get((ns, name))
                     status = 503 if name in api.held else (200 if claim else 404)
@@ -80,6 +87,14 @@ class StandInApi:
     def release(self, name: str) -> None:
         with self._lock:
             self.held.discard(name)
+            stall = self.stalled.pop(name, None)
+        if stall is not None:
+            stall.set()
+
+    def stall(self, name: str) -> None:
+        """Answer reads of `name` only once released (a slow API server, not an unavailable one)."""
+        with self._lock:
+            self.stalled[name] = threading.Event()
 
     def reads_of(self, name: str) -> list[tuple[float, int]]:
         with self._lock:

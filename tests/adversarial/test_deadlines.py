@@ -11,9 +11,6 @@ from kubernetes import client
 from adversarial.claims import allocated_claim, ref
 from driver.kube.claims import KubeClaimSource
 from driver.plugin.client import KubeletClient
-from driver.plugin.gen import dra_v1_pb2, dra_v1_pb2_grpc
-from driver.plugin.metrics import PluginMetrics
-from driver.plugin.services import dra_servicer
 from driver.state.cdi import CdiWriter
 from driver.state.checkpoint import CheckpointStore
 from driver.state.pool import PoolCache
@@ -57,42 +54,58 @@ def test_no_call_runs_longer_than_its_cap_even_without_a_grpc_deadline(api, tmp_
     state.close()
 
 
-class _Deadline:
-    def __init__(self, seconds: float) -> None:
-        self.at = time.monotonic() + seconds
+def test_a_call_refused_as_busy_reaches_the_kubelet_before_its_deadline(make_plugin):
+    # Issue 18 item 3: the busy answer was sent exactly at the call's deadline, so the kubelet saw
+    # DEADLINE_EXCEEDED instead of it. Two prepares stalled at a step hold both state-gate slots.
+    plugin = make_plugin()
+    plugin.start(env={"FAKE_DRA_TEST_MODE": "1", "FAKE_DRA_PAUSE_AT": "prepare-started:8"})
+    holders = [allocated_claim(f"h{i}", [f"gpu-{i}"]) for i in range(2)]
+    for c in holders:
+        plugin.store.create("resourceclaims", c)
+    stalled = [threading.Thread(target=plugin.client().prepare, args=([ref(c)],), daemon=True) for c in holders]
+    for t in stalled:
+        t.start()
+    give_up = time.monotonic() + 6
+    while not _both_paused(plugin) and time.monotonic() < give_up:
+        time.sleep(0.05)
+    late = allocated_claim("late", ["nic-0-vf-0"])
+    plugin.store.create("resourceclaims", late)
+    with KubeletClient(plugin.registry, DRIVER, timeout_s=3.0) as kubelet:
+        t0 = time.monotonic()
+        answer = kubelet.prepare([ref(late)])[ref(late)[2]]  # before the fix: DEADLINE_EXCEEDED
+        took = time.monotonic() - t0
+    assert "timed out waiting for other calls to finish; retry" in answer.error
+    assert took < 3.0 - 1.0
+    for t in stalled:
+        t.join(20)
+    assert plugin.stop() == 0
 
-    def time_remaining(self) -> float:
-        return max(0.0, self.at - time.monotonic())
 
-    def abort(self, code, details):  # pragma: no cover - not expected here
-        raise AssertionError(details)
-
-
-class _Stuck:
-    """A state whose first call holds the gate for a long time."""
-
-    def __init__(self) -> None:
-        self.release = threading.Event()
-
-    def prepare(self, refs, timeout_s=None):
-        self.release.wait(10)
-        return {}
-
-    def count(self) -> int:
-        return 0
+def _both_paused(plugin) -> bool:
+    state = plugin.state / "checkpoint.json"
+    return state.exists() and len(plugin.checkpoint()["claims"]) == 2
 
 
-def test_waiting_for_the_state_gate_counts_against_the_call_deadline():
-    state = _Stuck()
-    gate = threading.BoundedSemaphore(1)
-    servicer = dra_servicer(dra_v1_pb2, dra_v1_pb2_grpc, "v1", state, PluginMetrics.create(), gate)
-    req = dra_v1_pb2.NodePrepareResourcesRequest(claims=[dra_v1_pb2.Claim(namespace="default", name="c", uid="u")])
-    holder = threading.Thread(target=servicer.NodePrepareResources, args=(req, _Deadline(20)))
-    holder.start()
-    time.sleep(0.1)
-    t0 = time.monotonic()
-    resp = servicer.NodePrepareResources(req, _Deadline(0.5))
-    assert time.monotonic() - t0 < 1.5
-    assert "timed out waiting for other calls" in resp.claims["u"].error
-    state.release.set()
-    holder.join()
+def test_two_slow_claim_reads_stall_no_other_call_on_the_node(make_plugin, api, tmp_path):
+    # Issue 18 item 3: the two-slot state gate was held across the claim's API read, so two slow
+    # reads stalled every other prepare and unprepare on the node (an unprepare needs no API).
+    plugin = make_plugin(extra_args=("--kubeconfig", str(api.kubeconfig(tmp_path / "kc")), "--no-publish"))
+    kubelet = plugin.start()
+    slow = [allocated_claim(f"slow-{i}", [f"gpu-{i}"]) for i in range(2)]
+    for c in slow:
+        api.add(c)
+        api.stall(c["metadata"]["name"])
+    stalled = [kubelet.start_prepare([ref(c)]) for c in slow]
+    for c in slow:
+        api.wait_read(c["metadata"]["name"])
+    fast = allocated_claim("fast", ["nic-0-vf-0"])
+    api.add(fast)
+    with KubeletClient(plugin.registry, DRIVER, timeout_s=5.0) as other:
+        t0 = time.monotonic()
+        assert other.prepare([ref(fast)])[ref(fast)[2]].error == ""
+        assert other.unprepare([ref(fast)]) == {ref(fast)[2]: ""}
+        assert time.monotonic() - t0 < 3.0, "a call waited for the slow reads of other claims"
+    for c in slow:
+        api.release(c["metadata"]["name"])
+    assert all(kubelet.prepare_result(f.result(timeout=20))[ref(c)[2]].error == "" for f, c in zip(stalled, slow))
+    assert plugin.stop() == 0

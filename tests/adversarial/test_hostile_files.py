@@ -6,6 +6,7 @@ corrupt or replaced, and nothing outside its directories is touched."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -103,3 +104,91 @@ def test_unprepare_removes_a_symlinked_claim_metadata_directory_not_its_target(t
     (writer.root / uid).symlink_to(victim)
     writer.remove(uid)
     assert not (writer.root / uid).exists() and (victim / "precious").read_text() == "keep me\n"
+
+
+def test_a_symlink_at_a_claims_metadata_directory_is_replaced_not_written_through(tmp_path):
+    """Issue 18 item 5: make_dirs and the atomic write followed a link at <uid> (or <uid>/<request>),
+    so the claim's files landed wherever it pointed, outside the state directory."""
+    from driver.state.types import ClaimRef, PreparedDevice
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    writer = DeviceMetadataWriter(tmp_path / "state", DRIVER)
+    writer.root.mkdir(parents=True)
+    devices = [PreparedDevice(("gpu",), "n1", "gpu-0", ())]
+    claim = {"metadata": {"name": "c", "namespace": "default"}, "status": {}}
+    for i, planted in enumerate(("claim", "request")):
+        uid = f"aaaaaaaa-0000-0000-0000-00000000000{i}"
+        if planted == "claim":
+            (writer.root / uid).symlink_to(victim)
+        else:
+            (writer.root / uid).mkdir()
+            (writer.root / uid / "gpu").symlink_to(victim)
+        (f,) = writer.write(ClaimRef("default", "c", uid), claim, devices, {"gpu-0": {}})
+        assert list(victim.iterdir()) == [], f"written through a link at the {planted} directory"
+        assert not (writer.root / uid).is_symlink() and not (writer.root / uid / "gpu").is_symlink()
+        assert f.host_path.is_file() and f.host_path.parent.parent.parent == writer.root
+        # A prepared claim's files are recreated the same way if a link replaces them later.
+        shutil.rmtree(writer.root / uid)
+        (writer.root / uid).symlink_to(victim)
+        writer.ensure(ClaimRef("default", "c", uid), claim, devices, {"gpu-0": {}})
+        assert list(victim.iterdir()) == [] and f.host_path.is_file() and not (writer.root / uid).is_symlink()
+
+
+@pytest.mark.slow
+def test_prepare_never_writes_metadata_through_a_planted_link(make_plugin):
+    from plugin.harness import request
+
+    plugin = make_plugin()
+    client = plugin.start()
+    victim = _victim(plugin)
+    ref = plugin.allocate("g", [request("gpu", "gpu")])
+    (plugin.state / "dra-device-metadata").mkdir(exist_ok=True)
+    (plugin.state / "dra-device-metadata" / ref[2]).symlink_to(victim)
+    assert client.prepare([ref])[ref[2]].error == ""
+    assert sorted(p.name for p in victim.iterdir()) == ["precious"]
+    assert plugin.metadata_stream(ref[2], "gpu")[0]["metadata"]["uid"] == ref[2]
+    assert "replaced a symlink or file found in place of a device metadata directory" in plugin.log_text()
+    assert plugin.stop() == 0
+
+
+@pytest.mark.slow
+def test_temp_files_of_interrupted_metadata_writes_are_removed_at_start(make_plugin):
+    """Issue 18 item 8: only checkpoint and CDI temps were swept; metadata temps survived restarts."""
+    from plugin.harness import request
+
+    plugin = make_plugin()
+    client = plugin.start()
+    ref = plugin.allocate("g", [request("gpu", "gpu")])
+    assert client.prepare([ref])[ref[2]].error == ""
+    assert plugin.stop() == 0
+    request_dir = plugin.state / "dra-device-metadata" / ref[2] / "gpu"
+    ours = request_dir / f".{DRIVER}-metadata.json.4242.tmp"
+    theirs = request_dir / "notes.tmp"
+    for p in (ours, theirs):
+        p.write_text("{half")
+    plugin.start()
+    assert not ours.exists() and theirs.exists(), "only our own temp files may be removed"
+    assert (request_dir / f"{DRIVER}-metadata.json").is_file()
+    assert "removed the temp file of an interrupted device metadata write" in plugin.log_text()
+    assert plugin.stop() == 0
+
+
+@pytest.mark.slow
+def test_an_unreadable_file_at_the_plugins_own_slice_name_is_skipped_and_named(make_plugin):
+    """Issue 18 item 11: `list` leaves such a file out, so the create at that name failed on every
+    attempt and `run` exited 1 at start with a message that did not name the file."""
+    plugin = make_plugin()
+    slices = plugin.store_dir / "resourceslices" / "_cluster"
+    slices.mkdir(parents=True)
+    broken = slices / f"00000-{DRIVER}-n1.yaml"
+    broken.write_text("spec: [\n")
+    plugin.start()
+    published = plugin.wait_slices()
+    assert sorted(s["metadata"]["name"] for s in published)[0] == f"00000-{DRIVER}-n1-1"
+    assert broken.read_text() == "spec: [\n", "the file is left to whoever wrote it"
+    text = plugin.log_text()
+    assert f"{broken}" in text and f"so that slice is published as 00000-{DRIVER}-n1-1" in text
+    ref = plugin.allocate("g", [{"name": "gpu", "exactly": {"deviceClassName": f"gpu.{DRIVER}"}}])
+    assert plugin.client().prepare([ref])[ref[2]].error == ""
+    assert plugin.stop() == 0

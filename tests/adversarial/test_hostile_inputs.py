@@ -98,3 +98,27 @@ def test_command_line_for_the_soak(served, capsys):
     assert code == 0 and summary["violation_count"] == 0, summary
     assert summary["inputs"] == len([i for i in INPUTS if i.name.startswith("store/")]) + 5
     assert summary["seed"] == 7 and summary["errors"] >= summary["inputs"] - 5
+
+
+def test_huge_claim_fields_in_errors_never_push_the_answer_past_the_kubelets_limit(make_plugin):
+    """Issue 18 item 6: error texts echoed claim fields without bound; three bad claims pushed the
+    response past the kubelet's 4 MiB message limit, so the whole call failed, and the good claim
+    sent with them was prepared and recorded but never answered."""
+    from adversarial.claims import allocated_claim, ref
+
+    plugin = make_plugin()
+    client = plugin.start()
+    bad = []
+    for i in range(3):
+        claim = allocated_claim(f"bad-{i}", ["gpu-0"])
+        claim["status"]["allocation"]["devices"]["results"][0]["pool"] = "p" * 1_400_000  # echoed in the error
+        plugin.store.create("resourceclaims", claim)
+        bad.append(ref(claim))
+    good = allocated_claim("good", ["gpu-1"])
+    plugin.store.create("resourceclaims", good)
+    answers = client.prepare([*bad, ref(good)])  # before: RESOURCE_EXHAUSTED for the whole call
+    assert answers[ref(good)[2]].error == "" and answers[ref(good)[2]].devices
+    for r in bad:
+        error = answers[r[2]].error
+        assert f"claim default/{r[1]}" in error and "is in pool" in error and len(error) <= 1024
+    assert plugin.stop() == 0

@@ -142,6 +142,44 @@ def test_socket_probe_tells_live_from_dead(tmp_path):
         assert socket_is_live(path) is True
 
 
+def test_a_socket_staged_by_another_container_under_our_pid_is_left_alone(tmp_path):
+    # Issue 18 item 7: two containers, both PID 1, share the registry directory. Staging names were
+    # `.<pid>`: gRPC unlinked the other plugin's staged socket and bound ours in its place, and the
+    # other process then "served" a registration socket that was ours, or a dead one.
+    import threading
+
+    from driver.plugin.client import KubeletClient
+    from driver.plugin.metrics import PluginMetrics
+    from driver.plugin.server import PluginServer, SocketPaths
+
+    root = Path(tempfile.mkdtemp(prefix="fda-st-", dir="/tmp"))
+    try:
+        paths = SocketPaths.for_driver(root / "p", root / "r", DRIVER)
+        (root / "r").mkdir()
+        theirs = root / "r" / f".{os.getpid():x}"  # the other container's plugin, between bind and link
+        other = socket.socket(socket.AF_UNIX)
+        other.bind(str(theirs))
+        other.listen(1)
+        inode = theirs.lstat().st_ino
+        server = PluginServer(driver_name=DRIVER, paths=paths, state=None, health=lambda: [],
+                              metrics=PluginMetrics.create())
+        starting = threading.Thread(target=server.start)
+        starting.start()
+        starting.join(30)
+        try:
+            assert theirs.lstat().st_ino == inode and stat.S_ISSOCK(theirs.lstat().st_mode), \
+                "the other process's staged socket was replaced"
+            with KubeletClient(root / "r", DRIVER, timeout_s=5) as kubelet:
+                assert kubelet.register().endpoint == str(paths.dra)
+            assert sorted(p.name for p in (root / "r").iterdir()) == sorted([theirs.name, paths.registration.name])
+        finally:
+            server.stop_serving(0)
+            server.finish_stop()
+            other.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.mark.parametrize("value, message", [("bogus:1", "FAKE_DRA_PAUSE_AT: unknown step 'bogus'"),
                                             ("prepare-started:x", "FAKE_DRA_PAUSE_AT seconds: expected seconds")])
 def test_bad_pause_hook_is_rejected(make_plugin, value, message):
@@ -247,8 +285,11 @@ def test_two_corrupt_checkpoints_in_the_same_second_are_both_kept(monkeypatch):
     try:
         store = CheckpointStore(d, driver_name=DRIVER, node_name="n1", boot_id="b")
         for body in (b"{first", b"{second"):
+            store.path.unlink(missing_ok=True)  # replaced, as the plugin's atomic writes do
             store.path.write_bytes(body)
-            assert store.load() is None
+            assert store.load().checkpoint is None
+            kept = store.keep_aside()
+            assert store.keep_aside() == kept, "an interrupted start's copy is reused, not copied again"
         copies = sorted(d.glob("checkpoint.json.corrupt-*"))
         assert [p.name for p in copies] == ["checkpoint.json.corrupt-1700000000",
                                             "checkpoint.json.corrupt-1700000000-1"]

@@ -4,9 +4,11 @@ Worker threads each keep a few pods: a new pod gets a claim allocated by the ref
 (driver.allocator, against what the store says is allocated) and is prepared until the plugin
 acknowledges; a pod that goes away is unprepared until acknowledged, then its claim is deleted
 (deallocated). Workers allocate concurrently from the same snapshot now and then, so two claims can
-name the same device, as a racing scheduler would: the plugin must refuse the second. Only
-acknowledged answers go into the Ledger; a call that dies with the process is simply retried,
-which is what the kubelet does.
+name the same device, as a racing scheduler would: the plugin must refuse the second. Now and then a
+pod is deleted while its prepare is in flight: the kubelet cancels that call after a few
+milliseconds (mid-read when the plugin stalls its reads, `prepare-read`) and unprepares the claim,
+which must then never be held again (the Ledger's stale holds). Only acknowledged answers go into
+the Ledger; a call that dies with the process is simply retried, which is what the kubelet does.
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ class Pod:
 
 
 class Workload:
-    def __init__(self, ledger: Ledger, seed: int, threads: int = 3, pods_per_thread: int = 4) -> None:
+    def __init__(self, ledger: Ledger, seed: int, threads: int = 3, pods_per_thread: int = 4,
+                 cancel_rate: float = 0.25) -> None:
         self.ledger = ledger
         self.seed = seed
         self.threads = threads
@@ -53,6 +56,8 @@ class Workload:
         self.plugin: Plugin | None = None  # the process currently serving (set by the driver)
         self.kubelet = None
         self.calls = 0
+        self.cancelled = 0  # prepares the kubelet cancelled in flight (then unprepared their claim)
+        self.cancel_rate = cancel_rate
         self.refused_conflicts = 0
         self.problems: list[str] = []
         self._pods: list[list[Pod]] = [[] for _ in range(threads)]
@@ -92,7 +97,11 @@ class Workload:
         if leaving:
             self._unprepare(pods, rng.choice(leaving))
         elif want:
-            self._prepare(rng.choice(want))
+            pod = rng.choice(want)
+            if rng.random() < self.cancel_rate:
+                self._cancelled_prepare(rng, pods, pod)
+            else:
+                self._prepare(pod)
         elif len(pods) < self.pods_per_thread and rng.random() < 0.7:
             self._new_pod(rng, pods)
         elif ready:
@@ -115,7 +124,9 @@ class Workload:
         kubelet = self.kubelet
         with self._lock:
             self.calls += 1
-        answer = kubelet.prepare([pod.ref])[pod.ref[2]]
+        self._answered(pod, kubelet.prepare([pod.ref])[pod.ref[2]])
+
+    def _answered(self, pod: Pod, answer) -> None:  # noqa: ANN001 - a KubeletClient ClaimResult
         if not answer.error:
             self.ledger.acked_prepare(pod.ref)
             pod.state = "ready"
@@ -127,6 +138,23 @@ class Workload:
             with self._lock:
                 self.refused_conflicts += 1
             pod.state = "leaving"
+
+    def _cancelled_prepare(self, rng: random.Random, pods: list[Pod], pod: Pod) -> None:
+        """The pod is deleted while its prepare is in flight: the kubelet cancels the call, then
+        unprepares the claim (kubernetes pkg/kubelet/cm/dra/manager.go: the claim is in the
+        kubelet's cache from before the call, so its unprepare follows)."""
+        kubelet = self.kubelet
+        with self._lock:
+            self.calls += 1
+        call = kubelet.start_prepare([pod.ref])
+        time.sleep(rng.uniform(0.0, 0.04))
+        if not call.cancel():  # it finished first: an ordinary answer
+            self._answered(pod, kubelet.prepare_result(call.result())[pod.ref[2]])
+            return
+        with self._lock:
+            self.cancelled += 1
+        pod.state = "leaving"
+        self._unprepare(pods, pod)  # until acknowledged (the loop retries a failed one)
 
     def _unprepare(self, pods: list[Pod], pod: Pod) -> None:
         assert self.plugin is not None

@@ -163,7 +163,58 @@ def test_the_writer_lock_can_be_waited_for_with_a_timeout(tmp_path):
     with open(tmp_path / ".lock", "a+") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         started = time.monotonic()
-        with pytest.raises(InputError, match=r"another process has held its writer lock .*\.lock\) for more than 0.2 s"):
+        with pytest.raises(InputError, match=r"its writer lock .*\.lock has been held by PID \d+ .* for more than 0.2 s"):
             store.update("resourceclaims", obj, lock_timeout_s=0.2)
         assert 0.2 <= time.monotonic() - started < 2
     assert store.update("resourceclaims", obj, lock_timeout_s=0.2)["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]
+
+
+def test_every_writer_lock_wait_is_bounded_and_names_the_holder(tmp_path):
+    # Issue 18 item 4: create/delete (apply, delete, run's start) waited for ever, silently.
+    import fcntl
+    import subprocess
+    import sys
+    import time
+
+    store = ObjectStore(tmp_path)
+    store.create("resourceclaims", claim("a"))
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a+'); "
+                               "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+                               str(tmp_path / ".lock")], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"held\n"
+        started = time.monotonic()
+        with pytest.raises(InputError) as err:
+            with store.locked(timeout_s=0.3):
+                pass
+        assert time.monotonic() - started < 3
+        assert f"PID {holder.pid} (" in str(err.value) and str(tmp_path / ".lock") in str(err.value)
+        import driver.store.objectstore as objectstore
+
+        assert objectstore.LOCK_WAIT_S < 60  # the default bound of create, update and delete
+    finally:
+        holder.kill()
+        holder.wait()
+    assert fcntl  # the lock is free again: the store works
+    store.delete("resourceclaims", "default", "a")
+
+
+def test_the_lock_file_is_0600_whatever_the_umask_and_never_a_link(tmp_path):
+    # Issue 18 item 9: 0666 under umask 000, so any local user could flock it and stall the store.
+    import os
+
+    old = os.umask(0)
+    try:
+        store = ObjectStore(tmp_path / "s")
+        store.create("resourceclaims", claim("a"))
+    finally:
+        os.umask(old)
+    assert (tmp_path / "s" / ".lock").stat().st_mode & 0o777 == 0o600
+    (tmp_path / "s" / ".lock").chmod(0o666)  # from an older release: tightened on the next write
+    store.delete("resourceclaims", "default", "a")
+    assert (tmp_path / "s" / ".lock").stat().st_mode & 0o777 == 0o600
+    (tmp_path / "s" / ".lock").unlink()
+    (tmp_path / "s" / ".lock").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(InputError, match=r"lock file .*\.lock is a symbolic link"):
+        store.create("resourceclaims", claim("b"))
+    assert not (tmp_path / "elsewhere").exists()

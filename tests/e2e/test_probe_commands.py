@@ -138,6 +138,8 @@ def test_wait_retries_then_gives_up(tmp_path, capsys):
 @pytest.mark.parametrize(("argv", "message"), [
     (["--timeout", "0"], "--timeout: must be positive"),
     (["--wait", "-1"], "--wait: must be zero or positive"),
+    (["--wait", "nan"], "--wait: expected a finite number of seconds"),
+    (["--timeout", "inf"], "--timeout: expected a finite number of seconds"),
     (["--until", "HEALTHY"], "--device and --until go with --health"),
 ])
 def test_flag_errors(tmp_path, capsys, argv, message):

@@ -50,7 +50,7 @@ def test_state_logs_and_errors_cut_huge_kubelet_strings(env, caplog):
 
 def test_servicer_log_line_cuts_the_uid_and_error(caplog):
     class State:
-        def prepare(self, refs, timeout_s=None):
+        def prepare(self, refs, timeout_s=None, abandoned=None):
             return {r.uid: PrepareResult(error="e" * HUGE) for r in refs}
 
         def count(self) -> int:

@@ -1,0 +1,139 @@
+"""The state gate (driver.state.ownership.StateGate): a few calls work on the state at once, claim
+reads stay outside it, and a call that cannot get in answers "busy" in time for the kubelet to
+read the answer (issue 18 item 3)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from driver.deadline import Deadline
+from driver.state.ownership import StateGate
+from state.conftest import result
+
+
+class _Blocking:
+    """A claim source whose reads of the names in `slow` block until released (a slow API server)."""
+
+    def __init__(self, inner, slow: set[str]) -> None:
+        self.inner, self.slow = inner, slow
+        self.release = threading.Event()
+        self.reading = threading.Semaphore(0)
+
+    def get_claim(self, namespace, name, deadline=None):
+        if name in self.slow:
+            self.reading.release()
+            self.release.wait(20)
+        return self.inner.get_claim(namespace, name, deadline)
+
+
+def test_at_most_two_calls_work_on_the_state_and_the_rest_get_in_in_arrival_order(env):
+    inside = peak = 0
+    lock = threading.Lock()
+    order: list[str] = []
+
+    def hook(step: str) -> None:
+        nonlocal inside, peak
+        if step in ("prepare-started", "unprepare-cdi-removed"):
+            with lock:
+                inside += 1
+                peak = max(peak, inside)
+            time.sleep(0.05)
+            with lock:
+                inside -= 1
+
+    st = env.state(crash_hook=hook)
+    refs = [env.claims.add(f"c{i}", [result(f"gpu-0-mig-1g5gb-{i % 7}")]) for i in range(7)]
+    calls = [threading.Thread(target=lambda r=r: order.append(st.prepare([r])[r.uid].error)) for r in refs]
+    calls += [threading.Thread(target=lambda r=r: st.unprepare([r])) for r in refs[5:]]
+    for t in calls:
+        t.start()
+    for t in calls:
+        t.join(30)
+    assert peak == 2, "the gate admits two calls at once"
+    assert len(order) == 7
+
+
+def test_the_gate_hands_slots_over_in_arrival_order():
+    gate = StateGate(1)
+    far = time.monotonic() + 30
+    assert gate.enter(far, Deadline(far))
+    got: list[int] = []
+    waiters = []
+    for i in range(4):
+        t = threading.Thread(target=lambda i=i: (gate.enter(far, Deadline(far)), got.append(i), gate.leave()))
+        t.start()
+        waiters.append(t)
+        time.sleep(0.05)  # arrive in order
+    gate.leave()
+    for t in waiters:
+        t.join(10)
+    assert got == [0, 1, 2, 3]
+
+
+def test_a_waiter_gives_up_at_its_bound_or_when_cancelled_and_loses_no_slot():
+    gate = StateGate(1)
+    far = time.monotonic() + 30
+    assert gate.enter(far, Deadline(far))
+    t0 = time.monotonic()
+    assert not gate.enter(t0 + 0.2, Deadline(far))
+    assert 0.2 <= time.monotonic() - t0 < 1.0
+    cancelled = Deadline(far)
+    threading.Timer(0.2, cancelled.abandoned.set).start()
+    t0 = time.monotonic()
+    assert not gate.enter(far, cancelled)
+    assert time.monotonic() - t0 < 1.0
+    gate.leave()
+    assert gate.enter(time.monotonic() + 1, Deadline(far)), "the slot is free again"
+
+
+def test_slow_claim_reads_stall_no_other_call(env):
+    # Before: the two-slot gate was held across the claim's API read, so two slow reads stalled
+    # every other prepare and unprepare on the node (an unprepare needs no API at all).
+    slow_a = env.claims.add("slow-a", [result("gpu-0")])
+    slow_b = env.claims.add("slow-b", [result("gpu-1")])
+    fast = env.claims.add("fast", [result("nic-0-vf-0")])
+    source = _Blocking(env.claims, {"slow-a", "slow-b"})
+    env.claims, claims = source, env.claims  # type: ignore[assignment]
+    st = env.state()
+    env.claims = claims
+    slow = [threading.Thread(target=st.prepare, args=([r],)) for r in (slow_a, slow_b)]
+    for t in slow:
+        t.start()
+    assert source.reading.acquire(timeout=5) and source.reading.acquire(timeout=5)
+    t0 = time.monotonic()
+    assert st.prepare([fast], timeout_s=5)[fast.uid].error == ""
+    assert st.unprepare([fast], timeout_s=5)[fast.uid] == ""
+    assert time.monotonic() - t0 < 3, "a call waited for the slow reads"
+    source.release.set()
+    for t in slow:
+        t.join(10)
+    assert set(st.prepared()) == {slow_a.uid, slow_b.uid}
+
+
+def test_a_call_refused_as_busy_answers_well_before_its_deadline(env):
+    hold = threading.Event()
+    entered = threading.Semaphore(0)
+
+    def hook(step: str) -> None:
+        if step == "prepare-started":
+            entered.release()
+            hold.wait(20)
+
+    st = env.state(crash_hook=hook)
+    busy = [env.claims.add(f"b{i}", [result(f"gpu-{i}")]) for i in range(2)]
+    holders = [threading.Thread(target=st.prepare, args=([r],)) for r in busy]
+    for t in holders:
+        t.start()
+    assert entered.acquire(timeout=5) and entered.acquire(timeout=5)
+    late = env.claims.add("late", [result("nic-0-vf-0")])
+    t0 = time.monotonic()
+    answer = st.prepare([late], timeout_s=3.0)[late.uid]
+    took = time.monotonic() - t0
+    assert "timed out waiting for other calls to finish; retry" in answer.error and "default/late" in answer.error
+    # Before: answered exactly at the gRPC deadline, so the kubelet saw DEADLINE_EXCEEDED instead.
+    assert 1.0 <= took <= 3.0 - 1.4, took
+    assert late.uid not in st.prepared()
+    hold.set()
+    for t in holders:
+        t.join(10)
