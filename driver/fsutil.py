@@ -144,6 +144,43 @@ def read_own_file(path: Path) -> bytes:
     return read_regular(path)
 
 
+def sync_filesystem(path: Path) -> bool:
+    """Flush every written file and directory entry of the filesystem holding `path` (Linux
+    syncfs(2)): one call instead of an fsync per file, for callers writing hundreds of files in a
+    row. False where syncfs is unavailable (the caller then fsyncs each file itself)."""
+    libc = _libc()
+    if libc is None:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return libc.syncfs(fd) == 0
+    finally:
+        os.close(fd)
+
+
+_LIBC: list = []
+
+
+def _libc():  # loaded once; None off Linux or without glibc's syncfs
+    if not _LIBC:
+        try:
+            import ctypes
+            import ctypes.util
+
+            lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            _LIBC.append(lib if hasattr(lib, "syncfs") else None)
+        except OSError:
+            _LIBC.append(None)
+    return _LIBC[0]
+
+
+def can_sync_filesystem() -> bool:
+    return _libc() is not None
+
+
 def fsync_dir(directory: Path) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(directory, os.O_RDONLY)

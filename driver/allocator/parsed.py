@@ -21,7 +21,7 @@ class ParsedSlice:
     """A checked ResourceSlice: identity fields read once, devices parsed on first use."""
 
     __slots__ = ("name", "key", "spec", "driver", "pool_name", "generation", "count", "node_name", "has_counters",
-                 "_devices", "_counter_sets", "_groups", "_refs", "_conditions")
+                 "_devices", "_one", "_counter_sets", "_groups", "_refs", "_conditions")
 
     def __init__(self, name: str, spec: Mapping[str, Any], key: str | None = None):
         self.name = name
@@ -35,6 +35,7 @@ class ParsedSlice:
         self.node_name: str | None = spec.get("nodeName") or None
         self.has_counters = bool(spec.get("sharedCounters"))
         self._devices: tuple[DeviceInfo, ...] | None = None
+        self._one: dict[int, DeviceInfo] | None = None  # devices parsed one by one (`device`)
         self._counter_sets: dict[str, dict[str, Counter]] | None = None
         self._groups: bool | None = None
         self._refs: dict[str, frozenset[str]] | None = None
@@ -43,8 +44,22 @@ class ParsedSlice:
     @property
     def devices(self) -> tuple[DeviceInfo, ...]:
         if self._devices is None:
-            self._devices = tuple(parse_device(self.spec, i, self.name) for i in range(len(self.spec.get("devices") or ())))
+            one = self._one or {}
+            self._devices = tuple(one.get(i) or parse_device(self.spec, i, self.name)
+                                  for i in range(len(self.spec.get("devices") or ())))
         return self._devices
+
+    def device(self, index: int) -> DeviceInfo:
+        """One device, parsed alone unless all are (a usage report parses only held devices); the
+        same object `devices` holds."""
+        if self._devices is not None:
+            return self._devices[index]
+        if self._one is None:
+            self._one = {}
+        found = self._one.get(index)
+        if found is None:
+            found = self._one[index] = parse_device(self.spec, index, self.name)
+        return found
 
     @property
     def counter_sets(self) -> dict[str, dict[str, Counter]]:

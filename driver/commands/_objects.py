@@ -1,10 +1,11 @@
 """How `fake-dra get/apply/delete` print stored objects: kubectl's tables, YAML, JSON and names.
 
-Columns follow kubectl's printers for resource.k8s.io (kubernetes/kubernetes
-pkg/printers/internalversion/printers.go: DeviceClass NAME AGE; ResourceClaim NAME STATE AGE with
-STATE from deleted/pending/allocated/reserved; ResourceClaimTemplate NAME AGE; ResourceSlice NAME
-NODE DRIVER POOL AGE). `-o wide` adds what a driver author looks for next: the devices a claim
-got, the size of a slice, a class's selectors.
+Columns follow kubectl's printers (kubernetes/kubernetes pkg/printers/internalversion/printers.go):
+DeviceClass NAME AGE; ResourceClaim NAME STATE AGE with STATE from deleted/pending/allocated/reserved;
+ResourceClaimTemplate NAME AGE; ResourceSlice NAME NODE DRIVER POOL AGE; Pod NAME READY STATUS
+RESTARTS AGE (wide: IP NODE NOMINATED NODE READINESS GATES); Node NAME STATUS ROLES AGE VERSION (wide:
+INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME). `-o wide` of the DRA kinds adds
+what a driver author looks for next: the devices a claim got, the size of a slice, a class's selectors.
 """
 
 from __future__ import annotations
@@ -109,9 +110,55 @@ def allocated_devices(claim: Mapping[str, Any]) -> list[str]:
     return [str(r.get("device")) for r in results if isinstance(r, Mapping)]
 
 
+def pod_status(pod: Mapping[str, Any]) -> str:
+    """kubectl's STATUS of a pod: Terminating, the status reason, the phase (Pending by default)."""
+    status = pod.get("status") or {}
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return "Terminating"
+    return str(status.get("reason") or status.get("phase") or "Pending")
+
+
+def node_status(node: Mapping[str, Any]) -> str:
+    """kubectl's STATUS of a node: its Ready condition (Unknown without one), SchedulingDisabled."""
+    ready = next((c for c in (node.get("status") or {}).get("conditions") or []
+                  if isinstance(c, Mapping) and c.get("type") == "Ready"), None)
+    text = "Unknown" if ready is None else ("Ready" if ready.get("status") == "True" else "NotReady")
+    return text + (",SchedulingDisabled" if (node.get("spec") or {}).get("unschedulable") else "")
+
+
+def _core_columns(kind: Kind, obj: Mapping[str, Any], wide: bool, now: datetime) -> tuple[list[str], list[object]]:
+    name = (obj.get("metadata") or {}).get("name")
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    if kind.kind == "Pod":
+        containers = spec.get("containers") or []
+        ready = sum(1 for c in status.get("containerStatuses") or [] if isinstance(c, Mapping) and c.get("ready"))
+        restarts = sum(int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or [] if isinstance(c, Mapping))
+        heads = ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+        cells: list[object] = [name, f"{ready}/{len(containers)}", pod_status(obj), restarts, age(obj, now)]
+        if wide:
+            heads += ["IP", "NODE", "NOMINATED NODE", "READINESS GATES"]
+            cells += [status.get("podIP") or "<none>", spec.get("nodeName") or "<none>",
+                      status.get("nominatedNodeName") or "<none>", "<none>"]
+        return heads, cells
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    roles = sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/"))
+    info = status.get("nodeInfo") or {}
+    heads = ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    cells = [name, node_status(obj), ",".join(roles) or "<none>", age(obj, now), info.get("kubeletVersion") or ""]
+    if wide:
+        addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or [] if isinstance(a, Mapping)}
+        heads += ["INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"]
+        cells += [addresses.get("InternalIP") or "<none>", addresses.get("ExternalIP") or "<none>",
+                  info.get("osImage") or "<unknown>", info.get("kernelVersion") or "<unknown>",
+                  info.get("containerRuntimeVersion") or "<unknown>"]
+    return heads, cells
+
+
 def _columns(kind: Kind, obj: Mapping[str, Any], wide: bool, now: datetime) -> tuple[list[str], list[object]]:
     name = (obj.get("metadata") or {}).get("name")
     spec = obj.get("spec") or {}
+    if kind.kind in ("Pod", "Node"):
+        return _core_columns(kind, obj, wide, now)
     if kind.kind == "ResourceClaim":
         heads, cells = ["NAME", "STATE", "AGE"], [name, claim_state(obj), age(obj, now)]
         if wide:

@@ -8,7 +8,10 @@ picture is what explains why two MIG devices conflict — and it is what our cou
 With `--store [DIR]` the same command draws the live usage instead (the demo's partition map, for
 any node): per GPU which claim holds which memory slices, vGPUs and time-shares, and the counters
 left (memory slices, memory, SMs, engines); per NIC the VFs in use, each claim's bandwidth and the
-bandwidth left; every other pool's holders and counter sets. `--node-name` picks one node.
+bandwidth left; every other pool's holders and counter sets. `--node-name` picks one node. Nodes a
+fleet made (`fake-dra fleet apply`) are summed per node group instead (MIG slices, VF bandwidth,
+devices held): a map per node of a 1,000-node fleet would be a wall of text; `--node-name` still
+draws one of them.
 """
 
 from __future__ import annotations
@@ -214,6 +217,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fleet_table(groups: list) -> str:
+    def share(used: object, total: object, unit: str = "") -> str:
+        return f"{used} of {total}{unit}" if total else "-"
+
+    rows = [[f"{g.fleet}/{g.group}", g.profile, g.nodes, share(g.held, g.devices),
+             share(int(g.mig_slices_used), g.mig_slices),
+             share(f"{float(g.bandwidth_used) / 1e9:g}", f"{float(g.bandwidth) / 1e9:g}", " Gb/s") if g.bandwidth else "-"]
+            for g in groups]
+    return ("Fleet node groups (`--node-name NODE` draws one node):\n"
+            + table(["GROUP", "PROFILE", "NODES", "DEVICES HELD", "MIG SLICES USED", "VF BANDWIDTH USED"], rows))
+
+
 def _usage(args: argparse.Namespace) -> int:
     """The store's live usage per node (driver.allocator.usage, drawn by driver.e2e.partition_map)."""
     from driver.allocator.usage import usage_of
@@ -223,6 +238,7 @@ def _usage(args: argparse.Namespace) -> int:
     args.store = args.store or None  # `--store` alone: the default store
     store = open_store(args, write=False)
     usage = usage_of(store.list("resourceslices"), store.list("resourceclaims", all_namespaces=True))
+    groups: list = []
     if args.node_name:
         pools = usage.for_node(args.node_name)
         if not pools:
@@ -231,7 +247,18 @@ def _usage(args: argparse.Namespace) -> int:
                                 f"{store.root} (nodes: {', '.join(nodes[:10]) or 'none'}"
                                 f"{f' and {len(nodes) - 10} more' if len(nodes) > 10 else ''})")
     else:
-        pools = [p for _, p in sorted(usage.pools.items(), key=lambda kv: (kv[1].node or "", kv[0]))]
+        from driver.fleet.summary import fleet_nodes, group_usage
+
+        members = fleet_nodes(store.list("nodes"))
+        groups = group_usage(usage, members)
+        pools = [p for _, p in sorted(usage.pools.items(), key=lambda kv: (kv[1].node or "", kv[0]))
+                 if p.node not in members]
+    if groups:
+        print(_fleet_table(groups))
+        if pools:
+            print()
+    if not pools and groups:
+        return 0
     if not pools:
         print(f"No ResourceSlices in the local store {store.root}: start `fake-dra run` (or `fake-dra publish "
               "--once`) with this store first.", file=sys.stderr)

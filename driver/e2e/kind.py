@@ -25,7 +25,7 @@ from typing import Any
 
 from driver import DEFAULT_DRIVER_NAME
 from driver.allocator.cluster import ClusterView
-from driver.allocator.usage import counters_left, usage_of
+from driver.allocator.usage import counters_left
 from driver.e2e.manifests import NAMESPACE, class_name, namespace_object, pod_object, podgroup_object
 from driver.e2e.observe import Observation
 from driver.e2e.scenario import Scenario
@@ -90,7 +90,20 @@ class KindBackend:
                   if g != "DRASharedConsumableCapacity" and on != self.features.enabled(g)]
         if differ:
             return f"needs gates {', '.join(differ)} set differently from the kind cluster"
+        if scenario.nodes:
+            from driver.e2e.kindmulti import multi_node_skip_reason
+
+            return multi_node_skip_reason(self.api, scenario)
         return None
+
+    def for_scenario(self, scenario: Scenario) -> Any:
+        """Scenarios with `nodes:` run on kind workers and kwok nodes (kindmulti.py)."""
+        if not scenario.nodes:
+            return self
+        from driver.e2e.kindmulti import KindMultiNodeBackend
+
+        return KindMultiNodeBackend(kubeconfig=self.kubeconfig, driver_name=self.driver_name,
+                                    timeout_s=self.timeout_s, features=self.features)
 
     def start(self, scenario: Scenario) -> None:
         nodes = k.list_items(self.api, "Node", label_selector=f"{PROFILE_LABEL}={scenario.profile}")
@@ -131,14 +144,8 @@ class KindBackend:
         slices, features = self._slices(), self.features
         if skewed:
             slices, features = skewed_view(slices, features)
-        allocated = [c for c in k.list_items(self.api, "ResourceClaim") if (c.get("status") or {}).get("allocation")]
         try:
-            # The cluster as kube-scheduler's informers see it, from which the node's allocator is built.
-            view = ClusterView(features=features)
-            view.add_slices(slices)
-            view.replace_classes(k.list_items(self.api, "DeviceClass"))
-            view.replace_claims(allocated)
-            results = view.allocator(self.node).allocate(todo)
+            results = self._view(features, slices).allocator(self.node).allocate(todo)
         except AllocationError as exc:
             return False, str(exc), []
         return True, "", [dict(c, status={"allocation": a}) for c, a in zip(todo, results)]
@@ -230,8 +237,18 @@ class KindBackend:
         return files
 
     def _counters(self) -> dict:
-        claims = k.list_items(self.api, "ResourceClaim")
-        return counters_left(usage_of(self._slices(), claims), self.driver_name)
+        # What the objects say (every gate on), read from the same kind of view the prediction uses.
+        view = self._view(Features.all_on(), self._slices())
+        return counters_left(view.usage(driver=self.driver_name), self.driver_name)
+
+    def _view(self, features: Features, slices: Sequence[dict[str, Any]]) -> ClusterView:
+        """The cluster as kube-scheduler's informers see it: `slices`, the API server's classes and
+        allocated claims."""
+        view = ClusterView(features=features)
+        view.add_slices(slices)
+        view.replace_classes(k.list_items(self.api, "DeviceClass"))
+        view.replace_claims([c for c in k.list_items(self.api, "ResourceClaim") if (c.get("status") or {}).get("allocation")])
+        return view
 
     def _released(self, names: Sequence[str]) -> bool:
         deadline = time.monotonic() + 60

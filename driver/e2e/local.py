@@ -2,6 +2,8 @@
 
 Roles, each played by the component a real cluster uses for it where we have one:
 - API server: the local object store (driver.store), the same one `fake-dra run` reads and writes;
+  what it stores (claims, and the slices the plugin published) is checked against the 1.37 schema
+  with the scenario's gates (driver.schema), as kube-apiserver would;
 - node: a fake sysfs tree of the scenario's profile (driver.discovery.make_sysfs);
 - kubelet plugin: `python -m driver run` as a child process (plugin_proc), publishing its slices;
 - kube-scheduler: the reference allocator (driver.allocator) against the slices the plugin published;
@@ -26,9 +28,9 @@ from typing import Any
 
 import yaml
 
-from driver import DEFAULT_DRIVER_NAME
+from driver import DEFAULT_DRIVER_NAME, schema
 from driver.allocator.cluster import ClusterView
-from driver.allocator.usage import counters_left, usage_of
+from driver.allocator.usage import counters_left
 from driver.discovery import discover, make_sysfs, set_fault
 from driver.e2e.container import container_view
 from driver.e2e.manifests import NAMESPACE
@@ -96,6 +98,15 @@ class LocalBackend:
         self._views: dict[Features, ClusterView] = {}
 
     # ---- lifecycle -------------------------------------------------------------------------
+    def for_scenario(self, scenario: Scenario) -> Any:
+        """A scenario with `nodes:` runs on the multi-node variant of this backend (multinode.py)."""
+        if not scenario.nodes:
+            return self
+        from driver.e2e.multinode import MultiNodeBackend
+
+        return MultiNodeBackend(driver_name=self.driver_name, keep=self.keep, settle_s=self.settle_s,
+                                final_states=self.final_states, kept=self.kept)
+
     def start(self, scenario: Scenario) -> None:
         self._scenario = scenario
         # Short path: AF_UNIX socket paths are limited to 107 bytes.
@@ -178,6 +189,11 @@ class LocalBackend:
         if key != self._slice_key:
             self._slice_cache = [s for s in self.store.list("resourceslices")
                                  if s.get("spec", {}).get("driver") == self.driver_name]
+            # What the plugin published must be well-formed. Every gated field counts as known here:
+            # the store's writes already refused what its gates do not know, and a slice written
+            # before a gate flip keeps its fields until republished (as on kube-apiserver).
+            for obj in self._slice_cache:
+                schema.validate(obj, "ResourceSlice", Features.all_on(), f"published ResourceSlice {obj['metadata']['name']}")
             self._slice_key = key
         return list(self._slice_cache)  # read-only for callers; the skewed scheduler copies before editing
 
@@ -191,8 +207,9 @@ class LocalBackend:
         return devices_by_claim(self.store.list(CLAIMS, NAMESPACE), self.published_devices(), self.driver_name)
 
     def _counters(self) -> dict:
-        claims = self.store.list(CLAIMS, NAMESPACE)
-        return counters_left(usage_of(self._slices(), claims), self.driver_name)
+        # What the objects say (every gate on), read from the same kind of synced view the scheduler uses.
+        view = self._view(Features.all_on(), self._slices())
+        return counters_left(view.usage(driver=self.driver_name), self.driver_name)
 
     def _health(self, until: tuple[str, str] | None = None, timeout_s: float = 5.0) -> dict[str, str]:
         """Device -> health from the plugin's stream; with `until`, wait for that device to reach that state."""
@@ -214,23 +231,37 @@ class LocalBackend:
         slices, features = self._slices(), self.features
         if skewed:
             slices, features = skewed_view(slices, features)
-        allocated = [c for c in self.store.list(CLAIMS, NAMESPACE) if (c.get("status") or {}).get("allocation")]
-        view = self._views.get(features)
-        if view is None:
-            view = self._views[features] = ClusterView(features=features)
         try:
-            # Synced with the store: only what changed since the last cycle is parsed again.
-            view.replace_slices(slices)
-            view.replace_classes(self.store.list("deviceclasses"))
-            view.replace_claims(allocated)
-            results = view.allocator(NODE).allocate([claims[n] for n in todo])
+            results = self._view(features, slices).allocator(NODE).allocate([claims[n] for n in todo])
         except AllocationError as exc:
             return [], str(exc)
         for name, allocation in zip(todo, results):
             claim = claims[name]
             claim["status"] = {**(claim.get("status") or {}), "allocation": allocation}
-            self.store.update(CLAIMS, claim)
+            self._write_claim(claim)
         return todo, ""
+
+    def _write_claim(self, claim: dict[str, Any], *, create: bool = False) -> None:
+        """The apiserver's part of a claim write: refuse what it would refuse (driver.schema)."""
+        name = claim["metadata"]["name"]
+        old = None if create else self._claim(name)
+        schema.validate(claim, "ResourceClaim", self.features, f"ResourceClaim {NAMESPACE}/{name}", old=old)
+        if create:
+            self.store.create(CLAIMS, claim)
+        else:
+            self.store.update(CLAIMS, claim)
+
+    def _view(self, features: Features, slices: Sequence[dict[str, Any]]) -> ClusterView:
+        """The cluster view of a gate set, synced with the store: only what changed since the last
+        cycle or report is parsed again."""
+        features = features.for_scheduler()
+        view = self._views.get(features)
+        if view is None:
+            view = self._views[features] = ClusterView(features=features)
+        view.replace_slices(slices)
+        view.replace_classes(self.store.list("deviceclasses"))
+        view.replace_claims([c for c in self.store.list(CLAIMS, NAMESPACE) if (c.get("status") or {}).get("allocation")])
+        return view
 
     def _reserve(self, name: str, consumer: dict[str, str]) -> None:
         claim = self._claim(name)
@@ -238,7 +269,7 @@ class LocalBackend:
         reserved = status.setdefault("reservedFor", [])
         if not any(r["uid"] == consumer["uid"] for r in reserved):
             reserved.append(consumer)
-            self.store.update(CLAIMS, claim)
+            self._write_claim(claim)
 
     def _unreserve(self, name: str, uid: str) -> None:
         """Drop one consumer; deallocate when nothing reserves the claim (resourceclaim controller)."""
@@ -249,7 +280,7 @@ class LocalBackend:
             status.pop("reservedFor")
             status.pop("allocation", None)
         claim["status"] = status
-        self.store.update(CLAIMS, claim)
+        self._write_claim(claim)
 
     # ---- kubelet ---------------------------------------------------------------------------
     def _prepare(self, pod: _Pod, obs: Observation) -> None:
@@ -316,7 +347,7 @@ class LocalBackend:
 
     # ---- actions ---------------------------------------------------------------------------
     def create_claim(self, name: str, obj: dict[str, Any]) -> Observation:
-        self.store.create(CLAIMS, obj)
+        self._write_claim(obj, create=True)
         return Observation()
 
     def run_pod(self, name: str, claims: Sequence[str], podgroup: str | None, skewed: bool) -> Observation:

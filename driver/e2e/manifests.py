@@ -66,8 +66,10 @@ def pod_object(
     podgroup: str | None = None,
     namespace: str = NAMESPACE,
     node_name: str | None = None,
+    node_names: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """A pod whose single container uses every listed claim and prints its FAKE_DRA_* env."""
+    """A pod whose single container uses every listed claim and prints its FAKE_DRA_* env.
+    `node_name`: only that node; `node_names`: any of them, kwok's taint tolerated (multi-node)."""
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 1,
@@ -92,6 +94,10 @@ def pod_object(
         spec["schedulingGroup"] = {"podGroupName": podgroup}
     if node_name is not None:
         spec["nodeSelector"] = {"kubernetes.io/hostname": node_name}
+    if node_names:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": list(node_names)}]}]}}}
+        spec["tolerations"] = [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
     return {
         "apiVersion": "v1",
         "kind": "Pod",

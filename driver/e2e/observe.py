@@ -40,6 +40,8 @@ class Observation:
     prepare_calls_same: bool | None = None
     released: bool | None = None
     counters: dict[str, dict[str, Fraction]] = field(default_factory=dict)  # counter set -> remaining
+    node: str | None = None  # multi-node scenarios: where the pod landed (the scenario's name for it)
+    node_slices: int | None = None  # multi-node scenarios: slices left for the step's node
     notes: list[str] = field(default_factory=list)  # extra context for the report
     # kind backend: what the reference allocator predicted (scheduled?, reason); compared with the
     # real scheduler on every pod step, expectation or not.
@@ -151,6 +153,11 @@ def check_step(step: Step, obs: Observation, claim_devices: Mapping[str, list[di
     if "prepare_calls_same" in exp:
         add("re-prepare identical", exp["prepare_calls_same"], obs.prepare_calls_same,
             obs.prepare_calls_same is not None and obs.prepare_calls_same == bool(exp["prepare_calls_same"]))
+    if "node" in exp:
+        add("node", exp["node"], obs.node, obs.node == str(exp["node"]))
+    if "node_slices" in exp:
+        add("node's slices", exp["node_slices"], obs.node_slices,
+            obs.node_slices is not None and obs.node_slices == int(exp["node_slices"]))
     if "released" in exp:
         add("released", exp["released"], obs.released,
             obs.released is not None and obs.released == bool(exp["released"]))

@@ -30,6 +30,7 @@ class PluginStartError(FakeDraError):
 @dataclass(frozen=True)
 class PluginDirs:
     root: Path
+    shared_store: Path | None = None  # several nodes' plugins publish into one store (multi-node scenarios)
 
     @property
     def sysfs(self) -> Path:
@@ -37,7 +38,7 @@ class PluginDirs:
 
     @property
     def store(self) -> Path:
-        return self.root / "store"
+        return self.shared_store or self.root / "store"
 
     @property
     def plugins(self) -> Path:

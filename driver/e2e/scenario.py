@@ -43,6 +43,9 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     # A simulated hardware fault on the device with this name (or clear it).
     "fault": (frozenset({"device"}), frozenset({"message", "clear"})),
     "restart-plugin": (frozenset(), frozenset({"signal"})),
+    # A Node is deleted (scenarios with `nodes:`): its slices go with it (owner references), its pods
+    # are deleted (pod garbage collection) and their claims released (resourceclaim controller).
+    "delete-node": (frozenset({"name"}), frozenset()),
     # Only checks expectations (e.g. health) against the current state.
     "observe": (frozenset(), frozenset()),
 }
@@ -61,8 +64,14 @@ EXPECT_KEYS = frozenset(
         "prepare_calls_same",  # bool: repeated prepares (several pods) answered identically
         "released",  # bool: the claim's devices are no longer allocated nor prepared
         "counters",  # {counter-set substring: {counter: remaining quantity}}
+        "node",  # str: the node the pod landed on (scenarios with `nodes:`)
+        "node_slices",  # int: ResourceSlices left for the step's node (delete-node)
     }
 )
+# What a scenario with several nodes may do: scheduling across nodes and losing nodes. Gate flips,
+# faults, plugin restarts and PodGroups stay single-node scenarios.
+MULTI_NODE_ACTIONS = frozenset({"claim", "pod", "delete-pod", "delete-claim", "delete-node", "observe"})
+NODE_KEYS = frozenset({"name", "profile", "plugin"})
 DEVICE_KEYS = frozenset({"count", "type", "profile", "same_parent", "distinct_parents", "same_parent_as"})
 METADATA_KEYS = frozenset({"files", "devices", "type", "network", "generation"})
 SIGNALS = frozenset({"TERM", "KILL"})
@@ -83,6 +92,16 @@ class Step:
 
 
 @dataclass(frozen=True)
+class ScenarioNode:
+    """A node of a multi-node scenario. `plugin: false` makes it kubelet-less, like a kwok node: its
+    slices are published as a fleet publishes them, and nothing prepares claims there."""
+
+    name: str
+    profile: str
+    plugin: bool = True
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     reason: str
@@ -94,6 +113,7 @@ class Scenario:
     personality: str = "fake-dra"  # driver.personality name: which driver(s) the node is presented as
     driver_config: Mapping[str, Any] = field(default_factory=dict)  # the plugin's driver config (nvidia: ...)
     gpus: int | None = None  # keep only the profile's first N GPUs (make-sysfs --gpus)
+    nodes: tuple[ScenarioNode, ...] = ()  # empty: one node running the plugin, with `profile`
 
     def claim_names(self) -> list[str]:
         return [s.args["name"] for s in self.steps if s.action == "claim"]
@@ -193,7 +213,7 @@ def parse_scenario(data: Any, path: str = "<memory>") -> Scenario:
     if not isinstance(reason, str) or not reason.strip() or "\n" in reason.strip():
         raise _fail(where, "needs a one-line `reason`")
     unknown = sorted(set(data) - {"name", "reason", "profile", "features", "steps", "kind", "personality",
-                                  "driverConfig", "gpus"})
+                                  "driverConfig", "gpus", "nodes"})
     if unknown:
         raise _fail(where, f"unknown field {', '.join(unknown)}")
     gates = data.get("features") or {}
@@ -209,10 +229,25 @@ def parse_scenario(data: Any, path: str = "<memory>") -> Scenario:
     gpus = data.get("gpus")
     if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0):
         raise _fail(where, f"gpus must be a non-negative integer (the profile's first N GPUs), got {gpus!r}")
+    profile = str(data.get("profile", "demo"))
+    nodes = _parse_nodes(data.get("nodes"), profile, where)
+    if nodes and (personality != "fake-dra" or driver_config or gpus is not None):
+        raise _fail(where, "personality, driverConfig and gpus are for single-node scenarios (not with `nodes:`)")
+    for step in steps:
+        if nodes and step.action not in MULTI_NODE_ACTIONS:
+            raise _fail(f"{where} step {step.index}", f"action {step.action} is for single-node scenarios "
+                        f"(with `nodes:` only {', '.join(sorted(MULTI_NODE_ACTIONS))})")
+        if not nodes and (step.action == "delete-node" or {"node", "node_slices"} & set(step.expect)):
+            raise _fail(f"{where} step {step.index}", "delete-node and the node expectations need `nodes:`")
+        names = {n.name for n in nodes}
+        for value in (step.args.get("name") if step.action == "delete-node" else None, step.expect.get("node")):
+            if value is not None and value not in names:
+                raise _fail(f"{where} step {step.index}", f"node {value!r} is not one of the scenario's nodes "
+                            f"({', '.join(sorted(names))})")
     return Scenario(
         name=name,
         reason=reason.strip(),
-        profile=str(data.get("profile", "demo")),
+        profile=profile,
         features=features,
         steps=steps,
         path=path,
@@ -220,6 +255,7 @@ def parse_scenario(data: Any, path: str = "<memory>") -> Scenario:
         personality=personality,
         driver_config=driver_config,
         gpus=gpus,
+        nodes=nodes,
     )
 
 
@@ -236,6 +272,35 @@ def _personality(data: Mapping[str, Any], where: str) -> tuple[str, dict[str, An
     except InputError as exc:
         raise _fail(where, str(exc)) from None
     return str(name), dict(config)
+
+
+def _parse_nodes(raw: Any, profile: str, where: str) -> tuple[ScenarioNode, ...]:
+    from driver.discovery import profile_named
+
+    if raw is None:
+        return ()
+    if not isinstance(raw, Sequence) or isinstance(raw, str) or not raw:
+        raise _fail(where, "nodes must be a non-empty list of {name, profile, plugin}")
+    out: list[ScenarioNode] = []
+    for i, node in enumerate(raw):
+        here = f"{where} nodes[{i}]"
+        if not isinstance(node, Mapping):
+            raise _fail(here, "must be a mapping with name, profile, plugin")
+        extra = sorted(set(node) - NODE_KEYS)
+        if extra:
+            raise _fail(here, f"does not take {', '.join(extra)} (known: {', '.join(sorted(NODE_KEYS))})")
+        name = _check_name(node.get("name"), here, "name")
+        if any(n.name == name for n in out):
+            raise _fail(here, f"node {name!r} is listed twice")
+        try:
+            node_profile = profile_named(str(node.get("profile", profile))).name
+        except InputError as exc:
+            raise _fail(here, str(exc)) from None
+        plugin = node.get("plugin", True)
+        if not isinstance(plugin, bool):
+            raise _fail(here, f"plugin must be true or false, got {plugin!r}")
+        out.append(ScenarioNode(name, node_profile, plugin))
+    return tuple(out)
 
 
 def _check_references(steps: Sequence[Step], where: str) -> None:

@@ -24,6 +24,7 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
     "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
     "PodGroup": ("/apis/scheduling.k8s.io/v1beta1", "podgroups", True),
+    "CustomResourceDefinition": ("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions", False),
 }
 
 

@@ -27,11 +27,13 @@ log = logging.getLogger("fake-dra.kube")
 
 
 class KubeApiError(FakeDraError):
-    """A Kubernetes API request failed; `status` is the HTTP status (0: no answer)."""
+    """A Kubernetes API request failed; `status` is the HTTP status (0: no answer); `retry_after`
+    the seconds a 429/503 answer's Retry-After header asked for, if any."""
 
-    def __init__(self, message: str, status: int = 0) -> None:
+    def __init__(self, message: str, status: int = 0, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
 
 
 class KubeConflict(ConflictError):
@@ -111,7 +113,7 @@ class RawApi:
             raise KubeNotFound(f"{what}: not found: {message}")
         if resp.status == 409:
             raise KubeConflict(f"{what}: conflict: {message}")
-        raise KubeApiError(f"{what}: HTTP {resp.status}: {message}", resp.status)
+        raise KubeApiError(f"{what}: HTTP {resp.status}: {message}", resp.status, _retry_after(resp))
 
     def request(
         self,
@@ -131,6 +133,15 @@ class RawApi:
         if not isinstance(data, dict):
             raise KubeApiError(f"{method} {path}: expected a JSON object, got {type(data).__name__}")
         return data
+
+
+def _retry_after(resp: Any) -> float | None:
+    """Retry-After in seconds (the apiserver sends whole seconds; an HTTP date is not used by it)."""
+    try:
+        value = resp.getheader("Retry-After")
+        return max(0.0, float(value)) if value is not None else None
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def _status_message(text: str) -> str:

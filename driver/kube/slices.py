@@ -29,7 +29,7 @@ class KubeSliceBackend:
     def requests(self) -> int:
         return self.api.requests
 
-    def _list(self, path: str, query: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    def list_paged(self, path: str, query: list[tuple[str, str]]) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         cont = ""
         while True:
@@ -42,7 +42,7 @@ class KubeSliceBackend:
 
     def list_slices(self, driver: str, node: str) -> list[dict[str, Any]]:
         selector = f"spec.driver={driver},spec.nodeName={node}"
-        return self._list(SLICES, [("fieldSelector", selector)])
+        return self.list_paged(SLICES, [("fieldSelector", selector)])
 
     def create_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
         return self.api.request("POST", SLICES, [], obj)
@@ -67,7 +67,7 @@ class KubeSliceBackend:
             return None
 
     def allocated_devices(self, driver: str, pool: str) -> set[str]:
-        return allocated_from_claims(self._list(CLAIMS, []), driver, pool)
+        return allocated_from_claims(self.list_paged(CLAIMS, []), driver, pool)
 
     def metrics_text(self) -> str:
         """The apiserver's own /metrics (authenticated like every other request)."""

@@ -101,6 +101,8 @@ def _missing(written: Any, stored: Any, path: tuple[str, ...]) -> list[tuple[str
 
 def dropped_gates(written_spec: Mapping[str, Any], stored_spec: Mapping[str, Any]) -> dict[str, list[str]]:
     """Gate name -> dotted paths the server dropped; gate `unknown` for drops no table entry explains."""
+    if written_spec == stored_spec:  # the common case (every gate on), without the walk below
+        return {}
     result: dict[str, list[str]] = {}
     written = prune_empty(written_spec)
     for p in missing_paths(written_spec, stored_spec):
@@ -144,11 +146,46 @@ def _leaf_paths(value: Any, path: tuple[str, ...]) -> Iterable[tuple[str, ...]]:
             yield from _leaf_paths(v, path + (key,))
 
 
+def gates_present(spec: Mapping[str, Any]) -> set[str]:
+    """The gates owning a field present in `spec` (the places `_owned_exactly` names), found by
+    looking where such fields can be rather than walking every value: the pre-check that spares
+    `strip_disabled` its deep copy on almost every write. (Plain `dict` checks: parsed objects are
+    dicts, and an ABC check per value would cost more than the copy it spares.)"""
+    found: set[str] = set()
+    if spec.get("sharedCounters") or spec.get("perDeviceNodeSelection"):
+        found.add(PARTITIONABLE)
+    for cs in spec.get("sharedCounters") or ():
+        if type(cs) is dict and any(type(c) is dict and "requestPolicy" in c for c in (cs.get("counters") or {}).values()):
+            found.add(SHARED_CONSUMABLE)
+    for dev in spec.get("devices") or ():
+        if type(dev) is not dict:
+            continue
+        if "consumesCounters" in dev or "nodeName" in dev or "nodeSelector" in dev or "allNodes" in dev:
+            found.add(PARTITIONABLE)
+        if "allowMultipleAllocations" in dev:
+            found.add(CONSUMABLE)
+        for cap in (dev.get("capacity") or {}).values():
+            if type(cap) is dict and "requestPolicy" in cap:
+                found.add(CONSUMABLE)
+        for entry in dev.get("consumesCounters") or ():
+            if type(entry) is not dict:
+                continue
+            if "compatibilityGroups" in entry:
+                found.add(GROUPS)
+            for c in (entry.get("counters") or {}).values():
+                if type(c) is dict and "valueFrom" in c:
+                    found.add(SHARED_CONSUMABLE)
+    return found
+
+
 def strip_disabled(spec: Mapping[str, Any], off: Iterable[str], keep: Iterable[str] = ()) -> dict[str, Any]:
-    """Copy of `spec` without the fields of gates in `off`, except gates in `keep` (used by the old object)."""
+    """`spec` without the fields of gates in `off`, except gates in `keep` (used by the old object):
+    a copy, or `spec` itself when it has none of those fields (callers never change either)."""
     drop = set(off) - set(keep)
     if PARTITIONABLE in drop:
         drop |= {GROUPS, SHARED_CONSUMABLE}  # nested inside partitionable fields
+    if not drop & gates_present(spec):
+        return spec if isinstance(spec, dict) else dict(spec)
     out = copy.deepcopy(dict(spec))
     _strip(out, (), drop)
     return out

@@ -50,7 +50,7 @@ def group_changes(desired_specs: Sequence[Mapping[str, Any]], published: Mapping
     for spec in desired_specs:
         for dev in spec.get("devices") or []:
             old = published.get(dev.get("name"))
-            if old is not None and _groups_by_set(dev) != _groups_by_set(old):
+            if old is not None and old != dev and _groups_by_set(dev) != _groups_by_set(old):
                 changed.add(dev["name"])
     return changed
 

@@ -12,6 +12,7 @@ from typing import Any
 from driver.features import Features
 from driver.model.inventory import PciDevice
 from driver.slices.config import SliceConfig
+from driver.slices.names import NODE_IDENTITIES, Identities
 
 PCIE_ROOT_ATTRIBUTE = "resource.kubernetes.io/pcieRoot"
 
@@ -32,6 +33,11 @@ class RenderContext:
     driver_name: str
     features: Features
     config: SliceConfig
+    identities: Identities = NODE_IDENTITIES
+
+    def uuid(self, pci_address: str, device_name: str) -> str:
+        """The stable UUID of a device of this node (see names.Identities)."""
+        return self.identities.uuid(self.node_name, pci_address, device_name)
 
 
 @dataclass

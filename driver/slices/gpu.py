@@ -39,7 +39,7 @@ from driver.slices.common import (
 )
 from driver.slices.config import MODE_AUTO, MODE_FULL, MODE_MIG, MODE_MPS, MODE_TIMESLICING, VGPU_PREFIX
 from driver.slices.gpucounters import counter_set_name, fits_layout, gpu_counters, placement_counters
-from driver.slices.names import mib_quantity, profile_label, stable_uuid
+from driver.slices.names import mib_quantity, profile_label
 from driver.slices.shared import memory_policy, shared_devices, value_from
 from driver.slices.vgpu import (
     VF_COUNTER,
@@ -104,7 +104,7 @@ def _plan(gpu: Gpu, ctx: RenderContext, offered: list[OfferedType], out: Rendere
 def render_gpu(gpu: Gpu, ctx: RenderContext) -> Rendered:
     out = Rendered()
     model, prefix = gpu.model, f"gpu-{gpu.index}"
-    gpu_uuid = "GPU-" + stable_uuid(ctx.node_name, gpu.pci.address, prefix)
+    gpu_uuid = "GPU-" + ctx.uuid(gpu.pci.address, prefix)
     common = {"productName": s(model.product_name), "index": i(gpu.index), **location_attributes(gpu.pci)}
     if model.architecture:
         common["architecture"] = s(model.architecture)
@@ -167,7 +167,7 @@ def _mig_devices(gpu: Gpu, profile: MigProfile, ctx: RenderContext, common: dict
         attrs = {
             **common,
             "type": s("mig"),
-            "uuid": s("MIG-" + stable_uuid(ctx.node_name, gpu.pci.address, name)),
+            "uuid": s("MIG-" + ctx.uuid(gpu.pci.address, name)),
             "parentUUID": s(parent),
             "profile": s(profile.name),
             "memorySliceStart": i(start),

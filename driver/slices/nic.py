@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from driver.model.inventory import NicPF
 from driver.slices.common import Rendered, RenderContext, consumption, device, i, location_attributes, s
-from driver.slices.names import mbps_quantity, stable_uuid
+from driver.slices.names import mbps_quantity
 
 
 def counter_set_name(nic_index: int) -> str:
@@ -40,7 +40,7 @@ def static_share_mbps(nic: NicPF) -> int:
 def render_nic(nic: NicPF, ctx: RenderContext) -> Rendered:
     out = Rendered()
     prefix = f"nic-{nic.index}"
-    pf_uuid = stable_uuid(ctx.node_name, nic.pci.address, prefix)
+    pf_uuid = ctx.uuid(nic.pci.address, prefix)
     common = {"productName": s(nic.product_name or "SR-IOV NIC")}
     features = ctx.features
     speed = nic.speed_mbps if nic.speed_mbps and nic.speed_mbps > 0 else None
@@ -86,7 +86,7 @@ def render_nic(nic: NicPF, ctx: RenderContext) -> Rendered:
             **common,
             **location_attributes(vf.pci),
             "type": s("vf"),
-            "uuid": s(stable_uuid(ctx.node_name, vf.pci.address, name)),
+            "uuid": s(ctx.uuid(vf.pci.address, name)),
             "parentUUID": s(pf_uuid),
             "pfPciBusID": s(nic.pci.address),
             "vfIndex": i(vf.index),

@@ -22,7 +22,7 @@ from driver.model.inventory import Inventory
 from driver.slices.common import Rendered, RenderContext
 from driver.slices.config import SliceConfig
 from driver.slices.gpu import render_gpu
-from driver.slices.names import is_dns_label, is_dns_subdomain
+from driver.slices.names import NODE_IDENTITIES, Identities, is_dns_label, is_dns_subdomain
 from driver.slices.nic import render_nic
 
 MAX_COUNTER_SETS_PER_SLICE = 8
@@ -92,14 +92,17 @@ def render_pool(
     node_name: str,
     driver_name: str,
     config: SliceConfig = SliceConfig(),
+    identities: Identities = NODE_IDENTITIES,
 ) -> Pool:
     """Render the node's pool. InputError for a bad node or driver name, ConfigError for a
-    single-mode choice the hardware cannot honour; skipped hardware ends up in Pool.warnings."""
+    single-mode choice the hardware cannot honour; skipped hardware ends up in Pool.warnings.
+    `identities` derives the node's device UUIDs (names.Identities; only fleets pass another)."""
     if not node_name or not is_dns_subdomain(node_name):
         raise InputError(f"node name {node_name!r} is not a valid DNS subdomain (it is the pool name)")
     if not driver_name or not is_dns_subdomain(driver_name, 63):
         raise InputError(f"driver name {driver_name!r} is not a DNS subdomain of at most 63 characters")
-    ctx = RenderContext(node_name=node_name, driver_name=driver_name, features=features, config=config)
+    ctx = RenderContext(node_name=node_name, driver_name=driver_name, features=features, config=config,
+                        identities=identities)
     total = Rendered()
     for gpu in sorted(inventory.gpus, key=lambda g: g.index):
         total.extend(render_gpu(gpu, ctx))

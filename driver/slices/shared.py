@@ -25,7 +25,7 @@ from __future__ import annotations
 from driver.model.inventory import Gpu
 from driver.slices.common import GROUP_MPS, GROUP_TIMESLICING, RenderContext, consumption, device, s, static_counters
 from driver.slices.config import MODE_MPS, MODE_TIMESLICING
-from driver.slices.names import mib_quantity, stable_uuid
+from driver.slices.names import mib_quantity
 
 DEVICE_SUFFIX = {MODE_TIMESLICING: "timeslicing", MODE_MPS: "mps"}
 GROUP_OF = {MODE_TIMESLICING: GROUP_TIMESLICING, MODE_MPS: GROUP_MPS}
@@ -69,7 +69,7 @@ def shared_devices(gpu: Gpu, kinds: tuple[str, ...], ctx: RenderContext, common:
             **common,
             "type": s("timeshare"),
             "sharing": s(kind),
-            "uuid": s(stable_uuid(ctx.node_name, gpu.pci.address, name)),
+            "uuid": s(ctx.uuid(gpu.pci.address, name)),
             "parentUUID": s(parent),
         }
         capacity = {"memory": {"value": mib_quantity(model.memory_mib), "requestPolicy": policy}}

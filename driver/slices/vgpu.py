@@ -46,7 +46,7 @@ from driver.slices.common import (
     GROUP_MIG_VGPU, GROUP_VGPU, RenderContext, consumption, device, i, s, static_counters,
 )
 from driver.slices.gpucounters import fits_layout, instance_share, placement_counters
-from driver.slices.names import mib_quantity, profile_label, stable_uuid
+from driver.slices.names import mib_quantity, profile_label
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def _attrs(gpu: Gpu, offered: OfferedType, ctx: RenderContext, parent: VgpuParen
     return {
         **parent.common,
         "type": s("vgpu"),
-        "uuid": s(stable_uuid(ctx.node_name, gpu.pci.address, name)),
+        "uuid": s(ctx.uuid(gpu.pci.address, name)),
         "parentUUID": s(parent.parent_uuid),
         "profile": s(offered.profile.name),
         "mdevType": s(offered.mdev.type_id),

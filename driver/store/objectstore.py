@@ -1,19 +1,32 @@
 """A directory of YAML objects with API-server-like semantics, the embedded default backend.
 
 Layout: STORE/<resource>/<namespace>/<name>.yaml, `_cluster` for cluster-scoped objects. One object
-per file, written atomically (tmp + fsync + rename). `metadata.resourceVersion` comes from a
-store-wide counter that increases on every change, and writes that carry a resourceVersion are
-optimistic-concurrency checked, so the publisher and the plugin behave here as they do against
+per file, written atomically (tmp + fsync + rename); ResourceSlices are one line of JSON (a YAML
+subset), everything else block YAML (driver.store.codec says why). `metadata.resourceVersion` comes
+from a store-wide counter that increases on every change, and writes that carry a resourceVersion
+are optimistic-concurrency checked, so the publisher and the plugin behave here as they do against
 kube-apiserver. Several processes may share one store: writers serialise on an flock of
 `STORE/.lock` (0600; every wait for it is bounded and names the holder, driver.flock).
+
+Bulk writers (a fleet of 1,000 nodes is ~7,000 objects; scheduling 10,000 pods is 20,000 writes)
+wrap their writes in `batch()`: one lock, the resourceVersion counter persisted once per 1,024
+versions instead of per write, and durability once at the end (one syncfs(2) of the store's
+filesystem, where Linux has it, instead of an fsync per file and directory: under a busy disk an
+fsync costs milliseconds). Each object is still written atomically (temp file + rename), so a
+process killed inside a batch leaves every object old or new, never torn, and the resourceVersion
+sequence with gaps, never a reused version; only a power loss before the batch ends may leave that
+batch's new objects empty, which readers report as unreadable objects.
+
+Writes copy the object's top level and metadata (the only part the store changes); nested values
+are shared with the caller's object, which must not change them afterwards.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import errno
 import fcntl
+import gc
 import logging
 import os
 import re
@@ -26,19 +39,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from driver import flock
 from driver.errors import ConflictError, InputError, NotFoundError
-from driver.fsutil import NotRegularFile, atomic_write, make_dirs, read_regular
-from driver.yamlio import load_one
+from driver.fsutil import (
+    NotRegularFile, atomic_write, can_sync_filesystem, fsync_dir, make_dirs, read_regular, sync_filesystem,
+)
+from driver.store.codec import decode, encode
 
 log = logging.getLogger("fake-dra.store")
 
 CLUSTER_SCOPE = "_cluster"
-# libyaml's C dumper is ~10x faster than the pure-Python one; a store holding a node's slices is
-# written on every publish pass that changes them, so fall back only where libyaml is missing.
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+RESOURCE_VERSION_BLOCK = 1024  # versions a batch reserves per write of the counter file
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _RESOURCE_RE = re.compile(r"^[a-z0-9]+$")
 _SUFFIX = ".yaml"
@@ -66,6 +77,8 @@ class ObjectStore:
         # Lock depth of this thread: `locked()` lets a caller (driver.store.apply) hold the store
         # across several writes; the writes it makes then must not flock the file a second time.
         self._depth = threading.local()
+        # The open batch of this thread, if any (see `batch`).
+        self._batch = threading.local()
 
     # -- paths -----------------------------------------------------------------------------
 
@@ -139,15 +152,57 @@ class ObjectStore:
                              "(or remove the lock file: its holder then keeps a lock nobody waits for)")
         flock.record_holder(fd)
 
-    def _next_resource_version(self) -> str:
-        counter = self.root / ".resourceVersion"
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Many writes as one locked step with deferred durability (module docstring). Nested
+        batches join the outer one; a batch also holds the writer lock (`locked`)."""
+        if getattr(self._batch, "open", None) is not None:
+            yield
+            return
+        with self.locked():
+            state = self._batch.open = _Batch(self._read_counter())
+            try:
+                yield
+            finally:
+                self._batch.open = None
+                if state.files_synced_later:
+                    if not sync_filesystem(self.root):
+                        os.sync()  # syncfs refused (an odd filesystem): everything, then
+                else:
+                    for directory in sorted(state.dirs):
+                        fsync_dir(directory)
+                if state.last > state.first:
+                    self._write_counter(state.last)
+
+    def _read_counter(self) -> int:
         try:
-            current = int(counter.read_text().strip() or "0")
+            return int((self.root / ".resourceVersion").read_text().strip() or "0")
         except (FileNotFoundError, ValueError):
-            current = 0
-        nxt = current + 1
-        atomic_write(counter, f"{nxt}\n".encode(), FILE_MODE)
-        return str(nxt)
+            return 0
+
+    def _write_counter(self, value: int) -> None:
+        atomic_write(self.root / ".resourceVersion", f"{value}\n".encode(), FILE_MODE)
+
+    def _next_resource_version(self) -> str:
+        state = getattr(self._batch, "open", None)
+        if state is None:
+            nxt = self._read_counter() + 1
+            self._write_counter(nxt)
+            return str(nxt)
+        state.last += 1
+        if state.last > state.reserved:
+            # Persist a block ahead: a crash mid-batch must never let the next writer reuse a version.
+            state.reserved = state.last + RESOURCE_VERSION_BLOCK
+            self._write_counter(state.reserved)
+        return str(state.last)
+
+    def _write_file(self, path: Path, data: bytes) -> None:
+        state = getattr(self._batch, "open", None)
+        if state is None:
+            atomic_write(path, data, FILE_MODE)
+            return
+        atomic_write(path, data, FILE_MODE, sync_dir=False, fsync=not state.files_synced_later)
+        state.dirs.add(path.parent)
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -172,23 +227,41 @@ class ObjectStore:
         else:
             dirs = [self._dir(resource, namespace)]
         out = []
-        for d in dirs:
-            if not d.is_dir():
-                continue
-            for path in sorted(d.glob("*.yaml")):
-                try:
-                    out.append(_load(path, read_object_text(path)))
-                except FileNotFoundError:  # deleted between glob and read
+        with _collector_paused():
+            for d in dirs:
+                if not d.is_dir():
                     continue
-                except InputError as exc:
-                    log.warning("leaving out an unreadable object: %s", exc)
+                for path in sorted(d.glob("*.yaml")):
+                    try:
+                        out.append(_load(path, read_object_text(path)))
+                    except FileNotFoundError:  # deleted between glob and read
+                        continue
+                    except InputError as exc:
+                        log.warning("leaving out an unreadable object: %s", exc)
         return out
+
+    def names(self, resource: str, namespace: str | None = None) -> list[str]:
+        """Names of the objects of one namespace (or cluster scope), from the file names alone."""
+        folder = self._dir(resource, namespace)
+        try:
+            return sorted(e.name[:-len(_SUFFIX)] for e in os.scandir(folder)
+                          if e.name.endswith(_SUFFIX) and not e.name.startswith("."))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def get_text(self, resource: str, namespace: str | None, name: str) -> str | None:
+        """The stored text of one object, unparsed (None when absent): for callers that can tell an
+        unchanged object by its bytes (driver.fleet) before paying for a parse."""
+        try:
+            return read_object_text(self.path_of(resource, namespace, name))
+        except FileNotFoundError:
+            return None
 
     # -- writes ----------------------------------------------------------------------------
 
     def create(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
-        obj = copy.deepcopy(obj)
-        meta = obj.setdefault("metadata", {})
+        obj = _own_metadata(obj)
+        meta = obj["metadata"]
         if not meta.get("name"):
             prefix = meta.get("generateName")
             if not prefix:
@@ -203,14 +276,14 @@ class ObjectStore:
             meta["resourceVersion"] = self._next_resource_version()
             meta.setdefault("generation", 1)
             make_dirs(path.parent, DIR_MODE, DIR_MODE)
-            atomic_write(path, _dump(obj), FILE_MODE)
+            self._write_file(path, encode(resource, obj))
         return obj
 
     def update(self, resource: str, obj: dict[str, Any], lock_timeout_s: float | None = None) -> dict[str, Any]:
         """Replace an object. A set metadata.resourceVersion must match the stored one.
         `lock_timeout_s`: see `locked`."""
-        obj = copy.deepcopy(obj)
-        meta = obj.setdefault("metadata", {})
+        obj = _own_metadata(obj)
+        meta = obj["metadata"]
         with self.locked(lock_timeout_s):
             current = self.get(resource, meta.get("namespace"), meta.get("name", ""))
             cur_meta = current["metadata"]
@@ -227,7 +300,7 @@ class ObjectStore:
             else:
                 meta["generation"] = cur_meta.get("generation", 1)
             meta["resourceVersion"] = self._next_resource_version()
-            atomic_write(self.path_of(resource, meta.get("namespace"), meta["name"]), _dump(obj), FILE_MODE)
+            self._write_file(self.path_of(resource, meta.get("namespace"), meta["name"]), encode(resource, obj))
         return obj
 
     def delete(self, resource: str, namespace: str | None, name: str, resource_version: str | None = None) -> None:
@@ -243,6 +316,34 @@ class ObjectStore:
             return (self.root / ".resourceVersion").read_text().strip() or "0"
         except FileNotFoundError:
             return "0"
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while a list builds objects: parsed files hold no cycles, yet
+    every few thousand new containers the collector walks all the young ones, which makes reading a
+    fleet's slices (~1,000 containers per slice) three times slower."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _Batch:
+    """Deferred work of an open batch: directories to fsync, the versions handed out and reserved."""
+
+    def __init__(self, counter: int) -> None:
+        self.first = self.last = self.reserved = counter
+        self.dirs: set[Path] = set()
+        self.files_synced_later = can_sync_filesystem()  # else each file is fsynced as it is written
+
+
+def _own_metadata(obj: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `obj` whose top level and metadata the store may change (nested values shared)."""
+    return {**obj, "metadata": dict(obj.get("metadata") or {})}
 
 
 def _without_status(obj: dict[str, Any]) -> dict[str, Any]:
@@ -280,11 +381,7 @@ def read_object_text(path: Path) -> str:
 
 
 def _load(path: Path, text: str) -> dict[str, Any]:
-    obj = load_one(text, f"local store: {path}")
+    obj = decode(text, f"local store: {path}")
     if not isinstance(obj, dict):
         raise InputError(f"local store: {path} does not hold an object")
     return obj
-
-
-def _dump(obj: dict[str, Any]) -> bytes:
-    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False).encode()

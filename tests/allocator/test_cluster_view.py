@@ -70,12 +70,14 @@ def test_a_filter_commits_nothing_and_an_allocation_through_one_node_changes_ano
     assert after.feasible == []
     assert "counters exhausted on counter set link (port-2: bandwidth needs 6, 4 left)" in after.reasons["node-2"]
     assert "in use" in after.reasons["node-1"]
-    usage = view.usage(pool="fabric")[0]
-    assert [(c.counter, c.used, c.left) for c in usage.counters] == [("bandwidth", 6, 4)]
-    assert [h.claim for h in usage.holders["port-1"]] == ["default/p"]
+    (usage,) = view.usage(pool="fabric").pools.values()  # one pool spanning two nodes
+    assert usage.node_names == {"node-1", "node-2"} and usage.node is None
+    assert {cs: {n: (c.used, c.left) for n, c in counters.items()} for cs, counters in usage.counters().items()} == \
+        {"link": {"bandwidth": (6, 4)}}
+    assert [h.claim for h in usage.holds["port-1"]] == ["default/p"]
     view.remove_claim("default/p")
     assert view.filter([pod]).feasible == ["node-1", "node-2"]
-    assert view.usage(pool="fabric")[0].holders == {}
+    assert view.usage(pool="fabric").pools[usage.driver, "fabric"].holds == {}
 
 
 def test_a_slice_is_parsed_again_only_when_it_changed_and_nodes_see_the_change():

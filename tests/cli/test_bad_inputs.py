@@ -37,7 +37,33 @@ NODE = ("--node-name", "n1")
 RUN = ("run", "--sysfs-root", "sys", *NODE, "--store", "store")
 PUBLISH = ("publish", "--once", "--sysfs-root", "sys", *NODE)
 
+FLEET = ("fleet", "apply", "-f", "fleet.yaml")
+
 CASES = [
+    # fleet
+    Case(("fleet", "apply", "-f", "missing.yaml"), ("-f missing.yaml", "cannot read")),
+    Case(("fleet", "apply"), ("-f/--filename: required",)),
+    Case(("fleet", "launch", "-f", "fleet.yaml"), ("ACTION", "invalid choice: 'launch'")),
+    Case(("fleet", "apply", "-f", "fleet-typo.yaml"), ("fleet-typo.yaml: spec.nodeGroups[0].lables: unknown field; "
+                                                       "did you mean 'labels'?",)),
+    Case(("fleet", "apply", "-f", "fleet-profile.yaml"), ("spec.nodeGroups[0].profile: unknown profile 'dgx-a10'; "
+                                                          "did you mean 'dgx-a100'?",)),
+    Case(("fleet", "apply", "-f", "broken.yaml"), ("broken.yaml: invalid YAML at line 2",)),
+    Case(("fleet", "apply", "-f", "classes-only.yaml"), ("classes-only.yaml: apiVersion: expected fake-dra.example.com/v1alpha1",)),
+    Case(("fleet", "delete", "-f", "fleet.yaml", "--dry-run"), ("--dry-run: only with `fleet apply`",)),
+    Case((*FLEET, "--etcd-budget", "lots"), ("--etcd-budget", "lots")),
+    Case((*FLEET, "--qps", "0"), ("--qps: must be positive",)),
+    Case(FLEET, ("--burst", "FAKE_DRA_BURST"), env={"FAKE_DRA_BURST": "many"}),
+    Case(("fleet", "run", "-f", "fleet.yaml", "--interval", "-5"), ("--interval: must be positive",)),
+    Case(("fleet", "run", "-f", "-"), ("-f -: fleet run re-reads its file every pass",)),
+    Case((*FLEET, "--store", "afile"), ("--store", "afile", "not a directory")),
+    Case((*FLEET, "--features", "DRAPartitionable=false", "--store", "store"), ("DRAPartitionable",)),
+    # schedule
+    Case(("schedule", "--policy", "random"), ("--policy", "invalid choice: 'random'")),
+    Case(("schedule", "--percentage-of-nodes-to-score", "101"), ("--percentage-of-nodes-to-score: must be between 0 and 100",)),
+    Case(("schedule", "--percentage-of-nodes-to-score", "half"), ("--percentage-of-nodes-to-score", "'half'")),
+    Case(("schedule", "--store", "afile"), ("--store", "afile", "not a directory")),
+    Case(("schedule", "--store", "binary-store"), ("featuregates.yaml", "not UTF-8")),
     # allocate
     Case(("allocate", "--node-name", "n1", "binary.yaml"), ("binary.yaml", "not UTF-8")),
     Case(("allocate", "--node-name", "n1", "classes-only.yaml"), ("classes-only.yaml", "no claims to allocate")),
@@ -269,7 +295,7 @@ def world(tmp_path_factory) -> Path:
     (root / "classes-only.yaml").write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: c}\n")
     (root / "deploy.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
     (root / "badpod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
-                                      "spec: {resourceClaims: [{name: gpu}]}\n")
+                                      "spec: {containers: [{name: c, image: busybox}], resourceClaims: [{name: gpu}]}\n")
     (root / "broken.yaml").write_text("a: [\n")
     (root / "control.yaml").write_text("kind: ResourceClaim\nmetadata: {name: a\x01}\n")  # UTF-8, not YAML
     (root / "deep.yaml").write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")
@@ -284,6 +310,11 @@ def world(tmp_path_factory) -> Path:
     (root / "bad-personality").mkdir()
     (root / "bad-personality" / "x.yaml").write_text(
         "name: x\nreason: one line\npersonality: amd\nsteps: [{action: observe}]\n")
+    fleet = ("apiVersion: fake-dra.example.com/v1alpha1\nkind: Fleet\nmetadata: {name: lab}\n"
+             "spec:\n  nodeGroups:\n  - {name: a, count: 1, profile: demo, labels: {rack: r1}}\n")
+    (root / "fleet.yaml").write_text(fleet)
+    (root / "fleet-typo.yaml").write_text(fleet.replace("labels:", "lables:"))
+    (root / "fleet-profile.yaml").write_text(fleet.replace("profile: demo", "profile: dgx-a10"))
     return root
 
 

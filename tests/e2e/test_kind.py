@@ -63,3 +63,36 @@ def test_every_scenario_on_kind() -> None:
     backend = KindBackend(kubeconfig=os.environ.get("KUBECONFIG"))
     report = run_all(load_scenarios(), lambda: backend, claim_object, skip=backend.skip_reason)
     assert report.ok, "\n".join(summarize_failures(report.scenarios))
+
+
+class _Cluster:
+    """The two calls multi_node_skip_reason makes, answered from a list of nodes."""
+
+    def __init__(self, profiles: list[str], kwok: bool) -> None:
+        self.nodes = [{"metadata": {"name": f"w{i}", "labels": {"fake-dra.example.com/profile": p}}}
+                      for i, p in enumerate(profiles)]
+        self.kwok = kwok
+
+
+def test_multi_node_scenarios_on_kind_need_kwok_and_workers_of_their_profiles(tmp_path, monkeypatch) -> None:
+    from driver.e2e import kindmulti
+
+    scenarios = {s.name: s for s in load_scenarios() if s.nodes}
+    assert {"fleet-one-group", "fleet-pack-then-pending", "fleet-node-deleted"} <= set(scenarios)
+    cluster = _Cluster(["demo", "dgx-a100"], kwok=False)
+    monkeypatch.setattr(kindmulti.k, "get_or_none", lambda api, kind, name, ns=None: {} if cluster.kwok else None)
+    monkeypatch.setattr(kindmulti.k, "list_items", lambda api, kind, *a, **kw: cluster.nodes)
+    why = kindmulti.multi_node_skip_reason(None, scenarios["fleet-one-group"])
+    assert why == "its kubelet-less nodes need kwok in the cluster (docs/fleet.md: kind + kwok)"
+    cluster.kwok = True
+    assert kindmulti.multi_node_skip_reason(None, scenarios["fleet-one-group"]) is None
+    assert kindmulti.multi_node_skip_reason(None, scenarios["fleet-node-deleted"]) is None
+    cluster.nodes = cluster.nodes[:1]  # no dgx-a100 worker
+    assert "needs 1 kind worker(s) labelled fake-dra.example.com/profile=dgx-a100, the cluster has 0" in \
+        kindmulti.multi_node_skip_reason(None, scenarios["fleet-pack-then-pending"])
+
+
+def test_a_dead_cluster_is_a_reason_not_a_crash(tmp_path) -> None:
+    backend = KindBackend(kubeconfig=_dead_kubeconfig(tmp_path))
+    reason = backend.skip_reason(next(s for s in load_scenarios() if s.name == "fleet-one-group"))
+    assert reason.startswith("cannot see the cluster's nodes")

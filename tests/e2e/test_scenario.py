@@ -94,3 +94,36 @@ def test_duplicate_names_and_unknown_selection(tmp_path) -> None:
         load_scenarios(tmp_path, ["nope"])
     with pytest.raises(InputError, match="does not exist"):
         load_scenarios(tmp_path / "missing")
+
+
+def _nodes_doc(nodes, steps=None) -> dict:
+    return {"name": "multi", "reason": "two nodes", "nodes": nodes, "steps": steps or [
+        {"action": "claim", "name": "c", "requests": [{"name": "r", "class": "gpu"}]},
+        {"action": "pod", "name": "p", "claims": ["c"], "expect": {"node": "a"}}]}
+
+
+def test_a_multi_node_scenario_reads_its_nodes() -> None:
+    s = parse_scenario(_nodes_doc([{"name": "a", "profile": "dgx-a100"}, {"name": "b", "plugin": False}]))
+    assert [(n.name, n.profile, n.plugin) for n in s.nodes] == [("a", "dgx-a100", True), ("b", "demo", False)]
+
+
+@pytest.mark.parametrize("nodes, steps, message", [
+    ("a", None, "nodes must be a non-empty list"),
+    ([{"name": "a", "gpus": 2}], None, "nodes[0]: does not take gpus"),
+    ([{"name": "a"}, {"name": "a"}], None, "node 'a' is listed twice"),
+    ([{"name": "a", "profile": "dgx-a10"}], None, "unknown sysfs profile 'dgx-a10'"),
+    ([{"name": "a", "plugin": "no"}], None, "plugin must be true or false"),
+    ([{"name": "a"}], [{"action": "delete-node", "name": "z"}], "node 'z' is not one of the scenario's nodes"),
+    ([{"name": "b"}], None, "node 'a' is not one of the scenario's nodes"),
+    ([{"name": "a"}], [{"action": "restart-plugin"}], "action restart-plugin is for single-node scenarios"),
+])
+def test_bad_nodes_are_rejected(nodes, steps, message) -> None:
+    with pytest.raises(InputError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        parse_scenario(_nodes_doc(nodes, steps))
+
+
+def test_node_expectations_need_nodes() -> None:
+    doc = _nodes_doc([{"name": "a"}])
+    del doc["nodes"]
+    with pytest.raises(InputError, match="delete-node and the node expectations need `nodes:`"):
+        parse_scenario(doc)

@@ -7,13 +7,17 @@ behaviour that matters for reconcile and gate detection, so tests run without a 
   preconditions), `dryRun=All`; a store-wide resourceVersion and metadata.generation;
 - per-gate field stripping like kube-apiserver's dropDisabledFields (kept when the old object
   already used the feature), and the validation rules the tests rely on (422);
-- nodes (get), resourceclaims (list, get, and server-side apply of the status subresource for
+- nodes (list with labelSelector k=v, get, create 409 AlreadyExists, update 409 on stale resourceVersion
+  keeping the stored status as the real PUT does, delete with a uid precondition), resourceclaims (list, get, and server-side apply of the status subresource for
   status.devices: a list keyed by driver/pool/device/shareID, entries owned per field manager,
   `metadata.uid` as precondition (409), entries must name allocated devices (422), `forbid_status`
   answers 403 as RBAC would without the resourceclaims/driver permission), /metrics with
   `kubernetes_feature_enabled` for the configured *scheduler* gates (stands in for kube-scheduler's
   endpoint);
-- fault injection: `inject_conflicts(n)` makes the next n writes lose a race with "someone else".
+- fault injection: `inject_conflicts(n)` makes the next n writes lose a race with "someone else";
+  `inject_failures([(status, retry_after), ...], method=None)` answers the next requests (of that
+  method) with those statuses (429 Too Many Requests with a Retry-After header, 5xx), as an
+  overloaded apiserver does.
 Watch is not implemented (the publisher does not watch). Written independently of driver.publish so
 a bug there cannot hide in a shared helper.
 """
@@ -124,6 +128,8 @@ class StandInState:
         self.requests: list[tuple[str, str, str]] = []
         self.authorization: list[str | None] = []  # Authorization header of each request, in order
         self.conflicts_left = 0
+        self.failures: list[tuple[int, int | None]] = []  # (status, Retry-After seconds) for the next requests
+        self.failures_method: str | None = None  # only requests of this method fail
 
     def next_rv(self) -> str:
         self.rv += 1
@@ -151,10 +157,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:  # keep test output quiet
         pass
 
-    def _send(self, code: int, body: Any, ctype: str = "application/json") -> None:
+    def _send(self, code: int, body: Any, ctype: str = "application/json", retry_after: int | None = None) -> None:
         data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", ctype)
+        if retry_after is not None:
+            self.send_header("Retry-After", str(retry_after))
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -175,15 +183,19 @@ class _Handler(BaseHTTPRequestHandler):
         st.authorization.append(self.headers.get("Authorization"))
         st.content_types.append(self.headers.get("Content-Type"))
         with st.lock:
+            if st.failures and st.failures_method in (None, method):
+                code, retry_after = st.failures.pop(0)
+                reason = "TooManyRequests" if code == 429 else "InternalError"
+                return self._send(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason,
+                                         "message": f"stand-in: injected {code}", "code": code}, retry_after=retry_after)
+            if url.path == "/api/v1/nodes" or url.path.startswith("/api/v1/nodes/"):
+                return self._node(method, url.path, q)
             if url.path == "/metrics" and method == "GET":
                 if st.scheduler_gates is None:
                     return self._status(503, "ServiceUnavailable", "metrics disabled")
                 lines = ["# TYPE kubernetes_feature_enabled gauge"] + [
                     f'kubernetes_feature_enabled{{name="{g}",stage="ALPHA"}} {int(v)}' for g, v in st.scheduler_gates.items()]
                 return self._send(200, "\n".join(lines) + "\n", "text/plain")
-            if url.path.startswith("/api/v1/nodes/") and method == "GET":
-                node = st.nodes.get(url.path.rsplit("/", 1)[1])
-                return self._send(200, node) if node else self._status(404, "NotFound", "node not found")
             if url.path == "/apis/resource.k8s.io/v1/resourceclaims" and method == "GET":
                 return self._send(200, {"kind": "ResourceClaimList", "items": st.claims, "metadata": {}})
             claim_path = _CLAIM_PATH.fullmatch(url.path)
@@ -204,6 +216,51 @@ class _Handler(BaseHTTPRequestHandler):
                 if method == "DELETE":
                     return self._delete(name, self._body())
             self._status(404, "NotFound", f"stand-in does not serve {method} {url.path}")
+
+    def _node(self, method: str, path: str, q: dict[str, str]) -> None:
+        st = self.state
+        name = path.rsplit("/", 1)[1] if path.startswith("/api/v1/nodes/") else None
+        if name is None and method == "GET":
+            items = sorted(st.nodes.values(), key=lambda o: o["metadata"]["name"])
+            for term in filter(None, q.get("labelSelector", "").split(",")):
+                key, _, val = term.partition("=")
+                items = [o for o in items if (o["metadata"].get("labels") or {}).get(key) == val]
+            return self._send(200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": str(st.rv)},
+                                    "items": copy.deepcopy(items)})
+        if name is None and method == "POST":
+            obj = self._body()
+            meta = obj.setdefault("metadata", {})
+            if not _NAME.match(meta.get("name") or ""):
+                return self._status(422, "Invalid", f"Node {meta.get('name')!r} is invalid: metadata.name: Invalid value")
+            if meta["name"] in st.nodes:
+                return self._status(409, "AlreadyExists", f"nodes {meta['name']!r} already exists")
+            meta.update(uid=str(uuid.uuid4()), resourceVersion=st.next_rv(), creationTimestamp="2026-01-01T00:00:00Z")
+            st.nodes[meta["name"]] = obj
+            return self._send(201, obj)
+        old = st.nodes.get(name or "")
+        if old is None:
+            return self._status(404, "NotFound", f"nodes {name!r} not found")
+        if method == "GET":
+            return self._send(200, old)
+        if method == "PUT":
+            obj = self._body()
+            if obj["metadata"].get("resourceVersion") != old["metadata"].get("resourceVersion"):
+                return self._status(409, "Conflict", f"Operation cannot be fulfilled on nodes {name!r}: the object has been modified")
+            obj["metadata"]["uid"] = old["metadata"]["uid"]
+            obj["metadata"]["resourceVersion"] = st.next_rv()
+            if "status" in old:  # PUT on the main resource never changes status (a subresource)
+                obj["status"] = old["status"]
+            else:
+                obj.pop("status", None)
+            st.nodes[name] = obj
+            return self._send(200, obj)
+        if method == "DELETE":
+            pre = (self._body().get("preconditions") or {})
+            if pre.get("uid") and pre["uid"] != old["metadata"]["uid"]:
+                return self._status(409, "Conflict", f"Precondition failed: UID in precondition: {pre['uid']}")
+            del st.nodes[name]
+            return self._send(200, {"kind": "Status", "status": "Success"})
+        return self._status(405, "MethodNotAllowed", f"stand-in does not serve {method} on nodes")
 
     def _claim(self, method: str, ns: str, name: str, sub: str | None, q: dict[str, str]) -> None:
         st = self.state
@@ -375,6 +432,11 @@ class StandInServer:
     def __exit__(self, *exc: Any) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def inject_failures(self, failures: list[tuple[int, int | None]], method: str | None = None) -> None:
+        with self.state.lock:
+            self.state.failures = list(failures)
+            self.state.failures_method = method
 
     def inject_conflicts(self, n: int) -> None:
         with self.state.lock:

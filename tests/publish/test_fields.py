@@ -59,3 +59,22 @@ def test_semantic_equal_quantities_in_any_form_but_never_invalid_ones():
     assert semantic_equal({"value": 1024}, {"value": "1Ki"})  # an integer is a quantity too
     assert semantic_equal({"validValues": ["1Gi", "2G"]}, {"validValues": ["1024Mi", "2000M"]})
     assert not semantic_equal({"value": "1.2.3"}, {"value": "1.2.30"})  # unparsable: compared as text
+
+
+def test_gates_present_the_quick_look_agrees_with_the_full_walk():
+    """strip_disabled skips its copy when gates_present finds nothing to strip: it must find every
+    gated field gates_used finds, on hand-made specs and on every bundled profile under every gate mix."""
+    import itertools
+
+    from driver.discovery import PROFILES
+    from driver.features import Features
+    from driver.fleet.template import Templates
+    from driver.publish.fields import gates_present
+
+    for spec in (SPEC, COUNTERS, {"driver": "d"}, {"driver": "d", "devices": [{"name": "x", "nodeName": "n"}]}):
+        assert gates_present(spec) == gates_used(spec), spec
+    with Templates("gpu.example.com") as templates:
+        for profile, values in itertools.product(sorted(PROFILES), itertools.product((True, False), repeat=3)):
+            features = Features().with_gates(dict(zip((GROUPS, CONSUMABLE, SHARED_CONSUMABLE), values)))
+            for spec in templates.get(profile, "{}", "full", features).specs:
+                assert gates_present(spec) == gates_used(spec), (profile, features)

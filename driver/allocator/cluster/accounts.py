@@ -7,20 +7,22 @@ available counters from it once per pool (structured/internal/experimental
 allocator_experimental.go checkAvailableCounters: "computed ... the first time the available
 counters are needed for each pool"). Here both are kept incrementally:
 
-* `HeldResult`: one allocation result that counts (adminAccess results hold nothing: upstream
-  foreachAllocatedDevice), parsed once when its claim arrives.
-* `PoolAllocations`, per (driver, pool) whatever is published: which devices are held exclusively,
-  which have shares and what the shares consume of their capacity, and who holds what.
-* `PoolAccount`, per pool *content* (the slices one node's pool was built from): counters consumed
-  (a device's static `value`s once while anything holds it, `consumedCounters` per result) and the
-  compatibility groups its held devices impose, folded in pool order. Nodes that gather the same
-  slices for a pool (the usual case, one generation) share one account.
+* `Hold`: one allocation result, parsed once when its claim arrives. adminAccess results are kept
+  (a report shows them) but hold nothing others need: no exclusivity, no counters, no groups
+  (upstream foreachAllocatedDevice skips them).
+* `PoolAllocations`, per (driver, pool) whatever is published: who holds what, which devices are
+  held exclusively, which have shares and what the shares consume of their capacity.
+* `PoolAccount`, per pool *content* (the slices one node's pool was built from, or the newest
+  generation of the whole pool for usage reports): counters consumed (a device's static `value`s
+  once while anything holds it, `consumedCounters` per result) and the compatibility groups its
+  held devices impose, folded in pool order. Nodes that gather the same slices for a pool (the
+  usual case, one generation) share one account.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -28,6 +30,7 @@ from driver.allocator.devices import DeviceInfo, DeviceKey, qualify
 from driver.allocator.inputs import allocated_results, claim_label
 from driver.allocator.pools import Pool
 from driver.allocator.rules import GroupIntersection, parse_consumed_counters
+from driver.errors import InputError
 from driver.features import Features
 from driver.model.quantity import parse_quantity
 
@@ -36,77 +39,99 @@ _STALE = object()
 
 
 @dataclass(frozen=True)
-class HeldResult:
-    """One result of an allocated claim that holds its device (not an adminAccess result)."""
+class Hold:
+    """One allocation result: a claim's hold on one device, as recorded in the claim's status."""
 
-    claim: str  # the claim's key in the view
-    label: str  # namespace/name
+    claim: str  # namespace/name
     request: str
-    device: DeviceKey
-    share_id: str | None  # a share of an allowMultipleAllocations device
-    consumed_capacity: Mapping[str, Fraction]  # qualified capacity name -> amount (shares only)
-    consumed_counters: tuple[tuple[str, Mapping[str, Fraction]], ...]  # recorded KEP-5941 amounts
+    device: DeviceKey  # driver, pool, device
+    admin: bool = False  # adminAccess: listed, but holds nothing others need
+    share_id: str | None = None  # a share of an allowMultipleAllocations device
+    consumed_capacity: Mapping[str, Fraction] = field(default_factory=dict)  # capacity name as recorded -> amount
+    # request-driven (KEP-5941) counters as recorded: (counter set, {counter: amount}); read only when
+    # the view's gates let the scheduler count them (DRAPartitionableDevices, DRASharedConsumableCapacity)
+    consumed_counters: tuple[tuple[str, Mapping[str, Fraction]], ...] = ()
 
     @property
     def pool_id(self) -> PoolId:
         return (self.device[0], self.device[1])
 
 
-def held_results(obj: Mapping[str, Any], key: str, features: Features) -> list[HeldResult]:
-    """The results of an allocated claim that hold devices; InputError for malformed ones."""
+def claim_holds(obj: Mapping[str, Any], features: Features, problems: list[str] | None = None) -> list[Hold]:
+    """The results of an allocated claim, in result order.
+
+    A malformed result raises InputError naming the claim and field; with `problems`, it is
+    described there instead and skipped (a report shows what it can read)."""
     label = claim_label(obj)
+    try:
+        results = allocated_results(obj)
+    except InputError as exc:
+        if problems is None:
+            raise
+        problems.append(str(exc))
+        return []
+    driven = features.shared_consumable_capacity and features.partitionable_devices
     out = []
-    for i, r in enumerate(allocated_results(obj)):
-        if r.get("adminAccess"):
-            continue  # admin access never makes a device unavailable
-        device = (str(r["driver"]), str(r["pool"]), str(r["device"]))
+    for i, r in enumerate(results):
         where = f"ResourceClaim {label}: status.allocation.devices.results[{i}]"
-        share_id = r.get("shareID")
-        consumed: dict[str, Fraction] = {}
-        for name, value in (r.get("consumedCapacity") or {}).items() if share_id is not None else ():
-            qn = qualify(str(name), device[0])
-            consumed[qn] = consumed.get(qn, 0) + parse_quantity(value, where=f"{where}.consumedCapacity[{name}]")
-        counters: tuple = ()
-        if features.shared_consumable_capacity and features.partitionable_devices:
-            counters = tuple(parse_consumed_counters(r.get("consumedCounters"), where))
-        out.append(HeldResult(key, label, str(r.get("request") or ""), device,
-                              None if share_id is None else str(share_id), consumed, counters))
+        try:
+            out.append(_hold(label, r, where, driven))
+        except InputError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
     return out
 
 
+def _hold(label: str, r: Mapping[str, Any], where: str, driven: bool) -> Hold:
+    share_id = r.get("shareID")
+    capacity = {str(name): parse_quantity(value, where=f"{where}.consumedCapacity[{name}]")
+                for name, value in (r.get("consumedCapacity") or {}).items()}
+    counters = tuple(parse_consumed_counters(r.get("consumedCounters"), where)) if driven else ()
+    return Hold(label, str(r.get("request") or ""), (str(r["driver"]), str(r["pool"]), str(r["device"])),
+                bool(r.get("adminAccess")), None if share_id is None else str(share_id), capacity, counters)
+
+
 class PoolAllocations:
-    """Who holds which device of one (driver, pool): exclusive holders, shares and their capacity."""
+    """Who holds which device of one (driver, pool): every hold by device, exclusive holders,
+    shares and what they consume of their device's capacity."""
 
     def __init__(self) -> None:
-        self.results: dict[str, list[HeldResult]] = {}  # device name -> results holding it
+        self.holds: dict[str, list[Hold]] = {}  # device name -> every result naming it, in commit order
         self.in_use: set[DeviceKey] = set()  # held exclusively by some result
         self.shared: set[DeviceKey] = set()  # has at least one share
-        self.capacity: dict[DeviceKey, dict[str, Fraction]] = {}  # what the shares consume
+        self.capacity: dict[DeviceKey, dict[str, Fraction]] = {}  # what the shares consume (qualified names)
         self._exclusive: dict[DeviceKey, int] = {}
         self._shares: dict[DeviceKey, int] = {}
 
-    def add(self, res: HeldResult) -> bool:
-        """Record a result; True when it is the device's first holder."""
-        key = res.device
-        holders = self.results.setdefault(key[2], [])
-        holders.append(res)
-        if res.share_id is None:
+    def add(self, hold: Hold) -> bool:
+        """Record a result; True when it is the first that holds its device (not adminAccess)."""
+        key = hold.device
+        self.holds.setdefault(key[2], []).append(hold)
+        if hold.admin:
+            return False
+        if hold.share_id is None:
             self._exclusive[key] = self._exclusive.get(key, 0) + 1
             self.in_use.add(key)
         else:
             self._shares[key] = self._shares.get(key, 0) + 1
             self.shared.add(key)
             bucket = self.capacity.setdefault(key, {})
-            for name, amount in res.consumed_capacity.items():
-                bucket[name] = bucket.get(name, 0) + amount
-        return len(holders) == 1
+            for name, amount in hold.consumed_capacity.items():
+                qn = qualify(name, key[0])
+                bucket[qn] = bucket.get(qn, 0) + amount
+        return self._exclusive.get(key, 0) + self._shares.get(key, 0) == 1
 
-    def remove(self, res: HeldResult) -> bool:
-        """Forget a result; True when the device has no holder left."""
-        key = res.device
-        holders = self.results[key[2]]
-        holders.remove(res)
-        if res.share_id is None:
+    def remove(self, hold: Hold) -> bool:
+        """Forget a result; True when no result holds its device any more (it held it)."""
+        key = hold.device
+        holds = self.holds[key[2]]
+        holds.remove(hold)
+        if not holds:
+            del self.holds[key[2]]
+        if hold.admin:
+            return False
+        if hold.share_id is None:
             self._exclusive[key] -= 1
             if not self._exclusive[key]:
                 del self._exclusive[key]
@@ -114,19 +139,17 @@ class PoolAllocations:
         else:
             self._shares[key] -= 1
             bucket = self.capacity[key]
-            for name, amount in res.consumed_capacity.items():
-                bucket[name] -= amount
+            for name, amount in hold.consumed_capacity.items():
+                qn = qualify(name, key[0])
+                bucket[qn] -= amount
             if not self._shares[key]:
                 del self._shares[key], self.capacity[key]
                 self.shared.discard(key)
-        if holders:
-            return False
-        del self.results[key[2]]
-        return True
+        return not self._exclusive.get(key) and not self._shares.get(key)
 
     @property
     def empty(self) -> bool:
-        return not self.results
+        return not self.holds
 
 
 class PoolAccount:
@@ -136,25 +159,36 @@ class PoolAccount:
     claim updates. Readers only copy from it; the group state is replaced as a whole on change.
     """
 
-    def __init__(self, pool: Pool, allocations: PoolAllocations, features: Features):
+    def __init__(self, pool: Pool, allocations: PoolAllocations, features: Features,
+                 lookup: Callable[[str], DeviceInfo | None] | None = None, groups: bool = True):
+        """`lookup` finds a held device by name (default: among the pool's parsed devices); a
+        device it does not find holds no counters and no groups (no longer published, upstream).
+        `groups=False` keeps no group state (a usage report has no use for it)."""
         self.pool = pool
         self.partitionable = features.partitionable_devices
-        self.groups_on = features.compatibility_groups
-        self.by_name: dict[str, DeviceInfo] = {}
-        for dev in pool.devices + pool.elsewhere + pool.other_devices:
-            self.by_name.setdefault(dev.name, dev)
+        self.groups_on = features.compatibility_groups and groups
+        if lookup is None:
+            by_name: dict[str, DeviceInfo] = {}
+            for dev in pool.devices + pool.elsewhere + pool.other_devices:
+                by_name.setdefault(dev.name, dev)
+            lookup = by_name.get
+        self.lookup = lookup
         self.used: dict[str, dict[str, Fraction]] = {}  # counter set -> counter -> consumed
         self.charged: set[DeviceKey] = set()  # devices whose static counters are consumed
         self.holders: dict[DeviceKey, DeviceInfo] = {}  # charged devices with counters: their groups bind
         self.groups: dict[str, GroupIntersection] = {}
         self._over: object = _STALE
-        for results in allocations.results.values():
-            for i, res in enumerate(results):
-                self.add(res, first=i == 0, refold=False)
+        for holds in allocations.holds.values():
+            first = True
+            for hold in holds:
+                if not hold.admin:
+                    self.add(hold, first=first, refold=False)
+                    first = False
         self.refold()
 
-    def add(self, res: HeldResult, first: bool, refold: bool = True) -> None:
-        dev = self.by_name.get(res.device[2])
+    def add(self, hold: Hold, first: bool, refold: bool = True) -> None:
+        """Charge a result that holds its device (not adminAccess); `first`: the device's first."""
+        dev = self.lookup(hold.device[2])
         if dev is None:
             return  # no longer published: holds no counters and no groups (upstream)
         if first and self.partitionable:
@@ -165,11 +199,11 @@ class PoolAccount:
                 self.holders[dev.key] = dev
                 if refold:
                     self.refold()
-        for counter_set, amounts in res.consumed_counters:
+        for counter_set, amounts in hold.consumed_counters:
             self._add(counter_set, amounts, 1)
 
-    def remove(self, res: HeldResult, last: bool, refold: bool = True) -> None:
-        dev = self.by_name.get(res.device[2])
+    def remove(self, hold: Hold, last: bool, refold: bool = True) -> None:
+        dev = self.lookup(hold.device[2])
         if dev is None:
             return
         if last and dev.key in self.charged:
@@ -178,7 +212,7 @@ class PoolAccount:
                 self._add(cons.counter_set, cons.static, -1)
             if self.holders.pop(dev.key, None) is not None and refold:
                 self.refold()
-        for counter_set, amounts in res.consumed_counters:
+        for counter_set, amounts in hold.consumed_counters:
             self._add(counter_set, amounts, -1)
 
     def _add(self, counter_set: str, amounts: Mapping[str, Fraction], sign: int) -> None:

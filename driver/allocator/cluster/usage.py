@@ -1,91 +1,210 @@
-"""How much of each pool the allocated claims hold: counters left per counter set, and who holds
-which device. What a scheduler's view says about capacity, for reports and dashboards.
+"""What is in use in a cluster's pools: per pool, counters total/used/left and who holds each device.
 
-A pool is read from the slices of its newest generation (all of them, whichever node they are
-for); its account is kept current by the view like the accounts the allocator copies from, so a
-usage query costs the pool's counters and holders, not a replay of the cluster's claims.
+`ClusterView.usage()` answers "what is taken, and what is left?" the way kube-scheduler sees the
+cluster, for `fake-dra show --store`, `fake-dra describe`, the demo's partition map, the e2e
+backends and a fleet scheduler's summaries. It is a read of the view's incremental state, not a
+replay of the claims: the view keeps, per pool, who holds what (`PoolAllocations`) and a
+`PoolAccount` of the counters consumed, updated claim by claim like the accounts node allocators
+copy from; a report copies the pool's counters and holds. The rules are the allocator's:
+
+* only the newest generation of each pool counts, all of its slices whichever node they are for
+  (a pool spanning nodes is one pool); a pool short of slices is reported, marked `incomplete`;
+* a result naming a device the pool no longer publishes holds nothing (`Usage.unpublished`, and
+  per pool `PoolUsage.unpublished`);
+* a device's static `consumesCounters` values are charged once while at least one non-admin result
+  holds it (further shares of an `allowMultipleAllocations` device charge nothing);
+* request-driven (`valueFrom`, KEP-5941) amounts are charged per result, as recorded in its
+  `consumedCounters`;
+* adminAccess results are listed (`Hold.admin`) but hold nothing and charge nothing;
+* the view's gates apply: `DRAPartitionableDevices` off charges no counters,
+  `DRASharedConsumableCapacity` off leaves recorded `valueFrom` amounts unread (zero).
+
+Devices are indexed as published and parsed only when held (or asked for), so a report over 1,000
+nodes costs about one pass over the slices' device lists; a device that cannot be parsed holds no
+counters and is described in `Usage.problems`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from driver.allocator.cluster.accounts import HeldResult, PoolAccount, PoolAllocations
+from driver.allocator.cluster.accounts import Hold, PoolAccount, PoolAllocations, PoolId
+from driver.allocator.devices import Counter, DeviceInfo, is_mapping
+from driver.allocator.parsed import ParsedSlice
 from driver.allocator.pools import Pool
+from driver.errors import InputError
+from driver.features import Features
 
 
 @dataclass(frozen=True)
-class CounterUsage:
-    """One counter of a pool: its total as published, what allocated claims consume, what is left."""
+class CounterUse:
+    """One counter of a shared counter set: its published total and what the holds consume."""
 
-    counter_set: str
-    counter: str
     total: Fraction
     used: Fraction
-    text: str  # the total as published (format `used`/`left` like it: driver.model.quantity.format_quantity)
+    text: str  # the total as published (format amounts like it: driver.model.quantity.format_quantity)
 
     @property
     def left(self) -> Fraction:
         return self.total - self.used
 
 
-@dataclass(frozen=True)
-class Holder:
-    """One allocation result holding a device (adminAccess results hold nothing and are not listed)."""
+class PublishedPool:
+    """A pool as the newest generation of its slices publishes it: devices by name as published
+    (parsed one by one when needed), counter sets, the nodes its slices name. Immutable once
+    built; the view builds a new one when a slice of the pool changes."""
 
-    claim: str  # namespace/name
-    request: str
-    share_id: str | None  # set for a share of an allowMultipleAllocations device
-    consumed_capacity: Mapping[str, Fraction]  # qualified capacity name -> amount (shares)
-    consumed_counters: tuple[tuple[str, Mapping[str, Fraction]], ...]  # recorded KEP-5941 amounts
+    def __init__(self, driver: str, name: str, slices: Sequence[ParsedSlice]):
+        self.driver, self.name = driver, name
+        self.generation = max(ps.generation for ps in slices)
+        members = [ps for ps in slices if ps.generation == self.generation]
+        self.incomplete = len(members) != members[0].count
+        self.node_names = frozenset(ps.node_name for ps in members if ps.node_name)
+        self.members = members
+        self.counter_sets: dict[str, dict[str, Counter]] = {}
+        self.devices: dict[str, Mapping[str, Any]] = {}  # name -> the device as published
+        # name -> index in its slice's device list. Plain ints: a fleet has 100,000s of devices, and
+        # a tuple per device would wake the garbage collector over the whole heap many times.
+        self._index: dict[str, int] = {}
+        devices, index = self.devices, self._index
+        for ps in members:
+            if ps.has_counters:
+                self.counter_sets.update(ps.counter_sets)
+            for i, raw in enumerate(ps.spec.get("devices") or ()):
+                name = raw.get("name") if type(raw) is dict or is_mapping(raw) else None
+                if name:
+                    name = name if type(name) is str else str(name)
+                    devices[name] = raw
+                    index[name] = i
+        self.problems: list[str] = []  # held devices that could not be parsed
 
-    @classmethod
-    def of(cls, res: HeldResult) -> Holder:
-        return cls(res.label, res.request, res.share_id, dict(res.consumed_capacity), res.consumed_counters)
+    def device_info(self, name: str) -> DeviceInfo | None:
+        """The device parsed as the allocator parses it (InputError if it cannot be), or None."""
+        i = self._index.get(name)
+        if i is None:
+            return None
+        raw = self.devices[name]
+        return next(ps for ps in self.members if (listed := ps.spec.get("devices") or ()) and i < len(listed)
+                    and listed[i] is raw).device(i)
+
+    def lookup(self, name: str) -> DeviceInfo | None:
+        """For the pool's account: a device that cannot be parsed holds nothing, and is a problem."""
+        try:
+            return self.device_info(name)
+        except InputError as exc:
+            if str(exc) not in self.problems:
+                self.problems.append(str(exc))
+            return None
+
+    def account(self, allocations: PoolAllocations, features: Features) -> PoolAccount:
+        """A counter account of the whole pool (no group state: a report has no use for it)."""
+        pool = Pool(self.driver, self.name, counter_sets=self.counter_sets)
+        return PoolAccount(pool, allocations, features, lookup=self.lookup, groups=False)
 
 
 @dataclass
 class PoolUsage:
-    """One pool: its counters (set by set, counter by counter, in name order) and holders by device."""
+    """One pool's usage: what it publishes, what is held, what its counters have left."""
 
     driver: str
-    pool: str
+    name: str
     generation: int
-    nodes: list[str]  # nodes named by its slices (empty: allNodes / selectors only)
-    counters: list[CounterUsage] = field(default_factory=list)
-    holders: dict[str, list[Holder]] = field(default_factory=dict)  # device name -> holders
-    incomplete: bool = False  # fewer slices of the newest generation than resourceSliceCount
-    unpublished: list[str] = field(default_factory=list)  # held devices the pool no longer publishes
+    node_names: set[str] = field(default_factory=set)  # nodeName of its slices (empty: none names one)
+    devices: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # name -> published device
+    counter_sets: Mapping[str, Mapping[str, Counter]] = field(default_factory=dict)
+    holds: dict[str, list[Hold]] = field(default_factory=dict)  # published device -> holds, in commit order
+    used: dict[str, dict[str, Fraction]] = field(default_factory=dict)  # counter set -> counter -> used
+    incomplete: bool = False  # fewer slices of the newest generation than its resourceSliceCount
+    unpublished: list[Hold] = field(default_factory=list)  # holds naming devices it no longer publishes
+    _published: PublishedPool | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def label(self) -> str:
+        return f"{self.driver}/{self.name}"
+
+    @property
+    def node(self) -> str | None:
+        """The node of a node-local pool (every slice names the same nodeName), else None."""
+        return next(iter(self.node_names)) if len(self.node_names) == 1 else None
+
+    def counters(self) -> dict[str, dict[str, CounterUse]]:
+        """Counter set -> counter -> total and used, every published counter included, as published."""
+        out: dict[str, dict[str, CounterUse]] = {}
+        for cs, counters in self.counter_sets.items():
+            used = self.used.get(cs, {})
+            out[cs] = {name: CounterUse(c.value, used.get(name, Fraction(0)), c.text) for name, c in counters.items()}
+        return out
+
+    def device_info(self, name: str) -> DeviceInfo | None:
+        """The device parsed as the allocator parses it (once), or None when not published."""
+        return self._published.device_info(name) if self._published is not None else None
+
+    def counter_sets_of(self, device: str) -> list[str]:
+        """The counter sets a device draws from, in its published order."""
+        raw = self.devices.get(device) or {}
+        return [str(c.get("counterSet")) for c in raw.get("consumesCounters") or () if is_mapping(c)]
+
+    def capacity_used(self, device: str) -> dict[str, Fraction]:
+        """Capacity name (as recorded) -> sum of what the device's shares consume (consumable capacity)."""
+        out: dict[str, Fraction] = {}
+        for hold in self.holds.get(device, ()):
+            for name, amount in hold.consumed_capacity.items():
+                out[name] = out.get(name, Fraction(0)) + amount
+        return out
 
 
-def canonical_pool(driver: str, name: str, slices: list[Any], partitionable: bool) -> tuple[Pool, int, bool]:
-    """The pool as its newest generation's slices publish it, whichever node they are for."""
-    newest = max(ps.generation for ps in slices)
-    members = sorted((ps for ps in slices if ps.generation == newest), key=lambda ps: ps.name)
-    pool = Pool(driver, name, sources=tuple(members))
-    for ps in members:
-        if ps.has_counters and partitionable:
-            for counter_set, counters in ps.counter_sets.items():
-                pool.counter_sets.setdefault(counter_set, counters)
-        else:
-            pool.devices.extend(ps.devices)
-    pool.in_order = list(pool.devices)
-    return pool, newest, len(members) != members[0].count
+@dataclass
+class Usage:
+    """Usage of a set of pools (a whole view, or one driver's or one pool's part of it)."""
+
+    pools: dict[PoolId, PoolUsage] = field(default_factory=dict)
+    unpublished: list[Hold] = field(default_factory=list)  # results naming devices no newest slice has
+    problems: list[str] = field(default_factory=list)  # records that could not be read, one line each
+    # every claim's holds in result order (claims in commit order), for holds_of
+    claims: Mapping[str, Sequence[Hold]] = field(default_factory=dict, repr=False)
+    _by_label: dict[str, list[Hold]] | None = field(default=None, repr=False, compare=False)
+
+    def nodes(self) -> list[str]:
+        return sorted({n for p in self.pools.values() for n in p.node_names})
+
+    def for_node(self, node: str) -> list[PoolUsage]:
+        """The pools whose slices name this node, by driver and pool name."""
+        return [p for _, p in sorted(self.pools.items()) if node in p.node_names]
+
+    def holds_of(self, claim: str) -> list[Hold]:
+        """Every hold of one claim (`namespace/name`), published or not, in result order."""
+        if self._by_label is None:
+            by_label: dict[str, list[Hold]] = {}
+            for holds in self.claims.values():
+                for hold in holds:
+                    by_label.setdefault(hold.claim, []).append(hold)
+            self._by_label = by_label
+        return list(self._by_label.get(claim, ()))
 
 
-def pool_usage(pool: Pool, generation: int, incomplete: bool, account: PoolAccount,
-               allocations: PoolAllocations | None) -> PoolUsage:
-    out = PoolUsage(pool.driver, pool.name, generation,
-                    sorted({ps.node_name for ps in pool.sources if ps.node_name}), incomplete=incomplete)
-    for counter_set in sorted(pool.counter_sets):
-        used = account.used.get(counter_set, {})
-        for counter, total in sorted(pool.counter_sets[counter_set].items()):
-            out.counters.append(CounterUsage(counter_set, counter, total.value, used.get(counter, 0), total.text))
-    for device, results in sorted((allocations.results if allocations else {}).items()):
-        out.holders[device] = [Holder.of(res) for res in results]
-        if device not in account.by_name:
-            out.unpublished.append(device)
-    return out
+def read_usage(published: Sequence[tuple[PublishedPool, PoolAccount, PoolAllocations]],
+               orphans: Sequence[PoolAllocations], claims: Mapping[str, Sequence[Hold]]) -> Usage:
+    """A snapshot of the pools' accounts (`published`), plus the holds on pools no slice publishes
+    (`orphans`); `claims`: the selected holds of each claim, in result order."""
+    usage = Usage(claims=claims)
+    unpublished: set[int] = set()
+    for pub, account, allocations in published:
+        pool = PoolUsage(pub.driver, pub.name, pub.generation, set(pub.node_names), pub.devices, pub.counter_sets,
+                         used={cs: dict(amounts) for cs, amounts in account.used.items()},
+                         incomplete=pub.incomplete, _published=pub)
+        for device, holds in allocations.holds.items():
+            if device in pub.devices:
+                pool.holds[device] = list(holds)
+            else:
+                pool.unpublished += holds
+        usage.pools[(pub.driver, pub.name)] = pool
+        unpublished.update(map(id, pool.unpublished))
+        usage.problems += pub.problems
+    for allocations in orphans:
+        unpublished.update(id(h) for holds in allocations.holds.values() for h in holds)
+    if unpublished:  # rare: listed in claim order, each claim's in result order
+        usage.unpublished = [h for holds in claims.values() for h in holds if id(h) in unpublished]
+    return usage

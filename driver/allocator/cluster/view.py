@@ -23,8 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from driver.allocator.cluster.accounts import HeldResult, PoolAccount, PoolAllocations, PoolId, held_results
+from driver.allocator.cluster.accounts import Hold, PoolAccount, PoolAllocations, PoolId, claim_holds
 from driver.allocator.cluster.store import SliceStore
+from driver.allocator.cluster.usage import PublishedPool, Usage, read_usage
 from driver.allocator.engine import DEFAULT_BUDGET
 from driver.allocator.inputs import DeviceClass, claim_label, parse_class
 from driver.allocator.parsed import ParsedSlice
@@ -33,6 +34,7 @@ from driver.errors import InputError
 from driver.features import Features
 
 KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "Node")
+_USAGE = ("usage",)  # the key of a pool's whole-pool account among its accounts by content
 
 
 def claim_key(obj: Mapping[str, Any]) -> str:
@@ -58,11 +60,12 @@ class ClusterView:
         self._classes: dict[str, DeviceClass] = {}
         self.class_keys: dict[str, tuple] = {}  # a class is known to selector memos by its expressions
         self._labels: dict[str, dict[str, str]] = {}  # Node objects
-        self._claims: dict[str, tuple[Mapping[str, Any], Any, list[HeldResult]]] = {}
+        self._claims: dict[str, tuple[Mapping[str, Any], Any, list[Hold]]] = {}
         self._allocations: dict[PoolId, PoolAllocations] = {}
         self._accounts: dict[PoolId, dict[tuple, PoolAccount]] = {}
         self._entries: dict[str, NodeEntry] = {}
         self._pool_users: dict[PoolId, set[str]] = {}
+        self._published: dict[PoolId, tuple[PublishedPool, PoolAccount]] = {}  # for usage; the account is in _accounts too
         if objects:
             self.load(objects)
 
@@ -151,6 +154,7 @@ class ClusterView:
             return
         pid = ps.pool_id
         self._accounts.pop(pid, None)
+        self._published.pop(pid, None)
         stale = set(self._pool_users.pop(pid, ()))
         if ps.node_name is None:
             stale.update(self._entries)
@@ -201,11 +205,13 @@ class ClusterView:
         self.class_keys = {name: ("class", *(s.expression for s in cls.selectors)) for name, cls in self._classes.items()}
 
     # ---- claims --------------------------------------------------------------------------------
-    def set_claim(self, obj: Mapping[str, Any], key: str | None = None) -> str:
+    def set_claim(self, obj: Mapping[str, Any], key: str | None = None, *, problems: list[str] | None = None) -> str:
         """Add, replace or (without status.allocation) forget a claim's allocation; returns its key.
 
         This is how a scheduler commits the allocation it chose: the claim with `status.allocation`
-        set. Only results that hold their device count (adminAccess results do not, as upstream).
+        set. Only results that hold their device count (adminAccess results are kept for reports
+        but hold nothing, as upstream). A malformed result raises InputError; with `problems`, it
+        is described there and the claim's other results count (what a report wants).
         Claim objects are taken as immutable (like informer objects): pass a new object to change one.
         """
         key = key or claim_key(obj)
@@ -215,7 +221,7 @@ class ClusterView:
             if known[0] is not obj:
                 self._claims[key] = (obj, allocation, known[2])
             return key
-        results = held_results(obj, key, self.features) if allocation else []
+        results = claim_holds(obj, self.features, problems) if allocation else []
         self.remove_claim(key)
         if allocation:
             self._claims[key] = (obj, allocation, results)
@@ -227,9 +233,9 @@ class ClusterView:
         if known is not None:
             self._hold(known[2], -1)
 
-    def replace_claims(self, objs: Iterable[Mapping[str, Any]]) -> None:
+    def replace_claims(self, objs: Iterable[Mapping[str, Any]], *, problems: list[str] | None = None) -> None:
         """Make the view's allocated claims exactly the allocated ones among `objs` (others ignored);
-        claims with equal keys (namespace/name) are kept apart."""
+        claims with equal keys (namespace/name) are kept apart. `problems`: as for `set_claim`."""
         keyed: dict[str, Mapping[str, Any]] = {}
         for obj in objs:
             if not (obj.get("status") or {}).get("allocation"):
@@ -242,26 +248,28 @@ class ClusterView:
         for key in [k for k in self._claims if k not in keyed]:
             self.remove_claim(key)
         for key, obj in keyed.items():
-            self.set_claim(obj, key)
+            self.set_claim(obj, key, problems=problems)
 
     def claims(self) -> list[Mapping[str, Any]]:
         """The allocated claims the view holds (the objects given)."""
         return [obj for obj, _, _ in self._claims.values()]
 
-    def _hold(self, results: list[HeldResult], sign: int) -> None:
+    def _hold(self, holds: list[Hold], sign: int) -> None:
         touched: set[PoolId] = set()
-        for res in results:
-            pid = res.pool_id
+        for hold in holds:
+            pid = hold.pool_id
             allocations = self._allocations.get(pid)
             if allocations is None:
                 allocations = self._allocations[pid] = PoolAllocations()
-            edge = allocations.add(res) if sign > 0 else allocations.remove(res)
+            edge = allocations.add(hold) if sign > 0 else allocations.remove(hold)
+            touched.add(pid)
+            if hold.admin:
+                continue  # holds nothing: no account changes
             for account in self._accounts.get(pid, {}).values():
                 if sign > 0:
-                    account.add(res, first=edge, refold=False)
+                    account.add(hold, first=edge, refold=False)
                 else:
-                    account.remove(res, last=edge, refold=False)
-            touched.add(pid)
+                    account.remove(hold, last=edge, refold=False)
         for pid in touched:
             for account in self._accounts.get(pid, {}).values():
                 account.refold()
@@ -321,32 +329,41 @@ class ClusterView:
         for node in self.nodes() if nodes is None else nodes:
             self.entry(node)
 
-    def usage(self, driver: str | None = None, pool: str | None = None) -> list[Any]:
-        """Per pool (optionally one driver's, one pool): counters total/used/left and the holders of
-        each device (usage.py), pools in (driver, pool) order."""
-        from driver.allocator.cluster.usage import canonical_pool, pool_usage
+    def usage(self, driver: str | None = None, pool: str | None = None) -> Usage:
+        """A `Usage` (cluster/usage.py) of every pool, or one driver's, or one pool's: per pool its
+        counters total/used/left and who holds each device; read from the per-pool accounts the
+        view keeps current, so its cost is the selected pools' counters and holds."""
+        def selected(pid: PoolId) -> bool:
+            return (driver is None or pid[0] == driver) and (pool is None or pid[1] == pool)
 
-        out = []
-        for pid in sorted(self.slices.by_pool):
-            if (driver is not None and pid[0] != driver) or (pool is not None and pid[1] != pool):
-                continue
-            canonical, generation, incomplete = canonical_pool(*pid, self.slices.of_pool(*pid),
-                                                                self.features.partitionable_devices)
-            content = ("usage", *(id(ps) for ps in canonical.sources))
-            allocations = self._allocations.get(pid)
-            if allocations is None:
-                allocations = self._allocations.setdefault(pid, PoolAllocations())
-            by_content = self._accounts.setdefault(pid, {})
-            account = by_content.get(content)
-            if account is None:
-                account = by_content.setdefault(content, PoolAccount(canonical, allocations, self.features))
-            out.append(pool_usage(account.pool, generation, incomplete, account, allocations))
-        return out
+        published = [self._usage_account(pid) for pid in sorted(self.slices.by_pool) if selected(pid)]
+        orphans = [a for pid, a in self._allocations.items() if pid not in self.slices.by_pool and selected(pid)]
+        if driver is None and pool is None:
+            claims = {key: holds for key, (_, _, holds) in self._claims.items()}
+        else:
+            claims = {key: kept for key, (_, _, holds) in self._claims.items()
+                      if (kept := [h for h in holds if selected(h.pool_id)])}
+        return read_usage(published, orphans, claims)
 
-    def holders(self, driver: str, pool: str, device: str) -> list[HeldResult]:
-        """The allocation results holding one device (adminAccess results hold nothing)."""
+    def _usage_account(self, pid: PoolId) -> tuple[PublishedPool, PoolAccount, PoolAllocations]:
+        """The pool as its newest generation publishes it, its whole-pool account and allocations
+        (built on first use after a change of its slices, then kept current by claim updates)."""
+        allocations = self._allocations.get(pid)
+        if allocations is None:
+            allocations = self._allocations.setdefault(pid, PoolAllocations())
+        pair = self._published.get(pid)
+        if pair is None:
+            published = PublishedPool(*pid, self.slices.of_pool(*pid))
+            pair = self._published.setdefault(pid, (published, published.account(allocations, self.features)))
+            self._accounts.setdefault(pid, {})[_USAGE] = pair[1]
+        published, account = pair
+        return published, account, allocations
+
+    def holders(self, driver: str, pool: str, device: str) -> list[Hold]:
+        """Every allocation result naming one device, in commit order (adminAccess ones included,
+        marked `admin`: they hold nothing)."""
         allocations = self._allocations.get((driver, pool))
-        return list(allocations.results.get(device, ())) if allocations else []
+        return list(allocations.holds.get(device, ())) if allocations else []
 
     def uses_kep5941(self) -> bool:
         """Whether any slice carries KEP-5941 fields (valueFrom consumption, counter requestPolicy)."""

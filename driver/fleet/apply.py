@@ -1,0 +1,261 @@
+"""Make a target hold exactly a fleet: its Nodes, and each node's pool as `fake-dra run` publishes it.
+
+One pass (`apply_fleet`):
+1. list every Node and index this driver's slices once; refuse, before any write, a node name the
+   fleet wants that another owner's Node holds;
+2. node by node (in fleet order): create or update the Node (kwok's conventions, driver.fleet.nodes),
+   then, unless the index can tell the node's slices are exactly what it would write, reconcile them
+   with the very reconcile `fake-dra run` uses (driver.publish.reconcile: names, generation rule,
+   resourceSliceCount, controller ownerReference to the Node's UID), fed the indexed slices instead
+   of a list per node;
+3. nodes the fleet made that the file no longer has: their slices, then the Node.
+Slices go before a Node is deleted and after it is created, so a pass cut short anywhere (Ctrl-C,
+a crash) leaves Nodes whose pools the next pass completes, never slices without their Node.
+
+An unchanged fleet costs no write at all: Nodes are compared on what the fleet sets (labels,
+annotations, taint; never status, which kwok owns), slices as `reconcile` compares them.
+`delete_fleet` removes every slice and Node the fleet made (found by its label, whatever the file
+says now).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from driver.errors import ConflictError, NotFoundError
+from driver.features import Features
+from driver.fleet.nodes import ForeignNode, is_fleet_node, node_object, updated_node
+from driver.fleet.spec import Fleet, NodeGroup
+from driver.fleet.targets import BATCH_NODES, FleetTarget
+from driver.fleet.template import Template, Templates, features_for
+from driver.kube.allocated import allocated_from_claims
+from driver.publish.reconcile import MAX_ATTEMPTS, ReconcileStats, reconcile
+from driver.slices import slice_name
+
+Progress = Callable[[int, int], None]  # (nodes done, nodes in all)
+
+
+@dataclass
+class ApplyStats:
+    nodes: int = 0  # nodes in the fleet
+    nodes_created: int = 0
+    nodes_updated: int = 0
+    nodes_deleted: int = 0
+    slices: int = 0  # slices of the fleet after the pass
+    devices: int = 0
+    slices_created: int = 0
+    slices_updated: int = 0
+    slices_deleted: int = 0
+    conflicts: int = 0
+    templates: int = 0  # pools rendered (one per distinct profile, config, fidelity and gates)
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def writes(self) -> int:
+        return (self.nodes_created + self.nodes_updated + self.nodes_deleted
+                + self.slices_created + self.slices_updated + self.slices_deleted)
+
+    def add_unchanged(self, template: Template) -> None:
+        self.slices += len(template.specs)
+        self.devices += template.devices_per_node
+
+    def add(self, stats: ReconcileStats) -> None:
+        self.slices += stats.slices
+        self.devices += stats.devices
+        self.slices_created += stats.created
+        self.slices_updated += stats.updated
+        self.slices_deleted += stats.deleted
+        self.conflicts += stats.conflicts
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "nodes": self.nodes, "nodesCreated": self.nodes_created, "nodesUpdated": self.nodes_updated,
+            "nodesDeleted": self.nodes_deleted, "slices": self.slices, "devices": self.devices,
+            "slicesCreated": self.slices_created, "slicesUpdated": self.slices_updated,
+            "slicesDeleted": self.slices_deleted, "writes": self.writes, "conflicts": self.conflicts,
+            "templates": self.templates, "seconds": round(self.seconds, 3), "warnings": list(self.warnings),
+        }
+
+
+class _NodeSlices:
+    """A SliceBackend for one node over slices listed for the whole fleet (driver.publish.reconcile
+    lists once per attempt; after a conflict it asks the target afresh)."""
+
+    kind = "fleet"
+
+    def __init__(self, target: FleetTarget, listed: list[dict[str, Any]], claims: Callable[[], list[dict[str, Any]]]) -> None:
+        self.target = target
+        self.listed: list[dict[str, Any]] | None = listed
+        self.claims = claims
+
+    def list_slices(self, driver: str, node: str) -> list[dict[str, Any]]:
+        if self.listed is not None:
+            listed, self.listed = self.listed, None
+            return listed
+        return self.target.list_node_slices(driver, node)
+
+    def create_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return self.target.create_slice(obj)
+
+    def update_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return self.target.update_slice(obj)
+
+    def delete_slice(self, name: str, *, uid: str | None = None, resource_version: str | None = None) -> None:
+        self.target.delete_slice(name, uid=uid, resource_version=resource_version)
+
+    def dry_run_create_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return self.target.dry_run_create_slice(obj)
+
+    def node_uid(self, node: str) -> str | None:  # the fleet passes owner_uid itself
+        return None
+
+    def allocated_devices(self, driver: str, pool: str) -> set[str]:
+        return allocated_from_claims(self.claims(), driver, pool)
+
+
+def _name(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def check_foreign(fleet: Fleet, nodes: dict[str, dict[str, Any]]) -> None:
+    """ForeignNode for the first node name the fleet wants that another owner's Node holds."""
+    for name, group in fleet.nodes():
+        node = nodes.get(name)
+        if node is not None and not is_fleet_node(node, fleet.name):
+            updated_node(node, fleet, group)  # raises ForeignNode with the owner named
+
+
+def apply_fleet(
+    target: FleetTarget,
+    fleet: Fleet,
+    *,
+    driver_name: str,
+    features: Features,
+    templates: Templates,
+    progress: Progress | None = None,
+    absent: Collection[str] = (),
+) -> ApplyStats:
+    """One pass making `target` hold `fleet` (module docstring). Raises ForeignNode before any write.
+
+    `absent`: nodes of the fleet to leave without a Node this pass (someone deleted them while
+    `fleet run` watched); slices still published for them are removed, as the garbage collector
+    removes a deleted Node's slices on a cluster."""
+    started = time.monotonic()
+    nodes = {_name(n): n for n in target.list_nodes()}
+    wanted = [(name, group) for name, group in fleet.nodes() if name not in absent]
+    stats = ApplyStats(nodes=len(wanted))
+    check_foreign(fleet, nodes)
+    groups = {g.name: templates.get(g.profile, g.driver_config, g.fidelity, features) for g in fleet.groups}
+    names = {node: _slice_names(groups[g.name], driver_name, node) for node, g in wanted}
+    index = target.slice_index(driver_name, {n for ns in names.values() for n in ns})
+    claims: list[list[dict[str, Any]]] = []
+
+    def all_claims() -> list[dict[str, Any]]:
+        if not claims:
+            claims.append(target.list_claims())
+        return claims[0]
+
+    gone = [n for name, n in sorted(nodes.items()) if is_fleet_node(n, fleet.name) and name not in names]
+    total = len(wanted) + len(gone)
+    done = 0
+    for start in range(0, len(wanted), BATCH_NODES):
+        with target.batch():
+            for name, group in wanted[start:start + BATCH_NODES]:
+                uid = _ensure_node(target, fleet, group, name, nodes.get(name), stats)
+                template = groups[group.name]
+                ids = template.identities_of(name)
+                if index.unchanged(name, names[name], lambda gen: template.spec_texts(name, gen, ids), uid):
+                    stats.add_unchanged(template)
+                else:
+                    view = _NodeSlices(target, index.take(name, names[name]), all_claims)
+                    stats.add(reconcile(view, template.stamp(name, ids), node_name=name, driver_name=driver_name,
+                                        owner_uid=uid,
+                                        groups_enabled=features_for(group.fidelity, features).compatibility_groups))
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+    leftover = index.rest() if gone or absent else {}
+    with target.batch():
+        for name in sorted(set(absent) & set(leftover)):
+            _remove_slices(target, leftover.pop(name), stats)
+    for start in range(0, len(gone), BATCH_NODES):
+        with target.batch():
+            for node in gone[start:start + BATCH_NODES]:
+                _remove_node(target, node, leftover.pop(_name(node), []), stats)
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+    stats.templates = templates.rendered
+    stats.warnings = sorted({w for t in templates.all() for w in t.warnings})
+    stats.seconds = time.monotonic() - started
+    return stats
+
+
+def _slice_names(template: Template, driver: str, node: str) -> list[str]:
+    count = len(template.specs)
+    return [slice_name(i, count, driver, node) for i in range(count)]
+
+
+def _ensure_node(target: FleetTarget, fleet: Fleet, group: NodeGroup, name: str, current: dict[str, Any] | None,
+                 stats: ApplyStats) -> str | None:
+    """The Node's UID after creating or updating it as the fleet wants it. A Node changed meanwhile
+    (on a cluster kwok writes its status all the time, which moves its resourceVersion) is read
+    again and judged afresh."""
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            if current is None:
+                created = target.create_node(node_object(fleet, group, name))
+                stats.nodes_created += 1
+                return (created.get("metadata") or {}).get("uid")
+            changed = updated_node(current, fleet, group)
+            if changed is None:
+                return (current.get("metadata") or {}).get("uid")
+            stored = target.update_node(changed)
+            stats.nodes_updated += 1
+            return (stored.get("metadata") or {}).get("uid")
+        except (ConflictError, NotFoundError):
+            stats.conflicts += 1
+            current = target.get_node(name)
+    raise ConflictError(f"node {name}: changed by someone else on each of {MAX_ATTEMPTS} attempts")
+
+
+def _remove_slices(target: FleetTarget, slices: list[dict[str, Any]], stats: ApplyStats) -> None:
+    for s in slices:
+        try:
+            target.delete_slice(_name(s), uid=(s.get("metadata") or {}).get("uid"))
+            stats.slices_deleted += 1
+        except NotFoundError:
+            pass
+
+
+def _remove_node(target: FleetTarget, node: dict[str, Any], slices: list[dict[str, Any]], stats: ApplyStats) -> None:
+    _remove_slices(target, slices, stats)
+    try:
+        target.delete_node(_name(node), (node.get("metadata") or {}).get("uid"))
+        stats.nodes_deleted += 1
+    except NotFoundError:
+        pass
+
+
+def delete_fleet(target: FleetTarget, fleet_name: str, *, driver_name: str, progress: Progress | None = None) -> ApplyStats:
+    """Remove every slice and Node the fleet `fleet_name` made: its Nodes by their fleet label, and
+    this driver's slices on them."""
+    started = time.monotonic()
+    stats = ApplyStats()
+    ours = sorted((n for n in target.list_nodes() if is_fleet_node(n, fleet_name)), key=_name)
+    slices = target.slice_index(driver_name, ()).rest() if ours else {}
+    for start in range(0, len(ours), BATCH_NODES):
+        with target.batch():
+            for i, node in enumerate(ours[start:start + BATCH_NODES], start + 1):
+                _remove_node(target, node, slices.pop(_name(node), []), stats)
+                if progress is not None:
+                    progress(i, len(ours))
+    stats.seconds = time.monotonic() - started
+    return stats
+
+
+__all__ = ["ApplyStats", "ForeignNode", "apply_fleet", "check_foreign", "delete_fleet"]

@@ -1,0 +1,12 @@
+"""A scheduler for the local object store: pending Pods bound to Nodes as kube-scheduler with DRA would.
+
+Public API: `Scheduler(store, features=..., policy=..., percentage=..., progress=...)` and its
+`run() -> Report` (scheduler.py), `POLICIES`, `num_feasible_nodes_to_find`. The pieces: the
+resourceclaim controller's claims from templates (claims.py), the non-DRA filters (nodes.py), DRA's
+filter through the reference allocator (dra.py), and the grouped reasons of an unschedulable pod
+(reasons.py). docs/fleet.md says what is modelled and what is not.
+"""
+
+from driver.schedule.scheduler import POLICIES, PodOutcome, Report, Scheduler, num_feasible_nodes_to_find
+
+__all__ = ["POLICIES", "PodOutcome", "Report", "Scheduler", "num_feasible_nodes_to_find"]

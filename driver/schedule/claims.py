@@ -1,0 +1,120 @@
+"""The resourceclaim controller's part in scheduling: which claims a pod uses, made from templates.
+
+As kube-controller-manager's resourceclaim controller (pkg/controller/resourceclaim/controller.go):
+a `spec.resourceClaims` entry naming `resourceClaimTemplateName` gets a claim of its own, named from
+`<pod>-<claim>-` plus five random characters (both parts shortened in proportion when longer than 57
+characters), owned by the pod (controller, blockOwnerDeletion), annotated
+`resource.kubernetes.io/pod-claim-name: <claim>`, with the template's labels, annotations and spec,
+and recorded in the pod's `status.resourceClaimStatuses`. A claim made earlier for the same pod and
+entry is found again, recorded or not (the controller's own check for orphans after a crash), so an
+interrupted `schedule` never makes a second claim. An entry naming `resourceClaimName` uses that
+claim, which must exist.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+MAX_BASE = 57
+
+
+@dataclass
+class PodClaim:
+    """One entry of a pod's spec.resourceClaims and the claim behind it."""
+
+    entry: str  # the name in the pod's spec.resourceClaims
+    claim: dict[str, Any]
+    new: bool = False  # made from a template by this pass: not stored yet
+
+
+@dataclass
+class Resolution:
+    claims: list[PodClaim] = field(default_factory=list)
+    problem: str | None = None  # why the pod cannot be scheduled before any node is looked at
+
+    def statuses(self, pod_uid: str) -> list[dict[str, str]]:
+        """pod.status.resourceClaimStatuses: the claims made from templates for this pod."""
+        return [{"name": c.entry, "resourceClaimName": c.claim["metadata"]["name"]} for c in self.claims
+                if (c.claim["metadata"].get("annotations") or {}).get(POD_CLAIM_ANNOTATION) == c.entry
+                and _owned_by(c.claim, pod_uid)]
+
+
+def generate_name(pod: str, entry: str) -> str:
+    base = f"{pod}-{entry}-"
+    if len(base) > MAX_BASE:
+        base = pod[:len(pod) * MAX_BASE // len(base)] + "-" + entry[:len(entry) * MAX_BASE // len(base)]
+    return base
+
+
+def _owned_by(claim: Mapping[str, Any], uid: str) -> bool:
+    return any(r.get("uid") == uid and r.get("kind") == "Pod" for r in (claim.get("metadata") or {}).get("ownerReferences") or [])
+
+
+class ClaimIndex:
+    """The namespace's claims and templates, kept up to date as claims are made and written."""
+
+    def __init__(self, claims: list[dict[str, Any]], templates: list[dict[str, Any]]) -> None:
+        self.claims: dict[tuple[str, str], dict[str, Any]] = {}
+        self.by_owner: dict[tuple[str, str], dict[str, Any]] = {}  # (pod uid, entry) -> claim
+        for claim in claims:
+            self.put(claim)
+        self.templates = {((t.get("metadata") or {}).get("namespace") or "default", t["metadata"]["name"]): t
+                          for t in templates}
+
+    def put(self, claim: dict[str, Any]) -> None:
+        meta = claim.get("metadata") or {}
+        self.claims[(meta.get("namespace") or "default", meta["name"])] = claim
+        entry = (meta.get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
+        for ref in meta.get("ownerReferences") or []:
+            if entry and ref.get("kind") == "Pod" and ref.get("uid"):
+                self.by_owner[(str(ref["uid"]), entry)] = claim
+
+    def resolve(self, pod: Mapping[str, Any]) -> Resolution:
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        ns, name, uid = meta.get("namespace") or "default", str(meta.get("name")), str(meta.get("uid") or "")
+        recorded = {s.get("name"): s.get("resourceClaimName")
+                    for s in (pod.get("status") or {}).get("resourceClaimStatuses") or [] if isinstance(s, Mapping)}
+        out = Resolution()
+        for entry in spec.get("resourceClaims") or []:
+            pod_claim = str(entry.get("name"))
+            if entry.get("resourceClaimName"):
+                claim = self.claims.get((ns, str(entry["resourceClaimName"])))
+                if claim is None:
+                    out.problem = f'resourceclaim "{entry["resourceClaimName"]}" not found'
+                    return out
+                out.claims.append(PodClaim(pod_claim, claim))
+                continue
+            made = self.claims.get((ns, str(recorded.get(pod_claim)))) if recorded.get(pod_claim) else None
+            made = made or self.by_owner.get((uid, pod_claim))
+            if made is not None:
+                out.claims.append(PodClaim(pod_claim, made))
+                continue
+            template = self.templates.get((ns, str(entry.get("resourceClaimTemplateName"))))
+            if template is None:
+                out.problem = f'resource claim template "{entry.get("resourceClaimTemplateName")}" not found'
+                return out
+            out.claims.append(PodClaim(pod_claim, self._from_template(template, ns, name, uid, pod_claim), new=True))
+        return out
+
+    def _from_template(self, template: Mapping[str, Any], ns: str, pod: str, uid: str, entry: str) -> dict[str, Any]:
+        tmeta = ((template.get("spec") or {}).get("metadata") or {})
+        base = generate_name(pod, entry)
+        while True:
+            claim_name = base + secrets.token_hex(3)[:5]
+            if (ns, claim_name) not in self.claims:
+                break
+        annotations = {**(tmeta.get("annotations") or {}), POD_CLAIM_ANNOTATION: entry}
+        metadata: dict[str, Any] = {
+            "name": claim_name, "namespace": ns, "annotations": annotations,
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": uid, "controller": True,
+                                 "blockOwnerDeletion": True}],
+        }
+        if tmeta.get("labels"):
+            metadata["labels"] = dict(tmeta["labels"])
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": metadata,
+                "spec": copy.deepcopy((template.get("spec") or {}).get("spec") or {})}

@@ -1,0 +1,195 @@
+"""The parts of kube-scheduler's Filter that are not DRA: which nodes a pod may go to at all.
+
+Modelled, with kube-scheduler's plugin and its failure reason (pkg/scheduler/framework/plugins):
+- NodeUnschedulable: `spec.unschedulable` nodes, unless the pod tolerates
+  `node.kubernetes.io/unschedulable:NoSchedule` ("node(s) were unschedulable");
+- NodeName: a pod naming `spec.nodeName` is not pending, so never seen here;
+- NodeAffinity: `spec.nodeSelector` and required node affinity (nodeSelectorTerms ORed, each term's
+  matchExpressions In/NotIn/Exists/DoesNotExist/Gt/Lt and matchFields on metadata.name ANDed)
+  ("node(s) didn't match Pod's node affinity/selector");
+- TaintToleration: NoSchedule and NoExecute taints without a matching toleration
+  ("node(s) had untolerated taint {key: value}"); kwok's `kwok.x-k8s.io/node=fake:NoSchedule`
+  is one, so pods meant for fleet nodes tolerate it, as on a kwok cluster;
+- NodeResourcesFit: the pods count, cpu, memory and any other resource in `status.allocatable`,
+  against the requests of the pods bound to the node (containers summed, the largest init container
+  if larger) ("Too many pods", "Insufficient cpu").
+Not modelled: inter-pod affinity, topology spread, ports, volumes, images, preemption, scoring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from driver.errors import InputError
+from driver.model.quantity import parse_quantity
+
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+
+@dataclass
+class NodeInfo:
+    """A Node as the scheduler sees it, with the requests of the pods bound to it."""
+
+    name: str
+    labels: dict[str, str]
+    taints: list[dict[str, Any]]
+    unschedulable: bool
+    allocatable: dict[str, Fraction]
+    requested: dict[str, Fraction] = field(default_factory=dict)
+    pods: int = 0
+
+    @classmethod
+    def of(cls, node: Mapping[str, Any]) -> NodeInfo:
+        meta, spec = node.get("metadata") or {}, node.get("spec") or {}
+        name = str(meta.get("name"))
+        allocatable: dict[str, Fraction] = {}
+        for key, value in ((node.get("status") or {}).get("allocatable") or {}).items():
+            try:
+                allocatable[str(key)] = parse_quantity(value)
+            except InputError as exc:
+                raise InputError(f"Node {name}: status.allocatable.{key}: {exc}") from None
+        return cls(name=name, labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+                   taints=[t for t in spec.get("taints") or [] if isinstance(t, Mapping)],
+                   unschedulable=bool(spec.get("unschedulable")), allocatable=allocatable)
+
+    def add_pod(self, requests: Mapping[str, Fraction]) -> None:
+        self.pods += 1
+        for key, amount in requests.items():
+            self.requested[key] = self.requested.get(key, Fraction(0)) + amount
+
+
+@dataclass(frozen=True)
+class PodNeeds:
+    """What the non-DRA filters read of a pod, parsed once."""
+
+    label: str
+    node_selector: tuple[tuple[str, str], ...]
+    terms: tuple[Any, ...]  # required node affinity terms (raw dicts); () = none
+    tolerations: tuple[tuple[str, str, str, str], ...]  # (key, operator, value, effect)
+    requests: tuple[tuple[str, Fraction], ...]
+
+    @property
+    def shape(self) -> tuple:
+        """Equal for pods the static filters treat alike (requests are checked per node each time)."""
+        return (self.node_selector, repr(self.terms), self.tolerations)
+
+    @classmethod
+    def of(cls, pod: Mapping[str, Any]) -> PodNeeds:
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        label = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        selector = spec.get("nodeSelector") or {}
+        if not isinstance(selector, Mapping):
+            raise InputError(f"Pod {label}: spec.nodeSelector: must map label names to values")
+        affinity = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                    .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+        terms = affinity.get("nodeSelectorTerms") or []
+        if not isinstance(terms, list):
+            raise InputError(f"Pod {label}: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                             ".nodeSelectorTerms: must be a list")
+        tolerations = []
+        for i, t in enumerate(spec.get("tolerations") or []):
+            if not isinstance(t, Mapping):
+                raise InputError(f"Pod {label}: spec.tolerations[{i}]: must be an object")
+            tolerations.append((str(t.get("key") or ""), str(t.get("operator") or "Equal"), str(t.get("value") or ""),
+                                str(t.get("effect") or "")))
+        return cls(label=label, node_selector=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
+                   terms=tuple(terms), tolerations=tuple(tolerations), requests=tuple(sorted(_requests(spec, label).items())))
+
+
+def _requests(spec: Mapping[str, Any], label: str) -> dict[str, Fraction]:
+    def summed(containers: Any, where: str) -> dict[str, Fraction]:
+        out: dict[str, Fraction] = {}
+        for i, c in enumerate(containers or []):
+            for key, value in (((c or {}).get("resources") or {}).get("requests") or {}).items():
+                try:
+                    out[key] = out.get(key, Fraction(0)) + parse_quantity(value)
+                except InputError as exc:
+                    raise InputError(f"Pod {label}: spec.{where}[{i}].resources.requests.{key}: {exc}") from None
+        return out
+
+    total = summed(spec.get("containers"), "containers")
+    for i, init in enumerate(spec.get("initContainers") or []):
+        for key, amount in summed([init], f"initContainers[{i}]-").items():
+            total[key] = max(total.get(key, Fraction(0)), amount)
+    return total
+
+
+def _tolerates(needs: PodNeeds, taint: Mapping[str, Any]) -> bool:
+    key, value, effect = str(taint.get("key") or ""), str(taint.get("value") or ""), str(taint.get("effect") or "")
+    for t_key, op, t_value, t_effect in needs.tolerations:
+        if t_effect and t_effect != effect:
+            continue
+        if op == "Exists" and (not t_key or t_key == key):
+            return True
+        if op == "Equal" and t_key == key and t_value == value:
+            return True
+    return False
+
+
+def _expression_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, op, values = str(expr.get("key")), expr.get("operator"), [str(v) for v in expr.get("values") or []]
+    if op == "In":
+        return key in labels and labels[key] in values
+    if op == "NotIn":
+        return key not in labels or labels[key] not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    if op in ("Gt", "Lt") and key in labels and len(values) == 1:
+        try:
+            have, want = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > want if op == "Gt" else have < want
+    return False
+
+
+def term_matches(term: Mapping[str, Any], node: NodeInfo) -> bool:
+    if not isinstance(term, Mapping) or not (term.get("matchExpressions") or term.get("matchFields")):
+        return False  # an empty term matches no node
+    if not all(_expression_matches(e, node.labels) for e in term.get("matchExpressions") or []):
+        return False
+    fields = {"metadata.name": node.name}
+    return all(_expression_matches(e, fields) for e in term.get("matchFields") or [])
+
+
+def static_reason(needs: PodNeeds, node: NodeInfo) -> str | None:
+    """Why the pod cannot go to the node whatever is allocated (None: it may). Cacheable per
+    (pod shape, node): it reads nothing that scheduling changes."""
+    if node.unschedulable and not _tolerates(needs, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}):
+        return "node(s) were unschedulable"
+    if any(node.labels.get(k) != v for k, v in needs.node_selector):
+        return "node(s) didn't match Pod's node affinity/selector"
+    if needs.terms and not any(term_matches(t, node) for t in needs.terms):
+        return "node(s) didn't match Pod's node affinity/selector"
+    for taint in node.taints:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(needs, taint):
+            return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value') or ''}}}"
+    return None
+
+
+def resource_reason(needs: PodNeeds, node: NodeInfo) -> str | None:
+    """NodeResourcesFit against what is bound to the node now (None: it fits)."""
+    pods = node.allocatable.get("pods")
+    if pods is not None and node.pods + 1 > pods:
+        return "Too many pods"
+    for key, amount in needs.requests:
+        if amount <= 0:
+            continue
+        have = node.allocatable.get(key)
+        if have is None or node.requested.get(key, Fraction(0)) + amount > have:
+            return f"Insufficient {key}"
+    return None
+
+
+def pod_requests(needs: PodNeeds) -> dict[str, Fraction]:
+    return dict(needs.requests)
+
+
+def sorted_nodes(nodes: Sequence[NodeInfo]) -> list[NodeInfo]:
+    """kube-scheduler's snapshot order: node names sorted (nodeInfoListFromSnapshot)."""
+    return sorted(nodes, key=lambda n: n.name)
