@@ -39,6 +39,19 @@ class SearchBudgetExceeded(AllocationError):
     """The allocator gave up on a pathological search instead of hanging."""
 
 
+class InvalidObjectError(FakeDraError):
+    """The API server, or the local store standing in for it, refused to store an object that
+    fails validation (HTTP 422 Unprocessable Entity); the message names the object and fields."""
+
+    exit_code = 2
+    status = 422
+
+    def __init__(self, message: str, dropped_gates: frozenset[str] | set[str] = frozenset()) -> None:
+        super().__init__(message)
+        # Gates whose fields the server dropped before the object became invalid (local store).
+        self.dropped_gates = frozenset(dropped_gates)
+
+
 class ConflictError(FakeDraError):
     """An optimistic-concurrency write lost a race (resourceVersion mismatch)."""
 

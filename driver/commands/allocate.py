@@ -1,11 +1,15 @@
 """`fake-dra allocate`: would these claims fit on this node (or on which nodes)? The reference
 allocator from the command line.
 
-Reads multi-document YAML or JSON files (DeviceClass, ResourceSlice, ResourceClaim, Node; other kinds
-are ignored with a warning). Claims with `status.allocation` are in use. The claims without it are one
-pod's claims: they are allocated together in one search, as kube-scheduler allocates a pod's claims
-(in file order; a later claim that does not fit makes the search revise earlier claims' choices;
-all or nothing). With --sequential each claim gets its own scheduling cycle instead, in file order,
+Reads multi-document YAML or JSON files (DeviceClass, ResourceSlice, ResourceClaim, Node, also inside
+a List as `fake-dra get -o yaml` prints them; other kinds are ignored with a warning), each checked as
+kube-apiserver checks it: resource.k8s.io/v1 (v1 for Node), strictly against the Kubernetes 1.37
+schema, so an unknown field is an error naming its path (driver.schema). KEP-5941 fields are known
+to that check whatever --features says: those are the scheduler's gates, and objects carrying the
+fields come from an apiserver that has the gate. Claims with `status.allocation` are in use. The
+claims without it are one pod's claims: they are allocated together in one search, as kube-scheduler
+allocates a pod's claims (in file order; a later claim that does not fit makes the search revise
+earlier claims' choices; all or nothing). With --sequential each claim gets its own scheduling cycle instead, in file order,
 each seeing the earlier ones as allocated (several pods scheduled one after the other).
 
 On one node (--node-name): prints the newly allocated claims (YAML, or a JSON List with -o json).
@@ -35,11 +39,13 @@ from typing import Any
 
 import yaml
 
+from driver import schema
 from driver.allocator import ClusterView, Node, allocate_pending, cluster_view, split_objects
 from driver.allocator.engine import DEFAULT_BUDGET
 from driver.allocator.pools import node_matches
 from driver.commands.common import add_features, add_node_name, features_from, require_node_name
 from driver.errors import InputError
+from driver.features import Features
 from driver.fsutil import decode_text, read_text_file
 from driver.yamlio import load_all
 
@@ -65,7 +71,16 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+# What allocate's check knows: the 1.37 schema plus the KEP-5941 fields. `--features` are the
+# scheduler's gates; the objects were stored by an apiserver, and ones that carry KEP-5941 fields were
+# stored by one with the gate (a scheduler without it is modelled by =false, reading such slices).
+_STORED_BY = Features(shared_consumable_capacity=True)
+
+
 def load_documents(paths: list[str]) -> list[Any]:
+    """Every document of `paths` (a List's items one by one), each checked as kube-apiserver checks
+    it (driver.schema: served apiVersion, the schema strictly); kinds the allocator does not read are
+    passed on unchecked (it warns about them)."""
     docs: list[Any] = []
     for path in paths:
         if path == "-":
@@ -73,12 +88,20 @@ def load_documents(paths: list[str]) -> list[Any]:
             text = raw if isinstance(raw, str) else decode_text(raw, "standard input")
         else:
             text = read_text_file(path, "file")
-        loaded = load_all(text, path)
-        for number, doc in enumerate(loaded, 1):
-            if doc is not None and not isinstance(doc, dict):
-                raise InputError(f"{path}: document {number}: expected a mapping with apiVersion and kind, "
-                                 f"got {type(doc).__name__}")
-        docs.extend(d for d in loaded if d is not None)
+        for number, doc in enumerate(load_all(text, path), 1):
+            if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+                # `fake-dra get -o yaml` (and kubectl) print several objects as a List: read its items.
+                items = [(f"{number} item {i}", item) for i, item in enumerate(doc["items"], 1)]
+            else:
+                items = [(str(number), doc)]
+            for label, item in items:
+                if item is None:
+                    continue
+                if not isinstance(item, dict):
+                    raise InputError(f"{path}: document {label}: expected a mapping with apiVersion and kind, "
+                                     f"got {type(item).__name__}")
+                schema.check(item, _STORED_BY, schema.document_label(path, label, item))
+                docs.append(item)
     return docs
 
 

@@ -8,8 +8,10 @@
     cat claims.yaml | fake-dra apply -f -        from stdin
 
 Accepts DeviceClass, ResourceClaim, ResourceClaimTemplate and ResourceSlice (resource.k8s.io/v1),
-several per file. Every document is checked before anything is written: one invalid document
-leaves the store unchanged. See driver/store/apply.py for the API-server rules applied.
+Node and Pod (v1), several per file. Every document is checked before anything is written, strictly
+against the Kubernetes 1.37 schema (an unknown field is an error, as with kubectl's default strict
+field validation): one invalid document leaves the store unchanged. See driver/store/apply.py for
+the API-server rules applied.
 
 --allocate plays kube-scheduler for one pod that uses every pending claim of this apply: they are
 allocated together on the node whose slices are in the store (or --node-name), against the store's
@@ -59,8 +61,12 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"-f {', '.join(args.filename)}: no objects found")
     store = _store.open_store(args, write=True)
 
+    from driver.publish.backend import LocalGateConfig
+
     def prepare() -> tuple[list[Planned], dict[int, tuple[str, list[tuple[str, str]]]]]:
-        planned = plan(store, documents, namespace=_store.namespace(args), explicit_namespace=args.namespace is not None)
+        gates = LocalGateConfig.load(store.root)  # the simulated apiserver decides which fields exist
+        planned = plan(store, documents, namespace=_store.namespace(args), explicit_namespace=args.namespace is not None,
+                       features=gates.apiserver_features(), gate_hint=gates.gate_hint(store.root))
         return planned, (_allocate(store, planned, args) if args.allocate else {})
 
     # A dry pass first: bad input is refused before the store (or its lock file) is created. The

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from driver import schema
 from driver.commands import _store
 from driver.errors import InputError, NotFoundError
 from driver.store.apply import load_documents
@@ -44,7 +45,7 @@ def _targets(store, args: argparse.Namespace) -> list[tuple[Kind, str | None, st
         out = []
         for path in _store.expand_filenames(args.filename, args.recursive):
             for index, doc in load_documents(_store.read_manifest(path), path):
-                where = f"{path}: document {index}"
+                where = schema.document_label(path, index, doc)
                 if not isinstance(doc, dict):
                     raise InputError(f"{where}: expected an object with apiVersion, kind and metadata")
                 kind = for_object(doc.get("apiVersion"), doc.get("kind"), where)

@@ -117,9 +117,11 @@ def build_publisher(args: argparse.Namespace, backend: Any, render: Any, interva
     """Publisher of one driver's pool with gate detection (explicit --features still win per gate)."""
     from driver.publish import Publisher
     from driver.publish.metrics import PublishMetrics
+    from driver.publish.wiring import check_local_switch
 
     name = driver_name or args.driver_name
     detector = detector_from_args(args, backend, interval_s, driver_name=name)
+    check_local_switch(backend, detector.overrides)
     return Publisher(backend, render, detector, interval_s, node_name=common.require_node_name(args),
                      driver_name=name, delete_on_exit=bool(getattr(args, "delete_slices_on_exit", False)),
                      metrics=PublishMetrics(metrics_registry))

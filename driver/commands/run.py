@@ -201,6 +201,17 @@ def _log_inventory(pool: Any, driver_name: str) -> None:
         log.warning(warning)
 
 
+def _check_local_switch(args: argparse.Namespace) -> None:
+    """Local mode: --features may turn KEP-5941 on only when STORE/featuregates.yaml has it on
+    (driver.publish.wiring.check_local_switch); refused here, before the plugin starts."""
+    from driver.commands.publish import backend_from_args, uses_api_server
+    from driver.features import parse_gates
+    from driver.publish.wiring import check_local_switch
+
+    if not uses_api_server(args):
+        check_local_switch(backend_from_args(args), parse_gates(args.features))
+
+
 def start_publisher(args: argparse.Namespace, render: Callable[..., Any], interval_s: float,
                     registry: Any, driver_name: str) -> Any | None:
     """The single place `run` wires slice publishing; the flag -> backend/detector/Publisher
@@ -299,6 +310,8 @@ def run(args: argparse.Namespace) -> int:
     lock_wait = lock_wait_seconds(args.wait_for_lock)
     if args.metrics_addr:
         parse_addr(args.metrics_addr)
+    if not args.no_publish:
+        _check_local_switch(args)  # before anything is created or locked
     from driver.commands.publish import renderers_from_args
 
     renderers = renderers_from_args(args)

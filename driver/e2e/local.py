@@ -2,6 +2,8 @@
 
 Roles, each played by the component a real cluster uses for it where we have one:
 - API server: the local object store (driver.store), the same one `fake-dra run` reads and writes;
+  what it stores (claims, and the slices the plugin published) is checked against the 1.37 schema
+  with the scenario's gates (driver.schema), as kube-apiserver would;
 - node: a fake sysfs tree of the scenario's profile (driver.discovery.make_sysfs);
 - kubelet plugin: `python -m driver run` as a child process (plugin_proc), publishing its slices;
 - kube-scheduler: the reference allocator (driver.allocator) against the slices the plugin published;
@@ -26,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from driver import DEFAULT_DRIVER_NAME
+from driver import DEFAULT_DRIVER_NAME, schema
 from driver.allocator.cluster import ClusterView
 from driver.allocator.usage import counters_left
 from driver.discovery import discover, make_sysfs, set_fault
@@ -187,6 +189,11 @@ class LocalBackend:
         if key != self._slice_key:
             self._slice_cache = [s for s in self.store.list("resourceslices")
                                  if s.get("spec", {}).get("driver") == self.driver_name]
+            # What the plugin published must be well-formed. Every gated field counts as known here:
+            # the store's writes already refused what its gates do not know, and a slice written
+            # before a gate flip keeps its fields until republished (as on kube-apiserver).
+            for obj in self._slice_cache:
+                schema.validate(obj, "ResourceSlice", Features.all_on(), f"published ResourceSlice {obj['metadata']['name']}")
             self._slice_key = key
         return list(self._slice_cache)  # read-only for callers; the skewed scheduler copies before editing
 
@@ -231,8 +238,18 @@ class LocalBackend:
         for name, allocation in zip(todo, results):
             claim = claims[name]
             claim["status"] = {**(claim.get("status") or {}), "allocation": allocation}
-            self.store.update(CLAIMS, claim)
+            self._write_claim(claim)
         return todo, ""
+
+    def _write_claim(self, claim: dict[str, Any], *, create: bool = False) -> None:
+        """The apiserver's part of a claim write: refuse what it would refuse (driver.schema)."""
+        name = claim["metadata"]["name"]
+        old = None if create else self._claim(name)
+        schema.validate(claim, "ResourceClaim", self.features, f"ResourceClaim {NAMESPACE}/{name}", old=old)
+        if create:
+            self.store.create(CLAIMS, claim)
+        else:
+            self.store.update(CLAIMS, claim)
 
     def _view(self, features: Features, slices: Sequence[dict[str, Any]]) -> ClusterView:
         """The cluster view of a gate set, synced with the store: only what changed since the last
@@ -252,7 +269,7 @@ class LocalBackend:
         reserved = status.setdefault("reservedFor", [])
         if not any(r["uid"] == consumer["uid"] for r in reserved):
             reserved.append(consumer)
-            self.store.update(CLAIMS, claim)
+            self._write_claim(claim)
 
     def _unreserve(self, name: str, uid: str) -> None:
         """Drop one consumer; deallocate when nothing reserves the claim (resourceclaim controller)."""
@@ -263,7 +280,7 @@ class LocalBackend:
             status.pop("reservedFor")
             status.pop("allocation", None)
         claim["status"] = status
-        self.store.update(CLAIMS, claim)
+        self._write_claim(claim)
 
     # ---- kubelet ---------------------------------------------------------------------------
     def _prepare(self, pod: _Pod, obs: Observation) -> None:
@@ -330,7 +347,7 @@ class LocalBackend:
 
     # ---- actions ---------------------------------------------------------------------------
     def create_claim(self, name: str, obj: dict[str, Any]) -> Observation:
-        self.store.create(CLAIMS, obj)
+        self._write_claim(obj, create=True)
         return Observation()
 
     def run_pod(self, name: str, claims: Sequence[str], podgroup: str | None, skewed: bool) -> Observation:

@@ -17,10 +17,12 @@ from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from driver import schema
 from driver.e2e.observe import Observation, check_step
 from driver.e2e.report import Check, RunReport, ScenarioResult
 from driver.e2e.scenario import Scenario, Step
 from driver.errors import FakeDraError, InputError
+from driver.features import Features
 
 log = logging.getLogger("fake-dra.e2e")
 
@@ -86,11 +88,17 @@ def _resolved_requests(requests: Sequence[Mapping[str, Any]], backend: Backend) 
     return out
 
 
-def run_step(step: Step, backend: Backend, make_claim: Callable[..., dict[str, Any]]) -> Observation:
+def run_step(step: Step, backend: Backend, make_claim: Callable[..., dict[str, Any]],
+             features: Features = Features()) -> Observation:
+    """One step; a claim is checked as kube-apiserver checks it (driver.schema, with the scenario's
+    `features`) before either backend sees it, so a scenario's raw constraints or config with a
+    typo fail the same way in local mode and on a cluster."""
     a = step.args
     if step.action == "claim":
         obj = make_claim(a["name"], _resolved_requests(a["requests"], backend),
                          constraints=a.get("constraints"), config=a.get("config"))
+        meta = obj.get("metadata") or {}
+        schema.check(obj, features, f"ResourceClaim {meta.get('namespace')}/{meta.get('name')}")
         return backend.create_claim(a["name"], obj)
     if step.action == "pod":
         return backend.run_pod(a["name"], list(a.get("claims") or []), a.get("podgroup"), a.get("scheduler") == "skewed")
@@ -135,7 +143,7 @@ def run_scenario(scenario: Scenario, backend: Backend, make_claim: Callable[...,
         backend.start(scenario)
         for step in scenario.steps:
             current = step.label
-            obs = run_step(step, backend, make_claim)
+            obs = run_step(step, backend, make_claim, scenario.features)
             checks = check_step(step, obs, backend.claim_devices())
             result.checks.extend(checks)
             log.debug("step done", extra={"scenario": scenario.name, "step": step.label,

@@ -21,8 +21,11 @@ import yaml
 from driver.errors import ConfigError
 from driver.model.hardware import GpuModel, MigProfile
 
-_MODEL_KEYS = {"cuda", "brand", "pci_name", "bars_mib", "addressing_mode", "gi_profile_ids", "source", "unconfirmed"}
+_MODEL_KEYS = {"cuda", "brand", "pci_name", "bars_mib", "addressing_mode", "gi_profile_ids", "placement_units", "source",
+               "unconfirmed"}
 _CUDA = re.compile(r"^(\d+)\.(\d+)$")
+# go-nvlib MigProfileInfo.String(): "[<c>c.]<g>g.<gb>gb" then "+<attributes>" or "-<negated attributes>".
+_PROFILE_SUFFIX = re.compile(r"^(?:\d+c\.)?\d+g\.\d+gb(?P<suffix>[+-].*)?$")
 # go-nvlib GetBrandAsString's values (vendor/github.com/NVIDIA/go-nvlib/pkg/nvlib/device/device.go).
 BRANDS = ("Unknown", "Quadro", "Tesla", "NVS", "Grid", "GeForce", "Titan", "NvidiaVApps", "NvidiaVPC", "NvidiaVCS",
           "NvidiaVWS", "NvidiaCloudGaming", "QuadroRTX", "NvidiaRTX", "Nvidia", "GeForceRTX", "TitanRTX")
@@ -40,6 +43,9 @@ class NvmlFacts:
     bars_mib: tuple[int, ...]  # 64-bit memory BARs
     addressing_mode: str | None = None
     gi_profile_ids: Mapping[str, int] = field(default_factory=dict)  # explicit per-profile IDs
+    # NVML's GPU-instance placements count in units finer than a memory slice on some GPUs (the RTX PRO
+    # 6000 Blackwell: a 12-unit grid for 4 memory slices); names and memory-slice counters use them.
+    placement_units: int = 1
     source: str = ""
     unconfirmed: str = ""
 
@@ -48,6 +54,11 @@ class NvmlFacts:
         """The semver form the driver publishes: "8.0" -> "8.0.0"."""
         major, minor = _CUDA.fullmatch(self.cuda).groups()  # type: ignore[union-attr]
         return f"{int(major)}.{int(minor)}.0"
+
+    def nvml_placement(self, start: int, memory_slices: int) -> range:
+        """The NVML placement units a GPU instance at memory slice `start` spanning `memory_slices` covers
+        (nvmlGpuInstancePlacement_t start .. start + size)."""
+        return range(start * self.placement_units, (start + memory_slices) * self.placement_units)
 
     @property
     def addressable_memory_bytes(self) -> int:
@@ -84,9 +95,10 @@ class NvmlTable:
 
 
 def profile_shape(profile: MigProfile) -> str:
-    """`1g.5gb+me` with 1 compute and 1 memory slice -> "1g/1m+me"."""
-    suffix = profile.name.partition("+")[2]
-    return f"{profile.compute_slices}g/{profile.memory_slices}m" + (f"+{suffix}" if suffix else "")
+    """`1g.5gb+me` with 1 compute and 1 memory slice -> "1g/1m+me"; `1g.24gb-me` -> "1g/1m-me"."""
+    found = _PROFILE_SUFFIX.fullmatch(profile.name)
+    suffix = (found["suffix"] or "") if found else ""
+    return f"{profile.compute_slices}g/{profile.memory_slices}m{suffix}"
 
 
 @functools.cache
@@ -145,9 +157,13 @@ def _facts(key: str, row: Mapping[str, Any], sources: Mapping[str, str], where: 
     if not isinstance(ids, Mapping) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
                                                 for v in ids.values()):
         raise ConfigError(f"{here}.gi_profile_ids: must map MIG profile names to non-negative integers, got {ids!r}")
+    units = row.get("placement_units", 1)
+    if isinstance(units, bool) or not isinstance(units, int) or units < 1:
+        raise ConfigError(f"{here}.placement_units: must be a positive integer (NVML placement units per memory "
+                          f"slice), got {units!r}")
     source = row.get("source") or []
     items = source if isinstance(source, list) else [source]
     return NvmlFacts(model=key, cuda=cuda, brand=brand, pci_name=pci_name, bars_mib=tuple(bars),
-                     addressing_mode=mode, gi_profile_ids={str(k): v for k, v in ids.items()},
+                     addressing_mode=mode, gi_profile_ids={str(k): v for k, v in ids.items()}, placement_units=units,
                      source="; ".join(sources.get(str(s), str(s)) for s in items),
                      unconfirmed=str(row.get("unconfirmed") or ""))

@@ -8,7 +8,9 @@ NotFoundError on missing objects.
 The store backend also plays the apiserver's role for feature gates: STORE/featuregates.yaml
 (see LocalGateConfig) says which gates the simulated apiserver and scheduler have, and writes
 strip disabled fields exactly as kube-apiserver would, so dropped-field detection, gate probes and
-gate flips behave in local mode as they do on a cluster.
+gate flips behave in local mode as they do on a cluster. What is left is validated like the
+apiserver validates it (driver.schema): an invalid slice is refused (InvalidObjectError, its 422),
+never stored.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import yaml
 
-from driver.errors import ConfigError, ConflictError, InputError, NotFoundError
+from driver import schema
+from driver.errors import ConfigError, ConflictError, InputError, InvalidObjectError, NotFoundError
 from driver.features import Features, KNOWN_GATES, unknown_gate_error
 from driver.yamlio import load_one
 from driver.kube.allocated import allocated_from_claims
@@ -137,6 +140,14 @@ class LocalGateConfig:
     def scheduler_gates(self) -> dict[str, bool]:
         return {g: bool(self.scheduler.get(g, _DEFAULTS.enabled(g))) for g in DETECTED_GATES}
 
+    def apiserver_features(self) -> Features:
+        """The simulated kube-apiserver's gates: which fields it knows (driver.schema) and keeps."""
+        return _DEFAULTS.with_gates(self.apiserver, str(self.path or GATE_CONFIG_FILE))
+
+    def gate_hint(self, store_root: str | Path) -> str:
+        """Where a user turns a gate of the simulated control plane on: the end of a schema error."""
+        return f"turn it on in {Path(store_root) / GATE_CONFIG_FILE} (apiserver: and scheduler:)"
+
 
 class StoreSliceBackend:
     """SliceBackend over the local ObjectStore, simulating apiserver field stripping per gate config."""
@@ -157,18 +168,33 @@ class StoreSliceBackend:
             if (s.get("spec") or {}).get("driver") == driver and (s.get("spec") or {}).get("nodeName") == node
         ]
 
-    def _strip(self, obj: dict[str, Any], old_name: str | None) -> dict[str, Any]:
-        """Drop fields of gates the simulated apiserver has off, keeping those the stored object uses."""
-        off = self.gate_config().disabled("apiserver")
-        if not off:
-            return obj
+    def _admit(self, obj: dict[str, Any], old_name: str | None) -> dict[str, Any]:
+        """What kube-apiserver does to a write before storing it: drop the fields of gates it has
+        off (keeping those the stored object uses), then validate what is left against the 1.37
+        schema with its gates. An object that is invalid after stripping (a counter whose only
+        `valueFrom` was dropped has no value left) is refused with InvalidObjectError (its 422),
+        never stored for a later reader to trip over."""
+        config = self.gate_config()
+        off = config.disabled("apiserver")
         # Read the old object only when something may be stripped: most stores have every gate on.
-        keep = gates_used(self.store.get(SLICES, None, old_name).get("spec") or {}) if old_name else set()
-        return {**obj, "spec": strip_disabled(obj.get("spec") or {}, off, keep)}  # strip_disabled copies
+        keep = gates_used(self.store.get(SLICES, None, old_name).get("spec") or {}) if off and old_name else set()
+        stripped = (off - keep) & gates_used(obj.get("spec") or {}) if off else set()
+        if off:
+            obj = {**obj, "spec": strip_disabled(obj.get("spec") or {}, off, keep)}  # strip_disabled copies
+        known = config.apiserver_features().with_gates({g: True for g in keep})
+        problems = schema.errors(obj, "ResourceSlice", known)
+        if problems:
+            name = (obj.get("metadata") or {}).get("name")
+            why = (f" (it dropped the fields of {', '.join(sorted(stripped))}, off for the simulated kube-apiserver "
+                   f"in {self.store.root / GATE_CONFIG_FILE})" if stripped else "")
+            shown = "; ".join(str(p) for p in problems[:5])
+            raise InvalidObjectError(f"ResourceSlice {name}: the local store refused it as invalid (422): {shown}{why}",
+                                     stripped)
+        return obj
 
     def create_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
         self.requests += 1
-        obj = self._strip(obj, None)
+        obj = self._admit(obj, None)
         name = obj["metadata"]["name"]
         problem = self._unreadable(name)
         if problem is not None:
@@ -204,7 +230,7 @@ class StoreSliceBackend:
 
     def update_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
         self.requests += 1
-        return self.store.update(SLICES, self._strip(obj, obj["metadata"]["name"]))
+        return self.store.update(SLICES, self._admit(obj, obj["metadata"]["name"]))
 
     def delete_slice(self, name: str, *, uid: str | None = None, resource_version: str | None = None) -> None:
         self.requests += 1
@@ -216,7 +242,7 @@ class StoreSliceBackend:
 
     def dry_run_create_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
         self.requests += 1
-        return self._strip(copy.deepcopy(obj), None)
+        return self._admit(copy.deepcopy(obj), None)
 
     def node_uid(self, node: str) -> str | None:
         self.requests += 1

@@ -3,7 +3,10 @@
 Each pass re-renders the pool (the render callable re-scans the inventory), so hotplug and gate
 flips are picked up within one interval; `trigger()` (SIGHUP, a udev event) starts a pass at once.
 When a write loses fields, gates are re-detected and the pool re-rendered and republished in the
-same pass, so the pool never stays in a dropped-field state for a whole interval.
+same pass, so the pool never stays in a dropped-field state for a whole interval. A write the
+apiserver refuses as invalid (422) is handled the same way: re-detection turns the gate off; when
+only a --features override keeps it on, the pool is published without that gate's fields (rendered
+without KEP-5941, whose stripped counters would be invalid) and an error says so.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from driver import DEFAULT_DRIVER_NAME
 from driver.errors import ConflictError, FakeDraError
 from driver.features import Features
 from driver.publish.backend import SliceBackend
-from driver.publish.fields import strip_disabled
+from driver.publish.fields import SHARED_CONSUMABLE, strip_disabled
 from driver.publish.gates import GateDetector, GateReport, fixed_report
 from driver.publish.reconcile import PoolLike, ReconcileStats, delete_all, reconcile
 
@@ -35,6 +38,11 @@ class PublishResult:
     def features(self) -> Features:
         """The features this pass published with (those of its gate report)."""
         return self.report.features
+
+
+# Gates whose fields cannot simply be stripped from a render: a counter whose only `valueFrom` is
+# dropped has no value left (invalid). When the apiserver will not take them, render without the gate.
+_RENDER_WITHOUT = frozenset({SHARED_CONSUMABLE})
 
 
 @dataclass(frozen=True)
@@ -103,17 +111,32 @@ class Publisher:
         return self._owner_uid
 
     def _publish(self, report: GateReport) -> ReconcileStats:
-        pool = self.render(report.features)
         if report.features != self._tolerated_for:
             self._tolerated, self._tolerated_for = set(), report.features
-        if self._tolerated:
-            pool = _StrippedPool(pool.name, tuple(strip_disabled(s, self._tolerated) for s in pool.slices))
+        features = report.features
+        rerender = self._tolerated & _RENDER_WITHOUT
+        if rerender:
+            features = features.with_gates({g: False for g in rerender})
+        pool = self.render(features)
+        strip = self._tolerated - _RENDER_WITHOUT
+        if strip:
+            pool = _StrippedPool(pool.name, tuple(strip_disabled(s, strip) for s in pool.slices))
         node = self.node_name or pool.name
         self._node = node
         return reconcile(
             self.backend, pool, node_name=node, driver_name=self.driver_name,
             owner_uid=self._owner(node), groups_enabled=report.features.compatibility_groups,
         )
+
+    def _refused_gates(self, exc: FakeDraError, report: GateReport) -> set[str]:
+        """Gates forced on by --features whose fields made the apiserver refuse a write (422): those
+        the local store says it dropped, else those the apiserver probe found off."""
+        if getattr(exc, "status", None) != 422 or self.detector is None:
+            return set()
+        overridden = {g for g, on in self.detector.overrides.items() if on}
+        named = set(getattr(exc, "dropped_gates", ()) or ())
+        off = {g for g, state in report.gates.items() if state.apiserver is False}
+        return ((named or off) & overridden) - self._tolerated
 
     def run_once(self) -> PublishResult:
         """Detect gates if due, render, reconcile; on dropped fields re-detect and republish once."""
@@ -131,9 +154,17 @@ class Publisher:
                     self.detector.note_write_failure()
                     new_report = self._report()
                     if new_report.features == report.features:
-                        raise
-                    log.warning("write failed; gates changed, republishing", extra={
-                        "error": str(exc), "before": str(report.features), "after": str(new_report.features)})
+                        refused = self._refused_gates(exc, new_report)
+                        if not refused:
+                            raise
+                        # Only an explicit --features override keeps a gate on that the apiserver
+                        # refuses: publish what it accepts, saying so, instead of failing every pass.
+                        self._tolerated |= refused
+                        log.error("the apiserver refuses the fields --features says to publish; publishing "
+                                  "without them", extra={"gates": sorted(refused), "error": str(exc)})
+                    else:
+                        log.warning("write failed; gates changed, republishing", extra={
+                            "error": str(exc), "before": str(report.features), "after": str(new_report.features)})
                     report, stats = new_report, self._publish(new_report)
                 if stats.dropped and self.detector is not None:
                     gates = stats.dropped_gate_names()

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from driver.errors import InputError
+from driver.errors import ConfigError, InputError
 from driver.features import Features
 from driver.publish.backend import GATE_CONFIG_FILE, SliceBackend, StoreSliceBackend
+from driver.publish.fields import SHARED_CONSUMABLE
 from driver.publish.gates import GateDetector, SchedulerSource, http_metrics_source, parse_feature_metrics
 
 
@@ -61,3 +62,23 @@ def make_detector(
         base=base or Features(),
         interval_s=interval_s,
     )
+
+
+def check_local_switch(backend: SliceBackend, overrides: Mapping[str, bool]) -> None:
+    """KEP-5941 has one switch in local mode: STORE/featuregates.yaml, the simulated control plane's
+    gates (a real cluster's apiserver and scheduler flags). `run`/`publish` detect it from there; a
+    `--features DRASharedConsumableCapacity=true` the file does not back would publish `valueFrom`
+    counters the simulated apiserver refuses and a scheduler cannot charge, so the plugin refuses to
+    start, naming the file. (`=false` is always fine: a driver may publish static shares.)"""
+    if not isinstance(backend, StoreSliceBackend) or overrides.get(SHARED_CONSUMABLE) is not True:
+        return
+    config = backend.gate_config()
+    off = [c for c in ("apiserver", "scheduler") if SHARED_CONSUMABLE in config.disabled(c)]
+    if not off:
+        return
+    path = backend.store.root / GATE_CONFIG_FILE
+    raise ConfigError(
+        f"--features {SHARED_CONSUMABLE}=true: the local store's simulated kube-{' and kube-'.join(off)} "
+        f"{'has' if len(off) == 1 else 'have'} it off; turn KEP-5941 on in {path} (apiserver: "
+        f"{{{SHARED_CONSUMABLE}: true}} and scheduler: {{{SHARED_CONSUMABLE}: true}}; that file is its one switch "
+        f"in local mode, and `run` then publishes valueFrom by itself), or drop it from --features")

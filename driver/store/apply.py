@@ -1,8 +1,10 @@
 """`kubectl apply` semantics on the local object store: validate a batch, then write all or nothing.
 
 What the API server does, and so what happens here:
-- every document is checked before anything is written (kind, apiVersion, names, namespace, the
-  spec as the allocator reads it), and every error names the document, the object and the field;
+- every document is checked before anything is written (kind, apiVersion, strictly against the
+  1.37 schema (driver.schema: unknown fields are errors, as with kubectl's default strict field
+  validation), names, namespace, the spec as the allocator reads it), and every error names the
+  document, the object and the field;
   one invalid document leaves the store untouched;
 - the server owns `metadata.uid`, `creationTimestamp`, `generation` and `resourceVersion`: a uid or
   resourceVersion given in a document is a precondition on update (conflict when stale) and
@@ -24,7 +26,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from driver import schema
 from driver.errors import ConflictError, FakeDraError, InputError, NotFoundError
+from driver.features import Features
 from driver.slices.names import is_dns_label, is_dns_subdomain
 from driver.store import validate
 from driver.store.kinds import Kind, for_object
@@ -75,16 +79,6 @@ def load_documents(text: str, source: str) -> list[tuple[int, Any]]:
             continue
         out.append((i, doc))
     return out
-
-
-def _where(source: str, index: int, obj: Any) -> str:
-    kind = name = None
-    if isinstance(obj, Mapping):
-        kind = obj.get("kind")
-        meta = obj.get("metadata")
-        name = meta.get("name") if isinstance(meta, Mapping) else None
-    what = " ".join(str(x) for x in (kind, name) if x)
-    return f"{source}: document {index}" + (f" ({what})" if what else "")
 
 
 def _check_metadata(obj: Mapping[str, Any], kind: Kind, where: str, namespace: str, explicit_ns: bool) -> tuple[str | None, str]:
@@ -158,13 +152,17 @@ def _merge(doc: dict[str, Any], current: dict[str, Any] | None, planned: Planned
 
 
 def plan(store: ObjectStore, documents: Sequence[tuple[str, int, Any]], *, namespace: str = "default",
-         explicit_namespace: bool = False) -> list[Planned]:
+         explicit_namespace: bool = False, features: Features = Features(),
+         gate_hint: str | None = None) -> list[Planned]:
     """Check every (source, document number, object) against the store; call inside `store.locked()`
-    and hand the result to `commit` so nothing changes in between."""
+    and hand the result to `commit` so nothing changes in between.
+
+    `features` are the gates of the simulated kube-apiserver: KEP-5941 fields are unknown fields
+    unless it has DRASharedConsumableCapacity on (`gate_hint` then says where to turn it on)."""
     out: list[Planned] = []
     seen: dict[tuple[str, str | None, str], str] = {}
     for source, index, doc in documents:
-        where = _where(source, index, doc)
+        where = schema.document_label(source, index, doc)
         if not isinstance(doc, Mapping):
             raise InputError(f"{where}: expected an object with apiVersion, kind and metadata, got {type(doc).__name__}")
         kind = for_object(doc.get("apiVersion"), doc.get("kind"), where)
@@ -180,6 +178,7 @@ def plan(store: ObjectStore, documents: Sequence[tuple[str, int, Any]], *, names
             current = None
         planned = Planned(index, kind, ns, name, {}, current)
         _check_preconditions(doc, current, planned, where)
+        schema.validate(doc, kind.kind, features, where, gate_hint, old=current)
         planned.obj = _merge(dict(doc), current, planned, where)
         try:
             validate.check_object(kind.kind, planned.obj)

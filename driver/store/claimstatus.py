@@ -3,7 +3,7 @@
 Same contract as the API server's apply in driver.kube.claimstatus: the driver's entries become
 exactly the given ones, other drivers' entries stay, the claim's UID must match (ConflictError
 otherwise: the name now belongs to a new claim) and, as kube-apiserver validates, every entry must
-name a device allocated to the claim by that driver (InputError otherwise). Read-modify-write with
+name a device allocated to the claim by that driver and fit the 1.37 schema (InputError otherwise). Read-modify-write with
 the store's resourceVersion check, retried when another writer (the harness's reservedFor upkeep,
 another plugin thread) got in between.
 """
@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from driver import schema
 from driver.errors import ConflictError, InputError
+from driver.features import Features
 from driver.store.objectstore import ObjectStore
 
 CLAIMS = "resourceclaims"
@@ -47,6 +49,9 @@ class StoreClaimStatus:
                 status["devices"] = devices
             else:
                 status.pop("devices", None)
+            # The schema part of kube-apiserver's status validation (networkData fields, types);
+            # gated fields the stored claim already has stay (its allocation's consumedCounters).
+            schema.validate(claim, "ResourceClaim", Features(), f"resourceclaim {ref.namespace}/{ref.name}", old=claim)
             try:
                 self.store.update(CLAIMS, claim, lock_timeout_s=self.lock_timeout_s)
                 return

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from driver.errors import InputError
+from driver.schema.versions import refusal
 
 GROUP = "resource.k8s.io"
 VERSION = "v1"
@@ -102,6 +103,6 @@ def for_object(api_version: object, kind: object, where: str) -> Kind:
         raise InputError(f"{where}: kind: {kind!r} is not stored by the local store (it keeps "
                          f"{', '.join(k.kind for k in KINDS)})")
     if api_version != found.api_version:
-        raise InputError(f"{where}: apiVersion: {api_version!r} is not served by the local store; "
-                         f"use {found.api_version}")
+        # The one apiVersion rule of every command (driver.schema.versions).
+        raise InputError(f"{where}: {refusal(str(api_version), found.kind, found.api_version)}")
     return found

@@ -1,8 +1,10 @@
-"""Spec checks for objects written through `fake-dra apply`, by the readers that will use them.
+"""Semantic checks for objects written through `fake-dra apply`, by the readers that will use them.
 
-The API server validates what it stores; the local store's stand-in is the reference allocator's
-own input parsers (the scheduler reads these objects through them), so an object the allocator or
-the plugin would later choke on is refused when applied, with the field path in the message.
+The API server validates what it stores: the schema (field names, types, required fields) is
+driver.schema's, checked first; the rules beyond it (CEL, names, exactly-one-of) are the
+reference allocator's own input parsers here (the scheduler reads these objects through them), so
+an object the allocator or the plugin would later choke on is refused when applied, with the field
+path in the message.
 """
 
 from __future__ import annotations
@@ -15,22 +17,9 @@ from driver.allocator.parsed import index_slices
 from driver.errors import InputError
 
 
-def _mapping(obj: Mapping[str, Any], key: str) -> None:
-    value = obj.get(key)
-    if value is not None and not isinstance(value, Mapping):
-        raise InputError(f"{key}: must be an object, got {type(value).__name__}")
-
-
 def check_object(kind: str, obj: Mapping[str, Any]) -> None:
-    """InputError naming the field when `obj` (of `kind`) is not something its readers accept."""
-    _mapping(obj, "spec")
-    _mapping(obj, "status")
-    meta = obj.get("metadata") or {}
-    for key in ("labels", "annotations"):
-        value = meta.get(key)
-        if value is not None and (not isinstance(value, Mapping)
-                                  or not all(isinstance(v, str) for v in value.values())):
-            raise InputError(f"metadata.{key}: must map names to strings")
+    """InputError naming the field when `obj` (of `kind`, already valid against the 1.37 schema,
+    driver.schema) is not something its readers accept."""
     if kind == "ResourceClaim":
         parse_claim(obj)
         allocated_results(obj)

@@ -107,7 +107,10 @@ def test_stdin(tmp_path, capsys, monkeypatch):
     "content,args,message",
     [
         ("a: [", [], "invalid YAML"),
-        ("kind: ResourceClaim\nmetadata: {name: c}\nspec: {}\n", [], "ResourceClaim default/c: spec.devices: required"),
+        ("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\nspec: {}\n", [],
+         "ResourceClaim default/c: spec.devices: required"),
+        ("kind: ResourceClaim\nmetadata: {name: c}\nspec: {}\n", [],
+         "bad.yaml: document 1 (ResourceClaim c): apiVersion: required (a ResourceClaim is resource.k8s.io/v1)"),
         ("- just\n- a list\n", [], "expected a mapping"),
         ("kind: DeviceClass\nmetadata: {name: c}\n", ["--features", "NoSuchGate=true"], "unknown feature gate"),
         ("kind: DeviceClass\nmetadata: {name: c}\n", ["--budget", "0"], "--budget: must be a positive integer"),

@@ -295,7 +295,7 @@ def world(tmp_path_factory) -> Path:
     (root / "classes-only.yaml").write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: c}\n")
     (root / "deploy.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
     (root / "badpod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
-                                      "spec: {resourceClaims: [{name: gpu}]}\n")
+                                      "spec: {containers: [{name: c, image: busybox}], resourceClaims: [{name: gpu}]}\n")
     (root / "broken.yaml").write_text("a: [\n")
     (root / "control.yaml").write_text("kind: ResourceClaim\nmetadata: {name: a\x01}\n")  # UTF-8, not YAML
     (root / "deep.yaml").write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")

@@ -133,16 +133,16 @@ def test_resource_slices_are_stored_after_their_devices_and_counters_parse(tmp_p
     store = ObjectStore(tmp_path)
     (a,) = apply(store, SLICE.replace("COUNTER", "40Gi"))
     assert a.action == "created" and files(store) == ["resourceslices/_cluster/s.yaml"]
-    with pytest.raises(InputError, match=r"ResourceSlice s: spec.sharedCounters\[0\].counters.memory.*invalid quantity 'lots'"):
+    with pytest.raises(InputError, match=r"\(ResourceSlice s\): spec.sharedCounters\[0\].counters\[memory\].value: invalid quantity 'lots'"):
         apply(store, SLICE.replace("COUNTER", "lots"))
-    with pytest.raises(InputError, match=r"ResourceSlice s: spec.devices\[0\].capacity.memory.*invalid quantity '40 Gi'"):
+    with pytest.raises(InputError, match=r"\(ResourceSlice s\): spec.devices\[0\].capacity\[memory\].value: invalid quantity '40 Gi'"):
         apply(store, SLICE.replace("COUNTER", "40Gi").replace("value: 40Gi}}\n    consumes", "value: 40 Gi}}\n    consumes"))
 
 
 def test_status_allocation_is_checked(tmp_path):
     store = ObjectStore(tmp_path)
     broken = CLAIM.format(name="c") + "status:\n  allocation:\n    devices:\n      results:\n      - {request: gpu}\n"
-    with pytest.raises(InputError, match=r"status.allocation.devices.results\[0\].driver: required"):
+    with pytest.raises(InputError, match=r"status.allocation.devices.results\[0\].device: Required value; status.allocation.devices.results\[0\].driver: Required value"):
         apply(store, broken)
 
 
@@ -167,16 +167,16 @@ def test_namespaces(tmp_path):
     (CLAIM.format(name="a/b"), "metadata.name: 'a/b' must be a DNS subdomain"),
     (CLAIM.replace("  name: {name}\n", "  generateName: x-\n"), "metadata.name: required (generateName"),
     (CLAIM.format(name="c").replace("kind: ResourceClaim", "kind: Deployment"), "kind: 'Deployment' is not stored by the local store"),
-    (CLAIM.format(name="c").replace("kind: ResourceClaim", "kind: Pod"), "apiVersion: 'resource.k8s.io/v1' is not served by the local store; use v1"),
+    (CLAIM.format(name="c").replace("kind: ResourceClaim", "kind: Pod"), "apiVersion: 'resource.k8s.io/v1' does not serve Pod; use v1"),
     (CLAIM.format(name="c").replace("resource.k8s.io/v1", "resource.k8s.io/v1beta1"),
-     "apiVersion: 'resource.k8s.io/v1beta1' is not served by the local store; use resource.k8s.io/v1"),
+     "apiVersion: resource.k8s.io/v1beta1 is not served by a Kubernetes 1.37 kube-apiserver by default"),
     (CLAIM.format(name="c").replace("kind: ResourceClaim\n", ""), "kind: required"),
     ("- just\n- a list\n", "document 1: expected an object"),
     (CLAIM.format(name="c") + "---\n" + CLAIM.format(name="c"), "ResourceClaim default/c is also f.yaml: document 1"),
-    (CLAIM.format(name="c").replace("spec:\n", "spec: 3\nx:\n"), "spec: must be an object"),
-    (CLAIM.format(name="c").replace("  name: c\n", "  name: c\n  labels: {a: 1}\n"), "metadata.labels: must map names to strings"),
+    (CLAIM.format(name="c").replace("spec:\n", "spec: 3\nx:\n"), "spec: expected object, got integer 3; x: unknown field \"x\""),
+    (CLAIM.format(name="c").replace("  name: c\n", "  name: c\n  labels: {a: 1}\n"), "metadata.labels[a]: expected string, got integer 1"),
     ("apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\nspec: {pool: {name: p}}\n",
-     "ResourceSlice s: spec.driver: required"),
+     "(ResourceSlice s): spec.pool.generation: Required value; spec.pool.resourceSliceCount: Required value; spec.driver: Required value"),
     ("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: t}\nspec: {spec: {devices: {requests: [{name: r}]}}}\n",
      "ResourceClaimTemplate default/t: spec.spec.devices.requests[0]: set exactly one of exactly and firstAvailable"),
     ("key: [unclosed\n", "f.yaml: invalid YAML at line 2"),
@@ -256,11 +256,33 @@ def test_nodes_and_pods_are_core_v1_kinds_of_the_store(tmp_path):
     store = ObjectStore(tmp_path)
     docs = [("f.yaml", 1, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"type": "kwok"}}}),
             ("f.yaml", 2, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-                           "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]}})]
+                           "spec": {"containers": [{"name": "c", "image": "busybox"}],
+                                    "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]}})]
     applied = commit(store, plan(store, docs))
     assert [a.planned.ref for a in applied] == ["node/n1", "pod/p"]
     assert store.get("nodes", None, "n1")["metadata"]["labels"] == {"type": "kwok"}
     assert (tmp_path / "pods" / "default" / "p.yaml").is_file()
     assert resolve("po").kind == "Pod" and resolve("no").kind == "Node" and resolve("pods.v1").kind == "Pod"
-    with pytest.raises(InputError, match=r"apiVersion: 'resource.k8s.io/v1' is not served by the local store; use v1"):
+    with pytest.raises(InputError, match=r"apiVersion: 'resource.k8s.io/v1' does not serve Pod; use v1"):
         plan(store, [("f.yaml", 1, {"apiVersion": "resource.k8s.io/v1", "kind": "Pod", "metadata": {"name": "q"}})])
+
+
+def test_kep5941_fields_follow_the_apiservers_gate_and_updates_keep_fields_in_use(tmp_path):
+    """`features` are the simulated kube-apiserver's gates; like its dropDisabledFields, an update of
+    an object that already has a gated field is not refused for it when the gate went off."""
+    from driver.features import Features
+
+    store = ObjectStore(tmp_path)
+    recorded = CLAIM.format(name="c") + (
+        "status:\n  allocation:\n    devices:\n      results:\n"
+        "      - {request: gpu, driver: d.example.com, pool: p, device: vf-0,\n"
+        "         consumedCounters: [{counterSet: pf, counters: {bandwidth: {value: 40G}}}]}\n")
+    with pytest.raises(InputError, match=r'consumedCounters: unknown field "consumedCounters" \(a KEP-5941 field: '
+                                         r"DRASharedConsumableCapacity is off; turn it on here\)"):
+        apply(store, recorded, gate_hint="turn it on here")
+    (a,) = apply(store, recorded, features=Features.all_on())
+    assert a.action == "created"
+    (a,) = apply(store, recorded)  # the gate is off now: the stored claim keeps its field
+    assert a.action == "unchanged"
+    with pytest.raises(InputError, match="unknown field \"consumedCounters\""):
+        apply(store, recorded.replace("name: c\n", "name: d\n"))  # a new object may not use it

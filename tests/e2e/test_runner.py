@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from driver.e2e.manifests import claim_object
+from driver.e2e.manifests import NAMESPACE, claim_object
 from driver.e2e.observe import Observation
 from driver.e2e.runner import resolve_refs, run_all
 from driver.e2e.scenario import parse_scenario
@@ -102,3 +102,49 @@ def test_each_result_is_announced_as_it_finishes() -> None:
     run_all(scenarios[:1], FakeBackend, claim_object, skip=lambda s: "not here",
             on_result=lambda r: skipped.append(progress_line(r)))
     assert skipped == ["SKIP  s0 (not here)"]
+
+
+def test_a_scenario_claim_is_checked_as_kube_apiserver_checks_it_before_any_backend_sees_it() -> None:
+    """A typo in a scenario's raw `config`/`constraints` fails the step in local mode as on a cluster."""
+    typo = {"name": "typo", "reason": "r", "steps": [
+        {"action": "claim", "name": "c", "requests": [{"name": "g", "class": "mig"}],
+         "config": [{"requests": ["g"], "opaque": {"driver": "fake-dra.example.com", "parameter": {"a": 1}}}]}]}
+    backend = FakeBackend()
+    report = run_all([parse_scenario(typo)], lambda: backend, claim_object)
+    (result,) = report.scenarios
+    assert result.status == "FAIL" and backend.claims == {}
+    assert result.error == (f'1. claim c: ResourceClaim {NAMESPACE}/c: spec.devices.config[0].opaque.parameter: unknown field "parameter" '
+                            '(did you mean "parameters"?); spec.devices.config[0].opaque.parameters: Required value')
+
+
+def test_the_local_backend_stores_only_what_kube_apiserver_would(tmp_path) -> None:
+    """Its claim writes and the slices it reads are checked (no plugin needed for the refusals)."""
+    import copy
+
+    from driver.e2e.local import LocalBackend
+    from driver.features import Features
+    from driver.store.objectstore import ObjectStore
+
+    backend = LocalBackend()
+    backend.store, backend.features = ObjectStore(tmp_path / "store"), Features()
+    good = claim_object("c", [{"name": "g", "class": "mig"}])
+    backend.create_claim("c", good)
+    recorded = copy.deepcopy(backend.store.get("resourceclaims", NAMESPACE, "c"))
+    recorded["status"] = {"allocation": {"devices": {"results": [
+        {"request": "g", "driver": "d.example.com", "pool": "p", "device": "vf-0",
+         "consumedCounters": [{"counterSet": "pf", "counters": {"bandwidth": {"value": "1G"}}}]}]}}}
+    with pytest.raises(InputError, match=rf'ResourceClaim {NAMESPACE}/c: status.allocation.devices.results\[0\].consumedCounters: '
+                                         'unknown field "consumedCounters"'):
+        backend._write_claim(recorded)
+    backend.features = Features.all_on()
+    backend._write_claim(recorded)  # with the scenario's gate on, the same write is stored
+    backend.features = Features()
+    recorded = backend.store.get("resourceclaims", NAMESPACE, "c")
+    recorded["status"]["reservedFor"] = [{"resource": "pods", "name": "p", "uid": "u"}]
+    backend._write_claim(recorded)  # an update keeps the fields its stored object has
+    backend.store.create("resourceslices", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+        "spec": {"driver": backend.driver_name, "nodeName": "node-1", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                 "devices": [{"name": "d", "capacity": {"memory": {"valu": "1Gi"}}}]}})
+    with pytest.raises(InputError, match=r'published ResourceSlice s: spec.devices\[0\].capacity\[memory\].valu: unknown field'):
+        backend._slices()

@@ -162,3 +162,14 @@ def test_store_rejects_an_entry_of_another_driver(tmp_path):
     st = _Store(tmp_path / "store")
     with pytest.raises(InputError, match="not a device allocated to the claim by this driver"):
         st.sink.apply_device_status(REF, DRIVER, [entry("eth-0", OTHER)])
+
+
+def test_the_store_refuses_an_entry_kube_apiserver_would_refuse(tmp_path):
+    """The store stands in for kube-apiserver: a status write that fails the 1.37 schema is not kept."""
+    backend = _Store(tmp_path / "store")
+    bad = entry("nic-0-vf-0")
+    bad["networkData"]["macAddress"] = bad["networkData"].pop("hardwareAddress")
+    with pytest.raises(InputError, match=r'resourceclaim default/c1: status.devices\[0\].networkData.macAddress: '
+                                         r'unknown field "macAddress"'):
+        backend.sink.apply_device_status(REF, DRIVER, [bad])
+    assert backend.devices() == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from driver.errors import ConfigError, ConflictError, NotFoundError
+from driver.errors import ConfigError, ConflictError, InvalidObjectError, NotFoundError
 from driver.features import Features
 from driver.publish import LocalGateConfig, Publisher, make_detector, reconcile
 from driver.publish.fields import GROUPS, SHARED_CONSUMABLE
@@ -112,10 +112,21 @@ def test_store_simulates_apiserver_stripping_and_probe(local, store):
     det = make_detector(local, node_name=NODE, driver_name=DRIVER)
     report = det.detect()
     assert report.gates[SHARED_CONSUMABLE].apiserver is False
+    # The probe loses valueFrom, which leaves a counter without a value: refused, like a 422.
     assert "local store dry-run" in report.gates[SHARED_CONSUMABLE].apiserver_source
-    # a write carrying the field loses it, and reconcile reports it as dropped
-    stats = reconcile(local, render(small(), Features.all_on()), node_name=NODE, driver_name=DRIVER)
-    assert SHARED_CONSUMABLE in stats.dropped_gate_names()
+    assert "probe rejected" in report.gates[SHARED_CONSUMABLE].apiserver_source
+    # A real write carrying the field is refused too, and nothing is stored.
+    with pytest.raises(InvalidObjectError) as err:
+        reconcile(local, render(small(), Features.all_on()), node_name=NODE, driver_name=DRIVER)
+    assert err.value.dropped_gates == {SHARED_CONSUMABLE} and err.value.status == 422
+    assert ".value: Required value" in str(err.value) and "featuregates.yaml" in str(err.value)
+    assert not any(o["spec"].get("devices") for o in slices(store).values())  # only the counter sets got in
+
+
+def test_stripping_that_leaves_a_valid_object_is_stored(local, store):
+    gates_file(store, {"apiserver": {GROUPS: False}})
+    stats = reconcile(local, render(small()), node_name=NODE, driver_name=DRIVER)
+    assert stats.dropped_gate_names() == {GROUPS} and slices(store)
 
 
 def test_stripping_keeps_fields_the_old_object_already_used(local, store):
@@ -154,8 +165,9 @@ def test_without_a_gate_file_the_local_control_plane_is_a_1_37_one(local, store)
     # KEP-5941 is not a 1.37 gate: a valueFrom slice loses the field, every other gate is on.
     det = make_detector(local, node_name=NODE, driver_name=DRIVER)
     assert det.detect().features == Features(shared_consumable_capacity=False)
-    stats = reconcile(local, render(small(), Features.all_on()), node_name=NODE, driver_name=DRIVER)
-    assert stats.dropped_gate_names() == {SHARED_CONSUMABLE}
+    with pytest.raises(InvalidObjectError, match="DRASharedConsumableCapacity, off for the simulated kube-apiserver"):
+        reconcile(local, render(small(), Features.all_on()), node_name=NODE, driver_name=DRIVER)
+    assert not any(o["spec"].get("devices") for o in slices(store).values())
 
 
 def test_gate_file_written_for_a_scenario_is_read_back(local, store):

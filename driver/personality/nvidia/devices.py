@@ -120,8 +120,9 @@ class GpuInfo:
             "cudaDriverVersion": {"version": semver(s.cuda_driver_version)},
             **location(self.gpu.pci, s),
         }
-        if self.facts.addressing_mode:
-            attrs["addressingMode"] = {"string": self.facts.addressing_mode}
+        mode = s.addressing_mode_of(self.facts.addressing_mode)
+        if mode:  # GetAddressingModeAsString: "" (not supported) publishes nothing
+            attrs["addressingMode"] = {"string": mode}
         return attrs
 
     def full_capacity(self) -> dict[str, dict[str, str]]:
@@ -141,8 +142,17 @@ class GpuInfo:
         return {name: _capacity(name, value) for name, value in best.items()}
 
     def memory_slices(self) -> int:
-        """The largest placement size seen: the memory-slice count NVIDIA infers."""
-        return max((p.memory_slices for p in self.mig_profiles()), default=0)
+        """The largest placement size seen, in NVML placement units: the memory-slice count NVIDIA infers
+        (maxMemSlicesConsumed; 12 on an RTX PRO 6000 Blackwell, whose 4g.96gb placement is {0}:12)."""
+        return max((len(self.placement(p, 0)) for p in self.mig_profiles()), default=0)
+
+    def placement(self, profile: MigProfile, start: int) -> range:
+        """NVML's placement of `profile` at memory slice `start`: the units its name and counters use."""
+        return self.facts.nvml_placement(start, profile.memory_slices)
+
+    def mig_name(self, profile: MigProfile, start: int) -> str:
+        nvml_start = self.placement(profile, start).start
+        return mig_device_name(self.minor, profile.name, self.gi_profile_id(profile), nvml_start)
 
 
 def location(pci: PciDevice, settings: NvidiaSettings) -> dict[str, dict[str, Any]]:
@@ -193,24 +203,25 @@ def counter_set(info: GpuInfo) -> dict[str, Any] | None:
 
 
 def dynamic_mig(info: GpuInfo, profile: MigProfile, start: int) -> dict[str, Any]:
-    """MigSpec.PartGetDevice: an abstract MIG device (no uuid), consuming its capacities and slices."""
+    """MigSpec.PartGetDevice: an abstract MIG device (no uuid), consuming its capacities and slices.
+    `start` is a memory slice of the catalog; names and counters carry NVML's placement units."""
     attrs = {**info.common_attributes(), "type": {"string": "mig"}, "parentUUID": {"string": info.uuid},
              "profile": {"string": profile.name}}
     caps = mig_capacities(profile)
     counters = {camel_to_dns(n): dict(c) for n, c in caps.items()}
-    counters.update({memslice_counter(i): {"value": "1"} for i in range(start, start + profile.memory_slices)})
-    name = mig_device_name(info.minor, profile.name, info.gi_profile_id(profile), start)
-    return device(name, attrs, caps, [{"counterSet": counter_set_name(info.minor), "counters": counters}])
+    counters.update({memslice_counter(i): {"value": "1"} for i in info.placement(profile, start)})
+    return device(info.mig_name(profile, start), attrs, caps,
+                  [{"counterSet": counter_set_name(info.minor), "counters": counters}])
 
 
 def static_mig(info: GpuInfo, profile: MigProfile, start: int) -> dict[str, Any]:
     """MigDeviceInfo.GetDevice: an existing MIG device, with uuid and memorySlice<i> capacities."""
-    name = mig_device_name(info.minor, profile.name, info.gi_profile_id(profile), start)
+    name = info.mig_name(profile, start)
     attrs = {**info.common_attributes(), "type": {"string": "mig"}, "parentUUID": {"string": info.uuid},
              "profile": {"string": profile.name},
              "uuid": {"string": info.mig_uuid(name)}}
     caps = mig_capacities(profile)
-    caps.update({f"memorySlice{i}": {"value": "1"} for i in range(start, start + profile.memory_slices)})
+    caps.update({f"memorySlice{i}": {"value": "1"} for i in info.placement(profile, start)})
     return device(name, attrs, caps)
 
 

@@ -15,6 +15,7 @@ which MIG devices mig-parted created, the driver version) is said here too, sinc
       driverVersion: 580.126.20            # what NVML reports (attributes driverVersion, cudaDriverVersion)
       cudaDriverVersion: "13.0"
       iommuFD: false                       # /dev/iommu present (VFIO devices' iommuFDEnabled)
+      addressingMode: HMM                  # what nvmlDeviceGetAddressingMode answers on this host (default: the board's)
       models: {...}                        # NVML facts for boards not in driver/hardware/data/nvml.yaml
 """
 
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from driver.errors import ConfigError
-from driver.hardware.nvml import NvmlTable, load_nvml_table
+from driver.hardware.nvml import ADDRESSING_MODES, NvmlTable, load_nvml_table
 from driver.model.hardware import GpuModel, MigProfile
 
 DRIVER = "gpu.nvidia.com"  # cmd/gpu-kubelet-plugin/main.go DriverName
@@ -61,10 +62,12 @@ DEFAULT_DRIVER_VERSION = "580.126.20"  # the value in NVIDIA's ResourceSlice att
 DEFAULT_CUDA_DRIVER_VERSION = "13.0"
 SHARES_DISABLED = "disabled"
 _KEYS = ("featureGates", "consumableShares", "migDevices", "migEnabled", "driverVersion", "cudaDriverVersion",
-         "iommuFD", "models")
+         "iommuFD", "addressingMode", "models")
 _MIG_DEVICE = re.compile(r"^(?P<profile>[^@\s]+)@(?P<start>\d+)$")
 _VERSION = re.compile(r"^\d+(\.\d+){0,2}$")
 ALL = "all"
+# nvmlDeviceGetAddressingMode answering NVML_ERROR_NOT_SUPPORTED: NVIDIA's plugin publishes no attribute.
+NOT_SUPPORTED = "NotSupported"
 
 
 @dataclass(frozen=True)
@@ -78,8 +81,15 @@ class NvidiaSettings:
     driver_version: str = DEFAULT_DRIVER_VERSION
     cuda_driver_version: str = DEFAULT_CUDA_DRIVER_VERSION
     iommu_fd: bool = False
+    # The host's answer for every GPU (HMM, ATS, None, NotSupported); None: each board's own (nvml.yaml).
+    addressing_mode: str | None = None
     nvml: NvmlTable = field(default_factory=load_nvml_table)
     warnings: tuple[str, ...] = ()
+
+    def addressing_mode_of(self, board_mode: str | None) -> str | None:
+        """The addressingMode attribute's value for a GPU whose board reports `board_mode` (None: none)."""
+        mode = self.addressing_mode if self.addressing_mode is not None else board_mode
+        return None if mode == NOT_SUPPORTED else mode
 
     def gate(self, name: str) -> bool:
         return bool(self.gates[name])
@@ -114,7 +124,9 @@ class NvidiaSettings:
 
     def check_mig(self, minor: int, model: GpuModel) -> list[tuple[MigProfile, int]]:
         """This GPU's static MIG devices against its model: ConfigError for a profile the model does
-        not have, a placement it does not offer, or two devices on one memory slice."""
+        not have, a placement it does not offer, or two devices on one memory slice. Starts are NVML's
+        (what `nvidia-smi mig -lgi` prints and NVIDIA's device names carry: 0, 3, 6, 9 for the 1g
+        profiles of an RTX PRO 6000 Blackwell); the result gives the catalog's memory-slice starts."""
         key = minor if minor in self.mig_devices else ALL
         where = f"nvidia.migDevices[{key}]"
         if not model.mig_capable:
@@ -122,6 +134,7 @@ class NvidiaSettings:
                 where = f"nvidia.migDevices[{minor}]" if minor in self.mig_devices else "nvidia.migEnabled"
                 raise ConfigError(f"{where}: GPU {minor} ({model.product_name}) does not support MIG")
             return []
+        facts = self.nvml.facts(model)
         out: list[tuple[MigProfile, int]] = []
         used: dict[int, str] = {}
         for i, (name, start) in enumerate(self.static_mig(minor)):
@@ -129,14 +142,15 @@ class NvidiaSettings:
             if profile is None:
                 have = ", ".join(p.name for p in model.mig_profiles)
                 raise ConfigError(f"{where}[{i}]: {model.product_name} has no MIG profile {name!r} (profiles: {have})")
-            if start not in profile.placements:
+            starts = {facts.nvml_placement(s, profile.memory_slices).start: s for s in profile.placements}
+            if start not in starts:
                 raise ConfigError(f"{where}[{i}]: {name} cannot start at memory slice {start} on {model.product_name} "
-                                  f"(placements: {', '.join(map(str, profile.placements))})")
-            for k in range(start, start + profile.memory_slices):
+                                  f"(placements: {', '.join(map(str, starts))})")
+            for k in facts.nvml_placement(starts[start], profile.memory_slices):
                 if k in used:
                     raise ConfigError(f"{where}[{i}]: {name}@{start} overlaps {used[k]} on memory slice {k}")
                 used[k] = f"{name}@{start}"
-            out.append((profile, start))
+            out.append((profile, starts[start]))
         return out
 
 
@@ -162,6 +176,7 @@ def parse_settings(raw: Any) -> NvidiaSettings:
         driver_version=_version(raw.get("driverVersion", DEFAULT_DRIVER_VERSION), "nvidia.driverVersion"),
         cuda_driver_version=_version(raw.get("cudaDriverVersion", DEFAULT_CUDA_DRIVER_VERSION), "nvidia.cudaDriverVersion"),
         iommu_fd=iommu_fd,
+        addressing_mode=_addressing_mode(raw.get("addressingMode")),
         nvml=load_nvml_table(raw.get("models")),
         warnings=tuple(warnings),
     )
@@ -253,6 +268,17 @@ def _mig_enabled(raw: Any) -> tuple[int | str, ...]:
     if not isinstance(raw, list):
         raise ConfigError(f"nvidia.migEnabled: expected a list of GPU minors or \"all\", got {raw!r}")
     return tuple(_gpu_key(k, "nvidia.migEnabled") for k in raw)
+
+
+def _addressing_mode(raw: Any) -> str | None:
+    """NVML's addressing mode is the host's (kernel HMM, ATS on Grace, the driver's modules), so a node
+    may say it; the default leaves each board's (ATS on Grace GPUs, nothing elsewhere)."""
+    if raw is None:
+        return None
+    allowed = (*ADDRESSING_MODES, NOT_SUPPORTED)
+    if raw not in allowed:
+        raise ConfigError(f"nvidia.addressingMode: expected one of {', '.join(allowed)}, got {raw!r}")
+    return str(raw)
 
 
 def _version(raw: Any, where: str) -> str:
