@@ -6,7 +6,10 @@
     fake-dra fleet run -f /etc/fleet/fleet.yaml   reconcile continuously (the kwok-fleet Deployment)
 
 Target: the local object store (default, or --store), or an API server with --kubeconfig (or the
-in-cluster service account when running in a pod without --store). Feature gates are detected as
+in-cluster service account when running in a pod without --store). Each node group has a
+personality (`personality:`, default fake-dra); `--driver-name` names the fake-dra personality's
+driver, NVIDIA's and the SR-IOV driver's keep their names. In the local store `apply` and `run` put
+the DeviceClasses of every personality the fleet uses in place, as `fake-dra run` does. Feature gates are detected as
 `fake-dra run` detects them (STORE/featuregates.yaml locally; dry-run probes and the scheduler's
 metrics on a cluster), so each node publishes exactly what `fake-dra run --node-name NODE` would.
 Exit 0; 2 for bad input (the fleet file, a flag, a Node the fleet would take over); 130 on Ctrl-C,
@@ -165,6 +168,9 @@ def run(args: argparse.Namespace) -> int:
     interval = _positive(args.interval, "--interval")
     args.qps_value, args.burst_value = _positive(args.qps, "--qps"), _positive(args.burst, "--burst", int)
     common.require_driver_name(args)
+    from driver.fleet.template import fleet_drivers
+
+    fleet_drivers(args.driver_name)  # refuses another personality's driver name before anything is read
     if args.action == "delete":
         return _delete(args, fleet)
     target = _target(args, write=not args.dry_run)
@@ -176,19 +182,25 @@ def run(args: argparse.Namespace) -> int:
     return _run_loop(args, target, features, interval)
 
 
+def _seed_classes(args: argparse.Namespace, target: Any, fleet: Any) -> None:
+    """In the local store, as `fake-dra run` does: the DeviceClasses of the fleet's personalities'
+    drivers. On a cluster the drivers' installations own them (deploy/overlays/nvidia has NVIDIA's)."""
+    if target.kind != "store":
+        return
+    from driver.commands._local import seed_device_classes
+    from driver.fleet.template import device_classes
+
+    seed_device_classes(target.store, device_classes(fleet.personalities(), args.driver_name))
+
+
 def _apply(args: argparse.Namespace, target: Any, fleet: Any, features: Features) -> int:
-    from driver.fleet.apply import apply_fleet
+    from driver.fleet.apply import apply_fleet, group_templates
     from driver.fleet.template import Templates
 
     progress = _Progress(fleet.name, "applied")
-    if target.kind == "store":
-        from driver.commands._local import seed_device_classes
-        from driver.personality import DEFAULT_PERSONALITY, personality_named
-
-        # As `fake-dra run` does in local mode: the DeviceClasses of the (default) personality's driver.
-        drivers = personality_named(DEFAULT_PERSONALITY).drivers({}, args.driver_name)
-        seed_device_classes(target.store, [dc for d in drivers for dc in d.device_classes()])
     with Templates(args.driver_name) as templates:
+        group_templates(fleet, templates, features)  # a group that cannot be rendered: before any write
+        _seed_classes(args, target, fleet)
         try:
             stats = apply_fleet(target, fleet, driver_name=args.driver_name, features=features,
                                 templates=templates, progress=progress)
@@ -221,29 +233,31 @@ def _report(args: argparse.Namespace, target: Any, name: str, stats: Any, featur
 
 
 def _dry_run(args: argparse.Namespace, fleet: Any, features: Features, budget: int) -> int:
+    from driver.fleet.apply import group_templates
     from driver.fleet.sizing import group_sizes
     from driver.fleet.template import Templates
     from driver.tables import table
 
     with Templates(args.driver_name) as templates:
-        by_group = {g.name: templates.get(g.profile, g.driver_config, g.fidelity, features) for g in fleet.groups}
-        sizes = group_sizes(fleet, by_group, args.driver_name)
+        sizes = group_sizes(fleet, group_templates(fleet, templates, features))
     total = sum(s.bytes for s in sizes)
     over = total > budget
     if args.output == "json":
         print(json.dumps({"fleet": fleet.name, "features": str(features), "groups": [
-            {"name": s.group, "profile": s.profile, "fidelity": s.fidelity, "nodes": s.nodes, "slices": s.slices,
+            {"name": s.group, "profile": s.profile, "personality": s.personality, "fidelity": s.fidelity,
+             "nodes": s.nodes, "slices": s.slices,
              "devices": s.devices, "bytes": s.bytes, "bytesPerNode": s.bytes_per_node} for s in sizes],
             "total": {"nodes": sum(s.nodes for s in sizes), "slices": sum(s.slices for s in sizes),
                       "devices": sum(s.devices for s in sizes), "bytes": total},
             "etcdBudget": budget, "overBudget": over}, indent=2))
     else:
-        rows: list[list[object]] = [[s.group, s.profile, s.fidelity, s.nodes, s.slices, s.devices, _size(s.bytes),
-                                     _size(s.bytes_per_node)] for s in sizes]
-        rows.append(["total", "", "", sum(s.nodes for s in sizes), sum(s.slices for s in sizes),
+        rows: list[list[object]] = [[s.group, s.profile, s.personality, s.fidelity, s.nodes, s.slices, s.devices,
+                                     _size(s.bytes), _size(s.bytes_per_node)] for s in sizes]
+        rows.append(["total", "", "", "", sum(s.nodes for s in sizes), sum(s.slices for s in sizes),
                      sum(s.devices for s in sizes), _size(total), ""])
         print(f"fleet {fleet.name} (dry run, nothing written; gates: {_gates(features)})")
-        print(table(["GROUP", "PROFILE", "FIDELITY", "NODES", "SLICES", "DEVICES", "SLICE JSON", "PER NODE"], rows))
+        print(table(["GROUP", "PROFILE", "PERSONALITY", "FIDELITY", "NODES", "SLICES", "DEVICES", "SLICE JSON",
+                     "PER NODE"], rows))
     if over:
         print(f"warning: the fleet's slices are {_size(total)} of JSON, over --etcd-budget {_size(budget)} "
               "(etcd's default quota is 2 GiB for everything the cluster stores); use fewer nodes or "
@@ -279,7 +293,8 @@ def _run_loop(args: argparse.Namespace, target: Any, features: Features, interva
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
-    loop = FleetLoop(target, lambda: _fleet(args), driver_name=args.driver_name, features=features)
+    loop = FleetLoop(target, lambda: _fleet(args), driver_name=args.driver_name, features=features,
+                     on_fleet=lambda fleet: _seed_classes(args, target, fleet))
     log.info("reconciling fleet continuously", extra={"file": args.filename, "interval_s": interval,
                                                       "target": target.kind})
     try:

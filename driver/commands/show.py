@@ -221,12 +221,13 @@ def _fleet_table(groups: list) -> str:
     def share(used: object, total: object, unit: str = "") -> str:
         return f"{used} of {total}{unit}" if total else "-"
 
-    rows = [[f"{g.fleet}/{g.group}", g.profile, g.nodes, share(g.held, g.devices),
+    rows = [[f"{g.fleet}/{g.group}", g.profile, g.personality, g.nodes, share(g.held, g.devices),
              share(int(g.mig_slices_used), g.mig_slices),
              share(f"{float(g.bandwidth_used) / 1e9:g}", f"{float(g.bandwidth) / 1e9:g}", " Gb/s") if g.bandwidth else "-"]
             for g in groups]
     return ("Fleet node groups (`--node-name NODE` draws one node):\n"
-            + table(["GROUP", "PROFILE", "NODES", "DEVICES HELD", "MIG SLICES USED", "VF BANDWIDTH USED"], rows))
+            + table(["GROUP", "PROFILE", "PERSONALITY", "NODES", "DEVICES HELD", "MIG SLICES USED",
+                     "VF BANDWIDTH USED"], rows))
 
 
 def _usage(args: argparse.Namespace) -> int:

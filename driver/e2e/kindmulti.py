@@ -97,7 +97,7 @@ class KindMultiNodeBackend(KindBackend):
                 "spec": {"taints": [dict(KWOK_TAINT)]}})
             self.node_map[spec.name] = name
             self.kwok[spec.name] = node["metadata"]["uid"]
-            pool = self.templates.get(spec.profile, "{}", "full", self.features).stamp(name)
+            pool = self.templates.get(spec.profile, "{}", "full", self.features).drivers[0].stamp(name)
             reconcile(KubeSliceBackend(self.api), pool, node_name=name, driver_name=self.driver_name,
                       owner_uid=node["metadata"]["uid"])
         self.node = ""  # several nodes: the single-node reads below are replaced

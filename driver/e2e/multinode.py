@@ -103,7 +103,7 @@ class MultiNodeBackend:
                                             features=self.features)
                 node.client = node.plugin.start()
             else:
-                pool = self.templates.get(spec.profile, "{}", "full", self.features).stamp(spec.name)
+                pool = self.templates.get(spec.profile, "{}", "full", self.features).drivers[0].stamp(spec.name)
                 reconcile(store_backend(self.store), pool, node_name=spec.name, driver_name=self.driver_name,
                           owner_uid=node.uid)
         self._wait_for_pools()
@@ -119,7 +119,8 @@ class MultiNodeBackend:
 
     def _wait_for_pools(self) -> None:
         """Until every node's pool is complete with exactly the devices its profile publishes."""
-        want = {name: set(self.templates.get(n.spec.profile, "{}", "full", self.features).stamp(name).devices())
+        want = {name: set(self.templates.get(n.spec.profile, "{}", "full", self.features).drivers[0]
+                          .stamp(name).devices())
                 for name, n in self.nodes.items()}
         deadline = time.monotonic() + self.settle_s
         seen: dict[str, set[str]] = {}

@@ -1,13 +1,16 @@
 """Make a target hold exactly a fleet: its Nodes, and each node's pool as `fake-dra run` publishes it.
 
 One pass (`apply_fleet`):
-1. list every Node and index this driver's slices once; refuse, before any write, a node name the
-   fleet wants that another owner's Node holds;
+1. list every Node and index the fleet drivers' slices once (driver.fleet.template.fleet_drivers:
+   fake-dra's and every other personality's); refuse, before any write, a node name the fleet wants
+   that another owner's Node holds;
 2. node by node (in fleet order): create or update the Node (kwok's conventions, driver.fleet.nodes),
-   then, unless the index can tell the node's slices are exactly what it would write, reconcile them
-   with the very reconcile `fake-dra run` uses (driver.publish.reconcile: names, generation rule,
-   resourceSliceCount, controller ownerReference to the Node's UID), fed the indexed slices instead
-   of a list per node;
+   then, for each driver of the group's personality (NVIDIA's has two: the GPUs and the SR-IOV
+   driver's VFs), unless the index can tell the node's slices are exactly what it would write,
+   reconcile them with the very reconcile `fake-dra run` uses (driver.publish.reconcile: names,
+   generation rule, resourceSliceCount, controller ownerReference to the Node's UID), fed the
+   indexed slices instead of a list per node; slices of drivers the group no longer uses (its
+   personality changed) are removed;
 3. nodes the fleet made that the file no longer has: their slices, then the Node.
 Slices go before a Node is deleted and after it is created, so a pass cut short anywhere (Ctrl-C,
 a crash) leaves Nodes whose pools the next pass completes, never slices without their Node.
@@ -25,12 +28,12 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from driver.errors import ConflictError, NotFoundError
+from driver.errors import ConfigError, ConflictError, InputError, NotFoundError
 from driver.features import Features
 from driver.fleet.nodes import ForeignNode, is_fleet_node, node_object, updated_node
 from driver.fleet.spec import Fleet, NodeGroup
 from driver.fleet.targets import BATCH_NODES, FleetTarget
-from driver.fleet.template import Template, Templates, features_for
+from driver.fleet.template import GroupTemplate, Template, Templates, features_for, fleet_drivers
 from driver.kube.allocated import allocated_from_claims
 from driver.publish.reconcile import MAX_ATTEMPTS, ReconcileStats, reconcile
 from driver.slices import slice_name
@@ -50,7 +53,7 @@ class ApplyStats:
     slices_updated: int = 0
     slices_deleted: int = 0
     conflicts: int = 0
-    templates: int = 0  # pools rendered (one per distinct profile, config, fidelity and gates)
+    templates: int = 0  # group templates rendered (one per distinct personality, profile, config, fidelity, gates)
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
 
@@ -121,6 +124,20 @@ def _name(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
 
 
+def group_templates(fleet: Fleet, templates: Templates, features: Features) -> dict[str, GroupTemplate]:
+    """Each group's template by group name; InputError naming the group when its personality cannot
+    render its profile with its driver config (a static MIG layout the GPU model does not offer, a
+    GPU model without NVML facts): nothing is written for any group then."""
+    out = {}
+    for i, g in enumerate(fleet.groups):
+        try:
+            out[g.name] = templates.get(g.profile, g.driver_config, g.fidelity, features, g.personality)
+        except (ConfigError, InputError) as exc:
+            raise InputError(f"spec.nodeGroups[{i}] ({g.name}: profile {g.profile}, personality {g.personality}): "
+                             f"{exc}") from None
+    return out
+
+
 def check_foreign(fleet: Fleet, nodes: dict[str, dict[str, Any]]) -> None:
     """ForeignNode for the first node name the fleet wants that another owner's Node holds."""
     for name, group in fleet.nodes():
@@ -139,19 +156,22 @@ def apply_fleet(
     progress: Progress | None = None,
     absent: Collection[str] = (),
 ) -> ApplyStats:
-    """One pass making `target` hold `fleet` (module docstring). Raises ForeignNode before any write.
+    """One pass making `target` hold `fleet` (module docstring). Raises ForeignNode before any write,
+    and InputError naming the group when a group's template cannot be rendered. `driver_name` is the
+    fake-dra personality's driver (`--driver-name`).
 
     `absent`: nodes of the fleet to leave without a Node this pass (someone deleted them while
     `fleet run` watched); slices still published for them are removed, as the garbage collector
     removes a deleted Node's slices on a cluster."""
     started = time.monotonic()
+    drivers = fleet_drivers(driver_name)
     nodes = {_name(n): n for n in target.list_nodes()}
     wanted = [(name, group) for name, group in fleet.nodes() if name not in absent]
     stats = ApplyStats(nodes=len(wanted))
     check_foreign(fleet, nodes)
-    groups = {g.name: templates.get(g.profile, g.driver_config, g.fidelity, features) for g in fleet.groups}
-    names = {node: _slice_names(groups[g.name], driver_name, node) for node, g in wanted}
-    index = target.slice_index(driver_name, {n for ns in names.values() for n in ns})
+    groups = group_templates(fleet, templates, features)
+    names = {node: {t.driver_name: _slice_names(t, node) for t in groups[g.name].drivers} for node, g in wanted}
+    index = target.slice_index(drivers, {n for per_driver in names.values() for ns in per_driver.values() for n in ns})
     claims: list[list[dict[str, Any]]] = []
 
     def all_claims() -> list[dict[str, Any]]:
@@ -166,15 +186,19 @@ def apply_fleet(
         with target.batch():
             for name, group in wanted[start:start + BATCH_NODES]:
                 uid = _ensure_node(target, fleet, group, name, nodes.get(name), stats)
-                template = groups[group.name]
-                ids = template.identities_of(name)
-                if index.unchanged(name, names[name], lambda gen: template.spec_texts(name, gen, ids), uid):
-                    stats.add_unchanged(template)
-                else:
-                    view = _NodeSlices(target, index.take(name, names[name]), all_claims)
-                    stats.add(reconcile(view, template.stamp(name, ids), node_name=name, driver_name=driver_name,
-                                        owner_uid=uid,
-                                        groups_enabled=features_for(group.fidelity, features).compatibility_groups))
+                groups_enabled = features_for(group.fidelity, features).compatibility_groups
+                for template in groups[group.name].drivers:
+                    driver, expected = template.driver_name, names[name][template.driver_name]
+                    ids = template.identities_of(name)
+                    if index.unchanged(driver, name, expected, lambda gen: template.spec_texts(name, gen, ids), uid):
+                        stats.add_unchanged(template)
+                        continue
+                    view = _NodeSlices(target, index.take(driver, name, expected), all_claims)
+                    stats.add(reconcile(view, template.stamp(name, ids), node_name=name, driver_name=driver,
+                                        owner_uid=uid, groups_enabled=groups_enabled))
+                for driver in drivers:
+                    if driver not in names[name]:  # the group's personality does not publish it (any more)
+                        _remove_slices(target, index.take(driver, name, []), stats)
                 done += 1
                 if progress is not None:
                     progress(done, total)
@@ -195,9 +219,9 @@ def apply_fleet(
     return stats
 
 
-def _slice_names(template: Template, driver: str, node: str) -> list[str]:
+def _slice_names(template: Template, node: str) -> list[str]:
     count = len(template.specs)
-    return [slice_name(i, count, driver, node) for i in range(count)]
+    return [slice_name(i, count, template.driver_name, node) for i in range(count)]
 
 
 def _ensure_node(target: FleetTarget, fleet: Fleet, group: NodeGroup, name: str, current: dict[str, Any] | None,
@@ -243,11 +267,12 @@ def _remove_node(target: FleetTarget, node: dict[str, Any], slices: list[dict[st
 
 def delete_fleet(target: FleetTarget, fleet_name: str, *, driver_name: str, progress: Progress | None = None) -> ApplyStats:
     """Remove every slice and Node the fleet `fleet_name` made: its Nodes by their fleet label, and
-    this driver's slices on them."""
+    the fleet drivers' slices on them (whatever personalities the file names now)."""
     started = time.monotonic()
     stats = ApplyStats()
+    drivers = fleet_drivers(driver_name)
     ours = sorted((n for n in target.list_nodes() if is_fleet_node(n, fleet_name)), key=_name)
-    slices = target.slice_index(driver_name, ()).rest() if ours else {}
+    slices = target.slice_index(drivers, ()).rest() if ours else {}
     for start in range(0, len(ours), BATCH_NODES):
         with target.batch():
             for i, node in enumerate(ours[start:start + BATCH_NODES], start + 1):
@@ -258,4 +283,4 @@ def delete_fleet(target: FleetTarget, fleet_name: str, *, driver_name: str, prog
     return stats
 
 
-__all__ = ["ApplyStats", "ForeignNode", "apply_fleet", "check_foreign", "delete_fleet"]
+__all__ = ["ApplyStats", "ForeignNode", "apply_fleet", "check_foreign", "delete_fleet", "group_templates"]

@@ -2,10 +2,11 @@
 
 Each pass re-reads the fleet file (in the kwok-fleet Deployment a mounted ConfigMap, which the
 kubelet refreshes within about a minute of an edit) and applies it (driver.fleet.apply), which puts
-back slices someone deleted or changed. A file that stops parsing keeps the last good fleet (the
-error is logged every pass). Node deletions are followed, not undone: a fleet Node someone deletes
-stays deleted, and its slices go (what the garbage collector does on a cluster, and nobody does in
-the local store), until the fleet file changes or someone creates the Node again.
+back slices someone deleted or changed. A file that stops parsing (or names a group its personality
+cannot render) keeps the last good fleet (the error is logged every pass). Node deletions are
+followed, not undone: a fleet Node someone deletes stays deleted, and its slices go (what the
+garbage collector does on a cluster, and nobody does in the local store), until the fleet file
+changes or someone creates the Node again.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable
 
 from driver.errors import InputError
 from driver.features import Features
-from driver.fleet.apply import ApplyStats, apply_fleet
+from driver.fleet.apply import ApplyStats, apply_fleet, group_templates
 from driver.fleet.nodes import is_fleet_node
 from driver.fleet.spec import Fleet
 from driver.fleet.targets import FleetTarget
@@ -25,9 +26,14 @@ log = logging.getLogger("fake-dra.fleet")
 
 
 class FleetLoop:
-    def __init__(self, target: FleetTarget, load: Callable[[], Fleet], *, driver_name: str, features: Features) -> None:
+    """`on_fleet(fleet)` is called with each new fleet before it is applied (the command seeds the
+    local store's DeviceClasses of the fleet's personalities there, as `fleet apply` does)."""
+
+    def __init__(self, target: FleetTarget, load: Callable[[], Fleet], *, driver_name: str, features: Features,
+                 on_fleet: Callable[[Fleet], None] | None = None) -> None:
         self.target = target
         self.load = load
+        self.on_fleet = on_fleet
         self.driver_name = driver_name
         self.features = features
         self.templates = Templates(driver_name)
@@ -42,6 +48,7 @@ class FleetLoop:
     def _current(self) -> Fleet:
         try:
             fleet = self.load()
+            group_templates(fleet, self.templates, self.features)  # a group its personality cannot render
         except InputError as exc:
             if self.fleet is None:
                 raise
@@ -50,6 +57,8 @@ class FleetLoop:
         if fleet != self.fleet:
             if self.fleet is not None:
                 log.info("fleet file changed", extra={"fleet": fleet.name, "nodes": fleet.size})
+            if self.on_fleet is not None:
+                self.on_fleet(fleet)
             self.fleet, self.absent = fleet, set()
         return fleet
 

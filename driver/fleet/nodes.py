@@ -6,7 +6,8 @@ taint `kwok.x-k8s.io/node=fake:NoSchedule` so that only pods tolerating it land 
 (kubernetes-sigs/kwok site/content/en/docs/user/kwok-manage-nodes-and-pods.md, kwok@172defa). The
 capacity is kwok's example (32 CPUs, 256Gi, 110 pods): a profile describes GPUs and NICs, not CPUs.
 Besides kwok's, a fleet Node carries the profile label the DaemonSet reads
-(`fake-dra.example.com/profile`), the fleet and group it belongs to, and in an annotation the names
+(`fake-dra.example.com/profile`), its personality (`fake-dra.example.com/personality`: which drivers
+publish its slices), the fleet and group it belongs to, and in an annotation the names
 of the group labels the fleet set, so a label dropped from the fleet file is removed from the Node
 while labels someone else added stay.
 
@@ -26,6 +27,7 @@ from driver.fleet.spec import Fleet, NodeGroup
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
 PROFILE_LABEL = "fake-dra.example.com/profile"
+PERSONALITY_LABEL = "fake-dra.example.com/personality"
 FLEET_LABEL = "fake-dra.example.com/fleet"
 GROUP_LABEL = "fake-dra.example.com/node-group"
 GROUP_LABELS_ANNOTATION = "fake-dra.example.com/fleet-labels"
@@ -44,6 +46,7 @@ def desired_labels(fleet: Fleet, group: NodeGroup, name: str) -> dict[str, str]:
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
         PROFILE_LABEL: group.profile,
+        PERSONALITY_LABEL: group.personality,
         FLEET_LABEL: fleet.name,
         GROUP_LABEL: group.name,
     }

@@ -9,9 +9,10 @@ spec:
   - name: a100            # nodes a100-0000 ... a100-0299
     count: 300
     profile: dgx-a100     # a bundled profile (make-sysfs --list)
+    personality: fake-dra # fake-dra | nvidia | sriov (driver.personality)
     fidelity: full        # full | whole
     labels: {}            # extra Node labels
-    driverConfig: {}      # the sections --driver-config takes: hardware, slices
+    driverConfig: {}      # the sections --driver-config takes that the personality reads
 ```
 
 Why strict: a fleet file describes thousands of objects; a misspelt key (`lables:`) silently ignored
@@ -33,7 +34,7 @@ from typing import Any
 from driver.discovery import PROFILES
 from driver.errors import ConfigError, InputError
 from driver.hardware import load_catalog
-from driver.slices import SliceConfig
+from driver.personality import DEFAULT_PERSONALITY, PERSONALITIES, Personality
 from driver.yamlio import load_all
 
 API_VERSION = "fake-dra.example.com/v1alpha1"
@@ -44,10 +45,9 @@ FIDELITIES = ("full", "whole")
 GROUP_NAME_MAX = 57
 MAX_NODES = 100_000  # a sanity bound: 100,000 DGX nodes are ~22 GB of slices
 INDEX_DIGITS = 4
-DRIVER_CONFIG_SECTIONS = ("hardware", "slices")
 # Labels the fleet sets itself; a group may not set them (they say what a node is and who made it).
-RESERVED_LABELS = ("type", "kubernetes.io/hostname", "fake-dra.example.com/profile", "fake-dra.example.com/fleet",
-                   "fake-dra.example.com/node-group")
+RESERVED_LABELS = ("type", "kubernetes.io/hostname", "fake-dra.example.com/profile", "fake-dra.example.com/personality",
+                   "fake-dra.example.com/fleet", "fake-dra.example.com/node-group")
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
@@ -56,7 +56,7 @@ _LABEL_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 _TOP = ("apiVersion", "kind", "metadata", "spec")
 _META = ("name",)
 _SPEC = ("nodeGroups",)
-_GROUP = ("name", "count", "profile", "fidelity", "labels", "driverConfig")
+_GROUP = ("name", "count", "profile", "personality", "fidelity", "labels", "driverConfig")
 
 
 @dataclass(frozen=True)
@@ -67,8 +67,9 @@ class NodeGroup:
     fidelity: str = "full"
     labels: tuple[tuple[str, str], ...] = ()
     # The driverConfig sections as canonical JSON: hashable, and equal for equal configs, so groups
-    # with the same (profile, config, fidelity) share one rendered template.
+    # with the same (personality, profile, config, fidelity) share one rendered template.
     driver_config: str = "{}"
+    personality: str = DEFAULT_PERSONALITY
 
     def node_name(self, index: int) -> str:
         return f"{self.name}-{index:0{INDEX_DIGITS}d}"
@@ -93,13 +94,33 @@ class Fleet:
     def size(self) -> int:
         return sum(g.count for g in self.groups)
 
+    def personalities(self) -> list[str]:
+        """The personalities the groups use, each once, in file order."""
+        return list(dict.fromkeys(g.personality for g in self.groups))
 
-def _unknown(data: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
+
+def _unknown(data: Mapping[str, Any], known: tuple[str, ...], where: str, owner: str = "") -> None:
+    """InputError for the first key not in `known`: its path, the field meant when one is close, and
+    what knows the fields (`owner`) or else the fields known."""
     for key in data:
         if key not in known:
             close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
-            raise InputError(f"{where}{'.' if where else ''}{key}: unknown field{hint}")
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            known_by = f" ({owner} reads {', '.join(known)})" if owner else f" (known: {', '.join(known)})"
+            raise InputError(f"{where}{'.' if where else ''}{key}: unknown field{hint}{known_by if owner or not close else ''}")
+
+
+def _one_of(value: Any, known: list[str], where: str, what: str) -> str:
+    """`value` when it is one of `known`; else InputError naming the path, the closest and the rest."""
+    if value is None or value == "":
+        raise InputError(f"{where}: required (one of {', '.join(known)})")
+    if not isinstance(value, str):
+        raise InputError(f"{where}: expected a string, one of {', '.join(known)}; got {value!r}")
+    if value not in known:
+        close = difflib.get_close_matches(value, known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise InputError(f"{where}: unknown {what} {value!r}; {hint}known: {', '.join(known)}")
+    return value
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
@@ -131,14 +152,22 @@ def _labels(value: Any, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(out))
 
 
-def _driver_config(value: Any, where: str) -> str:
+def _driver_config(value: Any, where: str, personality: Personality, fidelity: str) -> str:
+    """The sections the personality reads, checked as its drivers check them, as canonical JSON.
+    A section another personality reads is an error here (`run` only warns): in a file describing
+    thousands of nodes, a section that would be ignored is a mistake."""
     data = _mapping(value, where)
-    _unknown(data, DRIVER_CONFIG_SECTIONS, where)
+    _unknown(data, personality.sections, where, f"personality {personality.name}")
     try:
         load_catalog(data.get("hardware"))
-        SliceConfig.from_dict(data.get("slices"))
-    except ConfigError as exc:
+        personality.drivers(data)  # each driver's own checks (slices:, nvidia:, sriov:)
+        conflict = personality.partitioned_by(data) if fidelity == "whole" else None
+    except (ConfigError, InputError) as exc:
         raise InputError(f"{where}.{exc}") from None
+    if conflict is not None:
+        path, what = conflict
+        raise InputError(f"{where}.{path}: fidelity whole publishes whole GPUs and VFs only, and this asks the "
+                         f"{personality.name} personality for {what}; use fidelity: full, or drop {path}")
     try:
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
@@ -164,19 +193,17 @@ def _group(data: Any, where: str) -> NodeGroup:
                          "(lower-case alphanumerics and '-'; node names are <name>-<index>)")
     if "count" not in data:
         raise InputError(f"{where}.count: required")
-    profile = data.get("profile")
-    if not isinstance(profile, str) or not profile:
-        raise InputError(f"{where}.profile: required (one of {', '.join(sorted(PROFILES))})")
-    if profile not in PROFILES:
-        close = difflib.get_close_matches(profile, list(PROFILES), n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise InputError(f"{where}.profile: unknown profile {profile!r}; {hint}known: {', '.join(sorted(PROFILES))}")
+    profile = _one_of(data.get("profile"), sorted(PROFILES), f"{where}.profile", "profile")
+    personality = _one_of(data.get("personality", DEFAULT_PERSONALITY), list(PERSONALITIES), f"{where}.personality",
+                          "personality")
     fidelity = data.get("fidelity", "full")
     if fidelity not in FIDELITIES:
         raise InputError(f"{where}.fidelity: expected one of {', '.join(FIDELITIES)}, got {fidelity!r}")
     return NodeGroup(name=name, count=_count(data["count"], f"{where}.count"), profile=profile, fidelity=fidelity,
                      labels=_labels(data.get("labels"), f"{where}.labels"),
-                     driver_config=_driver_config(data.get("driverConfig"), f"{where}.driverConfig"))
+                     driver_config=_driver_config(data.get("driverConfig"), f"{where}.driverConfig",
+                                                  PERSONALITIES[personality], fidelity),
+                     personality=personality)
 
 
 def parse_fleet(data: Any, source: str = "fleet") -> Fleet:

@@ -4,8 +4,11 @@ A partition map per node is what a person reads for a handful of nodes; for 1,00
 text. A group's nodes share their hardware, so the question becomes "how much of the group is
 taken": MIG memory slices (the `memory-slice-N` counters every MIG-capable GPU publishes, one per
 slice), VF bandwidth (the `bandwidth` counter of each NIC's counter set) and devices held by at
-least one claim, summed over the group from driver.allocator.usage (the allocator's accounting).
-Groups at `fidelity: whole` publish no counters, so only their held devices count.
+least one claim, summed over the group from driver.allocator.usage (the allocator's accounting),
+over every driver's pool of the node (an nvidia-personality node has two: NVIDIA's GPUs and the
+SR-IOV driver's VFs). Groups at `fidelity: whole` publish no counters, so only their held devices
+count; so do NVIDIA's nodes without DynamicMIG (its MIG devices, static or none, consume no
+counters) and the SR-IOV driver's VFs (no bandwidth counter there).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from fractions import Fraction
 from typing import Any
 
 from driver.allocator.usage import Usage
-from driver.fleet.nodes import FLEET_LABEL, GROUP_LABEL, PROFILE_LABEL
+from driver.fleet.nodes import FLEET_LABEL, GROUP_LABEL, PERSONALITY_LABEL, PROFILE_LABEL
+from driver.personality import DEFAULT_PERSONALITY
 
 
 @dataclass
@@ -24,6 +28,7 @@ class GroupUsage:
     fleet: str
     group: str
     profile: str
+    personality: str = DEFAULT_PERSONALITY
     nodes: int = 0
     devices: int = 0
     held: int = 0
@@ -33,18 +38,23 @@ class GroupUsage:
     bandwidth_used: Fraction = Fraction(0)
 
 
-def fleet_nodes(nodes: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, str, str]]:
-    """Node name -> (fleet, group, profile) for every Node a fleet made."""
+Member = tuple[str, str, str, str]  # fleet, group, profile, personality
+
+
+def fleet_nodes(nodes: Iterable[Mapping[str, Any]]) -> dict[str, Member]:
+    """Node name -> (fleet, group, profile, personality) for every Node a fleet made (a Node of a
+    fleet older than personalities has no personality label: fake-dra's)."""
     out = {}
     for node in nodes:
         labels = (node.get("metadata") or {}).get("labels") or {}
         if labels.get(FLEET_LABEL):
             out[str(node["metadata"]["name"])] = (str(labels[FLEET_LABEL]), str(labels.get(GROUP_LABEL, "")),
-                                                 str(labels.get(PROFILE_LABEL, "")))
+                                                 str(labels.get(PROFILE_LABEL, "")),
+                                                 str(labels.get(PERSONALITY_LABEL) or DEFAULT_PERSONALITY))
     return out
 
 
-def group_usage(usage: Usage, members: Mapping[str, tuple[str, str, str]]) -> list[GroupUsage]:
+def group_usage(usage: Usage, members: Mapping[str, Member]) -> list[GroupUsage]:
     """Per (fleet, group), in name order: the sums over its nodes' pools (of every driver)."""
     groups: dict[tuple[str, str], GroupUsage] = {}
     seen: dict[tuple[str, str], set[str]] = {}
@@ -52,8 +62,8 @@ def group_usage(usage: Usage, members: Mapping[str, tuple[str, str, str]]) -> li
         node = pool.node
         if node not in members:
             continue
-        fleet, group, profile = members[node]
-        g = groups.setdefault((fleet, group), GroupUsage(fleet, group, profile))
+        fleet, group, profile, personality = members[node]
+        g = groups.setdefault((fleet, group), GroupUsage(fleet, group, profile, personality))
         seen.setdefault((fleet, group), set()).add(node)
         g.devices += len(pool.devices)
         g.held += sum(1 for holds in pool.holds.values() if holds)

@@ -1,14 +1,14 @@
 """Where a fleet is published: the contract, and the local object store behind it.
 
 `FleetTarget` is what `apply`, `delete` and `run` need: Nodes (all of them, so a name the fleet
-wants that someone else's Node holds is found before anything is written), this driver's slices
-indexed by node (`slice_index`: listed once, not once per node), slice writes with the exact
+wants that someone else's Node holds is found before anything is written), the fleet drivers'
+slices indexed by driver and node (`slice_index`: listed once, not once per node), slice writes with the exact
 semantics a node's own publisher has (`driver.publish.SliceBackend`), the claims (to keep the
 compatibility groups of allocated devices), and `batch()` (one store lock and deferred durability
 for many writes; nothing on an API server). `driver.kube.fleet.KubeFleetTarget` is the API-server
 implementation; `StoreFleetTarget` here serves the local store.
 
-A slice index answers two questions per node: `unchanged` (are the node's stored slices exactly
+A slice index answers two questions per driver and node: `unchanged` (are the node's stored slices exactly
 these texts? only the local store can tell without parsing: its slice files are JSON, and an
 unchanged slice holds byte for byte what reconcile would write) and `take` (the node's slices,
 parsed, for reconcile). Reading 1,000 DGX nodes' slices as objects takes ~3 s; telling them
@@ -37,25 +37,37 @@ BATCH_NODES = 50
 
 
 class SliceIndex(Protocol):
-    def unchanged(self, node: str, names: list[str], texts_for: Callable[[int], list[str]], owner_uid: str | None) -> bool:
-        """True only when the node's slices are exactly `names`, each holding `texts_for(its pool
-        generation)` as spec, owned by the Node `owner_uid`; False when unsure."""
+    def unchanged(self, driver: str, node: str, names: list[str], texts_for: Callable[[int], list[str]],
+                  owner_uid: str | None) -> bool:
+        """True only when `driver`'s slices of the node are exactly `names`, each holding
+        `texts_for(its pool generation)` as spec, owned by the Node `owner_uid`; False when unsure."""
         ...
 
-    def take(self, node: str, names: list[str]) -> list[dict[str, Any]]:
-        """This driver's slices of `node`, whose expected slice names are `names` (each node once)."""
+    def take(self, driver: str, node: str, names: list[str]) -> list[dict[str, Any]]:
+        """`driver`'s slices of `node`, whose expected slice names are `names` (each pair once)."""
         ...
 
     def rest(self) -> dict[str, list[dict[str, Any]]]:
-        """Slices of nodes never taken, by node."""
+        """Slices never taken, by node (every indexed driver's)."""
         ...
 
 
-def by_node(slices: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+Key = tuple[str, str]  # (driver, node)
+
+
+def by_driver_node(slices: list[dict[str, Any]]) -> dict[Key, list[dict[str, Any]]]:
+    out: dict[Key, list[dict[str, Any]]] = defaultdict(list)
     for s in slices:
-        out[str((s.get("spec") or {}).get("nodeName") or "")].append(s)
+        spec = s.get("spec") or {}
+        out[(str(spec.get("driver") or ""), str(spec.get("nodeName") or ""))].append(s)
     return out
+
+
+def by_node(index: dict[Key, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for (_, node), slices in index.items():
+        out[node].extend(slices)
+    return dict(out)
 
 
 _SPEC_MARK = ',"spec":'
@@ -63,19 +75,20 @@ _GENERATION = re.compile(r'\{"driver":"[^"]*","pool":\{"name":"[^"]*","generatio
 
 
 class StoreSliceIndex:
-    """The local store's slices of `driver`: files named as the fleet expects are read only when
-    asked about (as text first); every other file is parsed up front and indexed by node."""
+    """The local store's slices of `drivers`: files named as the fleet expects are read only when
+    asked about (as text first); every other file is parsed up front and indexed by driver and node."""
 
-    def __init__(self, store: ObjectStore, driver: str, expected: Collection[str]) -> None:
+    def __init__(self, store: ObjectStore, drivers: Collection[str], expected: Collection[str]) -> None:
         self.store = store
+        self.drivers = frozenset(drivers)
         names = store.names(SLICES)
         self._expected = {n for n in names if n in expected}
         others = [store.get(SLICES, None, n) for n in names if n not in self._expected]
-        self._others = by_node([s for s in others if (s.get("spec") or {}).get("driver") == driver])
-        self.driver = driver
+        self._others = by_driver_node([s for s in others if (s.get("spec") or {}).get("driver") in self.drivers])
 
-    def unchanged(self, node: str, names: list[str], texts_for: Callable[[int], list[str]], owner_uid: str | None) -> bool:
-        if node in self._others or not names or any(n not in self._expected for n in names):
+    def unchanged(self, driver: str, node: str, names: list[str], texts_for: Callable[[int], list[str]],
+                  owner_uid: str | None) -> bool:
+        if (driver, node) in self._others or not names or any(n not in self._expected for n in names):
             return False
         stored = []
         for name in names:
@@ -93,8 +106,8 @@ class StoreSliceIndex:
         self._expected.difference_update(names)  # accounted for: `rest` need not read them
         return True
 
-    def take(self, node: str, names: list[str]) -> list[dict[str, Any]]:
-        out = self._others.pop(node, [])
+    def take(self, driver: str, node: str, names: list[str]) -> list[dict[str, Any]]:
+        out = self._others.pop((driver, node), [])
         for name in names:
             if name not in self._expected:
                 continue
@@ -104,10 +117,10 @@ class StoreSliceIndex:
             except NotFoundError:
                 continue
             spec = obj.get("spec") or {}
-            if spec.get("driver") == self.driver and spec.get("nodeName") == node:
+            if spec.get("driver") == driver and spec.get("nodeName") == node:
                 out.append(obj)
-            elif spec.get("driver") == self.driver:
-                self._others.setdefault(str(spec.get("nodeName") or ""), []).append(obj)
+            elif spec.get("driver") in self.drivers:
+                self._others.setdefault((str(spec["driver"]), str(spec.get("nodeName") or "")), []).append(obj)
         return out
 
     def rest(self) -> dict[str, list[dict[str, Any]]]:
@@ -116,10 +129,11 @@ class StoreSliceIndex:
                 obj = self.store.get(SLICES, None, name)
             except NotFoundError:
                 continue
-            if (obj.get("spec") or {}).get("driver") == self.driver:
-                self._others.setdefault(str(obj["spec"].get("nodeName") or ""), []).append(obj)
+            spec = obj.get("spec") or {}
+            if spec.get("driver") in self.drivers:
+                self._others.setdefault((str(spec["driver"]), str(spec.get("nodeName") or "")), []).append(obj)
         self._expected.clear()
-        return dict(self._others)
+        return by_node(self._others)
 
 
 def _owned_by(head: str, uid: str) -> bool:
@@ -142,7 +156,7 @@ class FleetTarget(Protocol):
     def create_node(self, obj: dict[str, Any]) -> dict[str, Any]: ...
     def update_node(self, obj: dict[str, Any]) -> dict[str, Any]: ...
     def delete_node(self, name: str, uid: str | None) -> None: ...
-    def slice_index(self, driver: str, expected: Collection[str]) -> SliceIndex: ...
+    def slice_index(self, drivers: Collection[str], expected: Collection[str]) -> SliceIndex: ...
     def list_node_slices(self, driver: str, node: str) -> list[dict[str, Any]]: ...
     def create_slice(self, obj: dict[str, Any]) -> dict[str, Any]: ...
     def update_slice(self, obj: dict[str, Any]) -> dict[str, Any]: ...
@@ -193,10 +207,10 @@ class StoreFleetTarget:
             raise NotFoundError(f"node {name}: replaced meanwhile (uid {current['metadata'].get('uid')}, not {uid})")
         self.store.delete(NODES, None, name)
 
-    def slice_index(self, driver: str, expected: Collection[str]) -> StoreSliceIndex:
+    def slice_index(self, drivers: Collection[str], expected: Collection[str]) -> StoreSliceIndex:
         """`expected`: the slice names the fleet's nodes should have (read as text, lazily)."""
         self._calls += 1
-        return StoreSliceIndex(self.store, driver, expected)
+        return StoreSliceIndex(self.store, drivers, expected)
 
     def list_node_slices(self, driver: str, node: str) -> list[dict[str, Any]]:
         return self.slices.list_slices(driver, node)

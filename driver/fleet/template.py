@@ -1,21 +1,27 @@
-"""A node group's pool rendered once, then stamped for each of its nodes.
+"""A node group's pools rendered once, then stamped for each of its nodes.
 
 Rendering a DGX-A100 pool takes ~35 ms; a 1,000-node fleet would spend most of its time there. Yet
 two nodes of one group differ only in the node name (pool name and `nodeName`) and in identities
-derived from it (device `uuid`/`parentUUID`). So a group's pool is rendered once per (profile,
+derived from it (device `uuid`/`parentUUID`, NVIDIA's `GPU-`/`MIG-` UUIDs). So a group's pools (one
+per driver of its personality: NVIDIA's has two) are rendered once per (personality, profile,
 driver config, fidelity, gates) for a stand-in node, with a recording `Identities` that hands out
 placeholders and remembers what each one stands for (PCI function, device name); stamping a node
 fills in the node name and computes each identity with the very derivation `fake-dra run` uses
-(driver.slices.names.Identities). Stamped pools share every unchanged value with the template
-(only the dicts along the changed paths are copied), so a node costs ~1 ms and little memory.
+(driver.slices.names.Identities, which every personality's renderer takes: DriverProfile.render).
+Stamped pools share every unchanged value with the template (only the dicts along the changed
+paths are copied), so a node costs ~1 ms and little memory.
 
 Fidelity is a value: `full` is what `fake-dra run` publishes; `whole` is the same node rendered
 with DRAPartitionableDevices off (whole GPUs and VFs, no counters: what kwok's and run:ai's
 simulators publish), i.e. what `fake-dra run --features DRAPartitionableDevices=false` publishes.
+Personalities whose driver does not follow the cluster's gates (NVIDIA's, the SR-IOV driver's)
+publish whole devices at `whole` by their configuration, which the fleet file checks
+(driver.personality.Personality.partitioned_by).
 
 If a renderer change ever put a node-derived value somewhere the stamp does not reach, `render`
 refuses (it checks that the stand-in name and placeholders occur only where it stamps them), and
-the equality tests against `render_pool` for real node names catch a derivation it does not know.
+the equality tests against each driver's render for real node names catch a derivation it does not
+know.
 """
 
 from __future__ import annotations
@@ -31,10 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from driver.discovery import discover, make_sysfs
+from driver.errors import InputError
 from driver.features import Features
 from driver.hardware import load_catalog
 from driver.model.inventory import Inventory
-from driver.slices import Pool, SliceConfig, render_pool
+from driver.personality import DEFAULT_PERSONALITY, PERSONALITIES, DriverProfile, personality_named
+from driver.slices import Pool
 from driver.slices.names import NODE_IDENTITIES, Identities
 from driver.store.codec import json_text
 
@@ -79,10 +87,13 @@ class TemplateKey:
     driver_config: str  # canonical JSON (driver.fleet.spec.NodeGroup.driver_config)
     fidelity: str
     features: Features
+    personality: str = DEFAULT_PERSONALITY
 
 
 @dataclass(frozen=True)
 class Template:
+    """One driver's pool of a node group, ready to stamp."""
+
     key: TemplateKey
     driver_name: str
     specs: tuple[dict[str, Any], ...]
@@ -129,6 +140,62 @@ class Template:
     @property
     def devices_per_node(self) -> int:
         return sum(len(s.get("devices") or ()) for s in self.specs)
+
+
+@dataclass(frozen=True)
+class GroupTemplate:
+    """Every driver's template of a node group, in the personality's driver order."""
+
+    key: TemplateKey
+    drivers: tuple[Template, ...]
+
+    @property
+    def slices_per_node(self) -> int:
+        return sum(len(t.specs) for t in self.drivers)
+
+    @property
+    def devices_per_node(self) -> int:
+        return sum(t.devices_per_node for t in self.drivers)
+
+    @property
+    def driver_names(self) -> tuple[str, ...]:
+        return tuple(t.driver_name for t in self.drivers)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(w for t in self.drivers for w in t.warnings)
+
+
+def own_driver_name(personality: str, driver_name: str) -> str | None:
+    """The name `--driver-name` gives a personality's driver: fake-dra's takes it, NVIDIA's and the
+    SR-IOV driver's keep the names their users' manifests select on (None: the personality's own)."""
+    return None if personality_named(personality).fixed_driver_names else driver_name
+
+
+def fleet_drivers(driver_name: str) -> tuple[str, ...]:
+    """Every driver a fleet node may carry slices of: the fake-dra personality's (`driver_name`) and
+    each other personality's. The fleet owns these drivers' slices on its Nodes, so a group whose
+    personality changes loses the old drivers' slices, even after an apply cut short between the
+    Node's update and their removal. InputError when `driver_name` is another personality's driver
+    (fake-dra's groups would publish under NVIDIA's name)."""
+    fixed = [n for p in PERSONALITIES.values() for n in p.fixed_driver_names]
+    owners = [p.name for p in PERSONALITIES.values() if driver_name in p.fixed_driver_names]
+    if owners:
+        raise InputError(f"--driver-name {driver_name!r}: in a fleet it names the fake-dra personality's driver, and "
+                         f"{'personalities' if len(owners) > 1 else 'personality'} {' and '.join(owners)} "
+                         f"publish{'' if len(owners) > 1 else 'es'} {driver_name}; choose another name or leave it unset")
+    return (driver_name, *dict.fromkeys(fixed))
+
+
+def device_classes(personalities: list[str], driver_name: str) -> list[dict[str, Any]]:
+    """The DeviceClasses the drivers of these personalities install (what `run` seeds into the local
+    store for one node), each class once."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in personalities:
+        for driver in personality_named(name).drivers({}, own_driver_name(name, driver_name)):
+            for dc in driver.device_classes():
+                out.setdefault(dc["metadata"]["name"], dc)
+    return list(out.values())
 
 
 def features_for(fidelity: str, features: Features) -> Features:
@@ -186,12 +253,13 @@ def _check_stampable(specs: tuple[dict[str, Any], ...], holes: tuple) -> None:
 
 
 class Templates:
-    """Templates by key, and the inventories they are rendered from (one fake sysfs tree per
-    profile, written once into a temporary directory, as `make-sysfs` would write it)."""
+    """Group templates by key, and the inventories they are rendered from (one fake sysfs tree per
+    profile, written once into a temporary directory, as `make-sysfs` would write it).
+    `driver_name` names the fake-dra personality's driver (`--driver-name`)."""
 
     def __init__(self, driver_name: str) -> None:
         self.driver_name = driver_name
-        self._templates: dict[TemplateKey, Template] = {}
+        self._templates: dict[TemplateKey, GroupTemplate] = {}
         self._inventories: dict[tuple[str, str], Inventory] = {}
         self._trees: dict[str, Path] = {}
         self._tmp: Path | None = None
@@ -209,7 +277,8 @@ class Templates:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _inventory(self, profile: str, config: Mapping[str, Any]) -> Inventory:
+    def inventory(self, profile: str, config: Mapping[str, Any]) -> Inventory:
+        """The inventory a group of `profile` is rendered from (its fake sysfs tree, discovered)."""
         hardware = json.dumps(config.get("hardware") or {}, sort_keys=True)
         key = (profile, hardware)
         inv = self._inventories.get(key)
@@ -226,25 +295,35 @@ class Templates:
             inv = self._inventories[key] = discover(tree, load_catalog(config.get("hardware")))
         return inv
 
-    def get(self, profile: str, driver_config: str, fidelity: str, features: Features) -> Template:
-        key = TemplateKey(profile, driver_config, fidelity, features)
+    def get(self, profile: str, driver_config: str, fidelity: str, features: Features,
+            personality: str = DEFAULT_PERSONALITY) -> GroupTemplate:
+        """The group template; ConfigError/InputError when the personality cannot render the
+        profile with this config (the caller names the group)."""
+        key = TemplateKey(profile, driver_config, fidelity, features, personality)
         template = self._templates.get(key)
         if template is None:
             template = self._templates[key] = self._render(key)
         return template
 
-    def all(self) -> list[Template]:
+    def all(self) -> list[GroupTemplate]:
         return list(self._templates.values())
 
-    def _render(self, key: TemplateKey) -> Template:
+    def profiles(self, personality: str, config: Mapping[str, Any]) -> tuple[DriverProfile, ...]:
+        """The personality's driver profiles for a group's driver config (fake-dra's named `driver_name`)."""
+        return personality_named(personality).drivers(config, own_driver_name(personality, self.driver_name))
+
+    def _render(self, key: TemplateKey) -> GroupTemplate:
         config = json.loads(key.driver_config)
-        recorder = _Recorder()
-        pool = render_pool(self._inventory(key.profile, config), features_for(key.fidelity, key.features),
-                           node_name=TEMPLATE_NODE, driver_name=self.driver_name,
-                           config=SliceConfig.from_dict(config.get("slices")), identities=recorder)
+        inventory = self.inventory(key.profile, config)
+        features = features_for(key.fidelity, key.features)
+        drivers = []
+        for driver in self.profiles(key.personality, config):
+            recorder = _Recorder()
+            pool = driver.render(inventory, features, node_name=TEMPLATE_NODE, identities=recorder)
+            holes = tuple(_holes_of(s) for s in pool.slices)
+            _check_stampable(pool.slices, holes)
+            drivers.append(Template(key=key, driver_name=driver.name, specs=pool.slices, slots=tuple(recorder.slots),
+                                    holes=holes, warnings=pool.warnings, texts=_texts(pool.slices)))
         self.rendered += 1
-        holes = tuple(_holes_of(s) for s in pool.slices)
-        _check_stampable(pool.slices, holes)
-        return Template(key=key, driver_name=self.driver_name, specs=pool.slices, slots=tuple(recorder.slots),
-                        holes=holes, warnings=pool.warnings, texts=_texts(pool.slices))
+        return GroupTemplate(key=key, drivers=tuple(drivers))
 

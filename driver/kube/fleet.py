@@ -3,7 +3,8 @@
 Implements driver.fleet.targets.FleetTarget structurally (this layer cannot import driver.fleet):
 the requests a kube-apiserver gets are those of `kubectl` and of a Go publisher: Nodes listed,
 created (POST /api/v1/nodes), updated (PUT, which never touches status: kwok owns it) and deleted
-with a UID precondition; slices listed by `spec.driver` field selector in pages, written through
+with a UID precondition; slices listed by `spec.driver` field selector in pages (one listing per
+fleet driver), written through
 driver.kube.slices.KubeSliceBackend (the same requests `fake-dra run` makes); claims listed for
 the allocated-device check. Every request goes through driver.kube.throttle (`--qps`, `--burst`,
 retries on 429/5xx).
@@ -23,21 +24,25 @@ NODES = "/api/v1/nodes"
 
 
 class _Listed:
-    """A slice index over one listing (the shape driver.fleet.targets.ListedSlices has)."""
+    """A slice index over one listing per driver (the shape driver.fleet.targets.SliceIndex has)."""
 
     def __init__(self, slices: list[dict[str, Any]]) -> None:
-        self._by_node: dict[str, list[dict[str, Any]]] = {}
+        self._by_key: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for s in slices:
-            self._by_node.setdefault(str((s.get("spec") or {}).get("nodeName") or ""), []).append(s)
+            spec = s.get("spec") or {}
+            self._by_key.setdefault((str(spec.get("driver") or ""), str(spec.get("nodeName") or "")), []).append(s)
 
-    def unchanged(self, node: str, names: list[str], texts_for: Any, owner_uid: str | None) -> bool:
+    def unchanged(self, driver: str, node: str, names: list[str], texts_for: Any, owner_uid: str | None) -> bool:
         return False  # reconcile compares the listed objects and writes nothing when they are equal
 
-    def take(self, node: str, names: list[str]) -> list[dict[str, Any]]:
-        return self._by_node.pop(node, [])
+    def take(self, driver: str, node: str, names: list[str]) -> list[dict[str, Any]]:
+        return self._by_key.pop((driver, node), [])
 
     def rest(self) -> dict[str, list[dict[str, Any]]]:
-        return dict(self._by_node)
+        out: dict[str, list[dict[str, Any]]] = {}
+        for (_, node), slices in self._by_key.items():
+            out.setdefault(node, []).extend(slices)
+        return out
 
 
 class KubeFleetTarget:
@@ -72,8 +77,9 @@ class KubeFleetTarget:
             body["preconditions"] = {"uid": uid}
         self.api.request("DELETE", f"{NODES}/{name}", [], body)
 
-    def slice_index(self, driver: str, expected: Collection[str]) -> _Listed:
-        return _Listed(self.slices.list_paged(SLICES, [("fieldSelector", f"spec.driver={driver}")]))
+    def slice_index(self, drivers: Collection[str], expected: Collection[str]) -> _Listed:
+        return _Listed([s for driver in drivers
+                        for s in self.slices.list_paged(SLICES, [("fieldSelector", f"spec.driver={driver}")])])
 
     def list_node_slices(self, driver: str, node: str) -> list[dict[str, Any]]:
         return self.slices.list_slices(driver, node)

@@ -29,6 +29,7 @@ from typing import Any
 
 from driver.features import Features
 from driver.model.inventory import Inventory
+from driver.slices.names import NODE_IDENTITIES, Identities
 from driver.slices.pool import Pool
 
 
@@ -81,9 +82,14 @@ class DriverProfile(ABC):
 
     @abstractmethod
     def render(self, inventory: Inventory, features: Features, *, node_name: str,
-               hidden: frozenset[str] = frozenset()) -> Pool:
+               hidden: frozenset[str] = frozenset(), identities: Identities = NODE_IDENTITIES) -> Pool:
         """The node's pool for this driver (pure; byte-identical for equal inputs). `hidden`: devices
-        the driver stops publishing while a sibling of theirs is prepared (NVIDIA's passthrough)."""
+        the driver stops publishing while a sibling of theirs is prepared (NVIDIA's passthrough).
+
+        Every value derived from the node (device UUIDs and anything else that makes a device this
+        node's own) comes from `identities`; the node name itself appears only as the pool name and
+        `nodeName`. That is the contract a fleet relies on to render a node group once and stamp each
+        node from it (driver.fleet.template); its tests hold every driver to it."""
 
     @abstractmethod
     def device_classes(self) -> list[dict[str, Any]]:
@@ -112,17 +118,29 @@ class DriverProfile(ABC):
         return frozenset()
 
 
+def _whole_by_gates(config: Mapping[str, Any]) -> tuple[str, str] | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Personality:
     """A registry entry: a name, what it is, the driver-config sections it reads, and how to build
     its driver profiles from a driver config (`build(config, driver_name)`; `driver_name` is the
-    `--driver-name` flag, honoured only where the personality lets the name vary)."""
+    `--driver-name` flag, honoured only where the personality lets the name vary).
+
+    `partitioned_by(config)` serves a fleet's `fidelity: whole` (whole GPUs and VFs only, as on a
+    cluster without DRAPartitionableDevices): None when the personality publishes only whole devices
+    there, else (the driver-config path, what it publishes instead). fake-dra's own driver follows the
+    cluster's gates, so for it whole fidelity is a gate and no config is in the way; NVIDIA's plugin
+    publishes what its knobs say whatever the cluster, so a knob asking for MIG devices or shared
+    GPUs contradicts `whole`."""
 
     name: str
     summary: str
     sections: tuple[str, ...]
     build: Callable[[Mapping[str, Any], str | None], tuple[DriverProfile, ...]]
     fixed_driver_names: tuple[str, ...] = ()  # empty: the driver name comes from --driver-name
+    partitioned_by: Callable[[Mapping[str, Any]], tuple[str, str] | None] = _whole_by_gates
 
     def drivers(self, config: Mapping[str, Any] | None = None, driver_name: str | None = None) -> tuple[DriverProfile, ...]:
         """The configured driver profiles (InputError/ConfigError for a bad config or driver name)."""

@@ -263,6 +263,17 @@ def test_static_mig_devices_are_checked_against_the_model(mig, message) -> None:
         node("dgx-a100", {"nvidia": {"migDevices": mig}})
 
 
+@pytest.mark.parametrize(("config", "message"), [
+    ({"migDevices": {8: ["1g.5gb@0"]}}, r"nvidia.migDevices\[8\]: the node has no GPU with minor 8 \(minors 0-7\)"),
+    ({"migEnabled": [0, 12]}, r"nvidia.migEnabled\[12\]: the node has no GPU with minor 12 \(minors 0-7\)"),
+])
+def test_a_gpu_minor_the_node_lacks_is_refused(config, message) -> None:
+    with pytest.raises(ConfigError, match=message):
+        node("dgx-a100", {"nvidia": config})
+    with pytest.raises(ConfigError, match="no GPUs"):
+        node("no-gpu", {"nvidia": config})
+
+
 def test_mig_on_a_gpu_without_mig_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"nvidia.migEnabled: GPU 4 \(Tesla T4\) does not support MIG"):
         node("vgpu-host", {"nvidia": {"migEnabled": [4, 0]}})

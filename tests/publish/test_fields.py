@@ -76,5 +76,5 @@ def test_gates_present_the_quick_look_agrees_with_the_full_walk():
     with Templates("gpu.example.com") as templates:
         for profile, values in itertools.product(sorted(PROFILES), itertools.product((True, False), repeat=3)):
             features = Features().with_gates(dict(zip((GROUPS, CONSUMABLE, SHARED_CONSUMABLE), values)))
-            for spec in templates.get(profile, "{}", "full", features).specs:
+            for spec in templates.get(profile, "{}", "full", features).drivers[0].specs:
                 assert gates_present(spec) == gates_used(spec), (profile, features)

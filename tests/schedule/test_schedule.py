@@ -235,14 +235,14 @@ def test_show_store_sums_a_fleet_per_node_group(store, fleet, schedule, capsys):
     assert [o.node for o in report.outcomes if o.name == "default/net"] == ["nic-0000"]  # the start index rotated there
     assert main(["show", "--store", str(store.root)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[1].split() == ["GROUP", "PROFILE", "NODES", "DEVICES", "HELD", "MIG", "SLICES", "USED", "VF",
-                              "BANDWIDTH", "USED"]
+    assert out[1].split() == ["GROUP", "PROFILE", "PERSONALITY", "NODES", "DEVICES", "HELD", "MIG", "SLICES", "USED",
+                              "VF", "BANDWIDTH", "USED"]
     a100 = out[2].split()
-    assert a100[:3] == ["lab/a100", "dgx-a100", "2"]
+    assert a100[:4] == ["lab/a100", "dgx-a100", "fake-dra", "2"]
     # Ten 1g.5gb MIG devices (one memory slice each) of 2 x 8 GPUs x 8 slices; a100's 8 VF
     # counter sets of 200G each stay free; the whole-fidelity NIC group publishes no counters.
-    assert " ".join(a100[3:]) == "10 of 512 10 of 128 0 of 3200 Gb/s"
-    assert out[3].split() == ["lab/nic", "no-gpu", "1", "1", "of", "8", "-", "-"]
+    assert " ".join(a100[4:]) == "10 of 512 10 of 128 0 of 3200 Gb/s"
+    assert out[3].split() == ["lab/nic", "no-gpu", "fake-dra", "1", "1", "of", "8", "-", "-"]
     assert main(["show", "--store", str(store.root), "--node-name", "a100-0000"]) == 0
     assert "MIG slices" in capsys.readouterr().out
 

@@ -22,6 +22,7 @@ from driver.personality.fakedra.classes import CLASSES, class_name, device_class
 from driver.personality.fakedra.env import device_env
 from driver.personality.fakedra.opaque import configs_for_results
 from driver.slices import SliceConfig, render_pool
+from driver.slices.names import NODE_IDENTITIES, Identities
 from driver.slices.pool import Pool
 
 NAME = "fake-dra"
@@ -41,8 +42,9 @@ class FakeDraDriver(DriverProfile):
         self.cdi = cdi_naming(driver_name)
 
     def render(self, inventory: Inventory, features: Features, *, node_name: str,
-               hidden: frozenset[str] = frozenset()) -> Pool:
-        return render_pool(inventory, features, node_name=node_name, driver_name=self.name, config=self.config)
+               hidden: frozenset[str] = frozenset(), identities: Identities = NODE_IDENTITIES) -> Pool:
+        return render_pool(inventory, features, node_name=node_name, driver_name=self.name, config=self.config,
+                           identities=identities)
 
     def device_classes(self) -> list[dict[str, Any]]:
         return device_classes(self.name)

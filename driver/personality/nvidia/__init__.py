@@ -22,6 +22,7 @@ from driver.personality.nvidia.render import render_gpus
 from driver.personality.nvidia.settings import DRIVER, NvidiaSettings, parse_settings
 from driver.personality.sriov import DRIVER as SRIOV_DRIVER
 from driver.personality.sriov import SriovDriver, parse_sriov
+from driver.slices.names import NODE_IDENTITIES, Identities
 from driver.slices.pool import Pool
 
 NAME = "nvidia"
@@ -54,9 +55,9 @@ class NvidiaGpuDriver(DriverProfile):
         self.hides_siblings = settings.gate("PassthroughSupport")
 
     def render(self, inventory: Inventory, features: Features, *, node_name: str,
-               hidden: frozenset[str] = frozenset()) -> Pool:
+               hidden: frozenset[str] = frozenset(), identities: Identities = NODE_IDENTITIES) -> Pool:
         # NVIDIA's plugin publishes the same slices whatever the cluster's gates: it does not probe them.
-        return render_gpus(inventory, self.settings, node_name=node_name, hidden=hidden)
+        return render_gpus(inventory, self.settings, node_name=node_name, hidden=hidden, identities=identities)
 
     def device_classes(self) -> list[dict[str, Any]]:
         return device_classes()
@@ -104,6 +105,10 @@ def _fixed_name(driver_name: str | None, names: tuple[str, ...]) -> None:
                          "(its users' manifests name those drivers); give one of them or leave --driver-name unset")
 
 
+def _partitioned_by(config: Mapping[str, Any]) -> tuple[str, str] | None:
+    return parse_settings(config.get("nvidia")).partitioned_by()
+
+
 PERSONALITY = Personality(
     name=NAME,
     summary="NVIDIA's DRA driver (gpu.nvidia.com: GPUs, MIG, VFIO; knobs in `nvidia:`) and the SR-IOV DRA "
@@ -111,4 +116,5 @@ PERSONALITY = Personality(
     sections=("hardware", "nvidia", "sriov"),
     build=_build,
     fixed_driver_names=(DRIVER, SRIOV_DRIVER),
+    partitioned_by=_partitioned_by,
 )

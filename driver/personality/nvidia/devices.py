@@ -23,7 +23,7 @@ from driver.model.inventory import Gpu, PciDevice
 from driver.model.quantity import format_quantity, parse_quantity
 from driver.personality.nvidia.settings import NvidiaSettings, semver
 from driver.slices.common import device
-from driver.slices.names import mib_quantity, stable_uuid
+from driver.slices.names import NODE_IDENTITIES, Identities, mib_quantity
 
 PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
@@ -72,6 +72,9 @@ class GpuInfo:
     facts: NvmlFacts
     settings: NvidiaSettings
     node_name: str
+    # Where node-derived values come from (driver.slices.names.Identities): the GPU's and its static
+    # MIG devices' UUIDs, so a fleet can stamp them per node.
+    identities: Identities = NODE_IDENTITIES
 
     @property
     def minor(self) -> int:
@@ -81,9 +84,15 @@ class GpuInfo:
     def name(self) -> str:
         return f"gpu-{self.minor}"
 
-    @property
+    @functools.cached_property
     def uuid(self) -> str:
-        return "GPU-" + stable_uuid(self.node_name, self.gpu.pci.address, self.name)
+        """`GPU-<uuid>`: stable for this node and GPU, different on every node (a real GPU's UUID is
+        burnt in; a simulated one is derived like fake-dra's own, from node, PCI function and name)."""
+        return "GPU-" + self.identities.uuid(self.node_name, self.gpu.pci.address, self.name)
+
+    def mig_uuid(self, device_name: str) -> str:
+        """`MIG-<uuid>` of an existing (static) MIG device of this GPU."""
+        return "MIG-" + self.identities.uuid(self.node_name, self.gpu.pci.address, device_name)
 
     def mig_profiles(self) -> tuple[MigProfile, ...]:
         return self.gpu.model.mig_profiles if self.gpu.model.mig_capable else ()
@@ -210,7 +219,7 @@ def static_mig(info: GpuInfo, profile: MigProfile, start: int) -> dict[str, Any]
     name = info.mig_name(profile, start)
     attrs = {**info.common_attributes(), "type": {"string": "mig"}, "parentUUID": {"string": info.uuid},
              "profile": {"string": profile.name},
-             "uuid": {"string": "MIG-" + stable_uuid(info.node_name, info.gpu.pci.address, name)}}
+             "uuid": {"string": info.mig_uuid(name)}}
     caps = mig_capacities(profile)
     caps.update({f"memorySlice{i}": {"value": "1"} for i in info.placement(profile, start)})
     return device(name, attrs, caps)

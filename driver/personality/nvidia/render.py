@@ -25,6 +25,7 @@ from driver.errors import ConfigError
 from driver.model.inventory import Gpu, Inventory
 from driver.personality.nvidia import devices as nv
 from driver.personality.nvidia.settings import DRIVER, NvidiaSettings
+from driver.slices.names import NODE_IDENTITIES, Identities
 from driver.slices.pool import Pool
 
 VFIO_DRIVER = "vfio-pci"
@@ -40,15 +41,17 @@ def _toggles_mig(gpu: Gpu) -> bool:
 
 
 def per_gpu_devices(inventory: Inventory, settings: NvidiaSettings, node_name: str,
-                    hidden: frozenset[str] = frozenset()) -> tuple[list[tuple[nv.GpuInfo, list[dict[str, Any]], dict | None]], bool]:
+                    hidden: frozenset[str] = frozenset(),
+                    identities: Identities = NODE_IDENTITIES) -> tuple[list[tuple[nv.GpuInfo, list[dict[str, Any]], dict | None]], bool]:
     """Per GPU with something to publish (PCI order): its info, its devices (sorted by name) and its
     counter set; and whether DynamicMIG's partitionable layout is in effect (the gate on and some
     GPU MIG-capable: state.IsMigCapable)."""
     gpus = sorted(inventory.gpus, key=lambda g: g.pci.address)
+    _check_minors(settings, {g.index for g in gpus})
     dynamic = settings.gate("DynamicMIG") and any(g.model.mig_capable and _nvml_visible(g) for g in gpus)
     out = []
     for gpu in gpus:
-        info = nv.GpuInfo(gpu, settings.nvml.facts(gpu.model), settings, node_name)
+        info = nv.GpuInfo(gpu, settings.nvml.facts(gpu.model), settings, node_name, identities)
         devs: list[dict[str, Any]] = []
         counters = None
         static: list = []
@@ -75,9 +78,19 @@ def per_gpu_devices(inventory: Inventory, settings: NvidiaSettings, node_name: s
     return out, dynamic
 
 
+def _check_minors(settings: NvidiaSettings, minors: set[int]) -> None:
+    """A GPU minor the node does not have, in `migDevices` or `migEnabled`, is a mistake (a layout
+    meant for a bigger node), not something to skip silently."""
+    for where, keys in (("nvidia.migDevices", settings.mig_devices), ("nvidia.migEnabled", settings.mig_enabled)):
+        for key in keys:
+            if isinstance(key, int) and key not in minors:
+                have = f"minors 0-{max(minors)}" if minors else "no GPUs"
+                raise ConfigError(f"{where}[{key}]: the node has no GPU with minor {key} ({have})")
+
+
 def render_gpus(inventory: Inventory, settings: NvidiaSettings, *, node_name: str,
-                hidden: frozenset[str] = frozenset()) -> Pool:
-    per_gpu, dynamic = per_gpu_devices(inventory, settings, node_name, hidden)
+                hidden: frozenset[str] = frozenset(), identities: Identities = NODE_IDENTITIES) -> Pool:
+    per_gpu, dynamic = per_gpu_devices(inventory, settings, node_name, hidden, identities)
     base = {"driver": DRIVER, "pool": {"name": node_name}, "nodeName": node_name}
     slices: list[dict[str, Any]] = []
     if not settings.gate("DynamicMIG"):

@@ -99,6 +99,19 @@ class NvidiaSettings:
         """isConsumableSharesEnabled: the gate on and a mode other than disabled."""
         return self.gate("ConsumableShares") and self.consumable_shares not in ("", SHARES_DISABLED)
 
+    def partitioned_by(self) -> tuple[str, str] | None:
+        """The knob that makes NVIDIA's plugin publish something other than whole GPUs (and their VFIO
+        functions): (its path in the driver config, what it publishes); None when every device is whole."""
+        if self.gate("DynamicMIG"):
+            return "nvidia.featureGates.DynamicMIG", "every MIG placement on counters"
+        if self.mig_devices:
+            return "nvidia.migDevices", "MIG devices instead of whole GPUs"
+        if self.mig_enabled:
+            return "nvidia.migEnabled", "GPUs in MIG mode, which offer no whole device"
+        if self.shares_enabled:
+            return "nvidia.consumableShares", "GPUs shared by consumable capacity"
+        return None
+
     def mig_mode(self, minor: int, mig_capable: bool = True) -> bool:
         """Whether NVML reports MIG mode on for the GPU with this minor ("all" means every MIG-capable GPU)."""
         if minor in self.mig_devices or minor in self.mig_enabled:

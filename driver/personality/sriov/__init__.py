@@ -25,7 +25,7 @@ from driver.features import Features
 from driver.model.inventory import Inventory
 from driver.personality.base import AppliedConfig, CdiNaming, DriverProfile, Personality, PreparedElsewhere
 from driver.personality.gojson import BOOL, STRING, DecodeError, Scheme, Struct
-from driver.slices.names import env_token
+from driver.slices.names import NODE_IDENTITIES, Identities, env_token
 from driver.slices.pool import Pool
 
 NAME = "sriov"
@@ -150,7 +150,9 @@ class SriovDriver(DriverProfile):
         self.settings = settings
 
     def render(self, inventory: Inventory, features: Features, *, node_name: str,
-               hidden: frozenset[str] = frozenset()) -> Pool:
+               hidden: frozenset[str] = frozenset(), identities: Identities = NODE_IDENTITIES) -> Pool:
+        # Nothing of a VF is derived from the node: names and attributes come from PCI addresses, the
+        # PF's interface and IDs, which every node of one hardware profile shares (as on real nodes).
         return render_vfs(inventory, self.settings, node_name)
 
     def device_classes(self) -> list[dict[str, Any]]:
