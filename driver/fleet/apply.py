@@ -37,6 +37,7 @@ from driver.fleet.template import GroupTemplate, Template, Templates, features_f
 from driver.kube.allocated import allocated_from_claims
 from driver.publish.reconcile import MAX_ATTEMPTS, ReconcileStats, reconcile
 from driver.slices import slice_name
+from driver.slicewrites import ForwardsSliceWrites
 
 Progress = Callable[[int, int], None]  # (nodes done, nodes in all)
 
@@ -84,7 +85,7 @@ class ApplyStats:
         }
 
 
-class _NodeSlices:
+class _NodeSlices(ForwardsSliceWrites):
     """A SliceBackend for one node over slices listed for the whole fleet (driver.publish.reconcile
     lists once per attempt; after a conflict it asks the target afresh)."""
 
@@ -101,17 +102,8 @@ class _NodeSlices:
             return listed
         return self.target.list_node_slices(driver, node)
 
-    def create_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
-        return self.target.create_slice(obj)
-
-    def update_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
-        return self.target.update_slice(obj)
-
-    def delete_slice(self, name: str, *, uid: str | None = None, resource_version: str | None = None) -> None:
-        self.target.delete_slice(name, uid=uid, resource_version=resource_version)
-
-    def dry_run_create_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
-        return self.target.dry_run_create_slice(obj)
+    def _slice_writes(self) -> Any:
+        return self.target
 
     def node_uid(self, node: str) -> str | None:  # the fleet passes owner_uid itself
         return None

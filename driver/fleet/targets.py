@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from driver.errors import NotFoundError
 from driver.publish.backend import StoreSliceBackend
+from driver.slicewrites import ForwardsSliceWrites
 from driver.store import ObjectStore
 
 NODES = "nodes"
@@ -166,7 +167,7 @@ class FleetTarget(Protocol):
     def batch(self) -> contextlib.AbstractContextManager[None]: ...
 
 
-class StoreFleetTarget:
+class StoreFleetTarget(ForwardsSliceWrites):
     """The local object store. Slice writes go through the store's SliceBackend, so the simulated
     apiserver strips fields of gates STORE/featuregates.yaml turns off, exactly as for `fake-dra run`."""
 
@@ -215,17 +216,8 @@ class StoreFleetTarget:
     def list_node_slices(self, driver: str, node: str) -> list[dict[str, Any]]:
         return self.slices.list_slices(driver, node)
 
-    def create_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
-        return self.slices.create_slice(obj)
-
-    def update_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
-        return self.slices.update_slice(obj)
-
-    def delete_slice(self, name: str, *, uid: str | None = None, resource_version: str | None = None) -> None:
-        self.slices.delete_slice(name, uid=uid, resource_version=resource_version)
-
-    def dry_run_create_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
-        return self.slices.dry_run_create_slice(obj)
+    def _slice_writes(self) -> Any:
+        return self.slices
 
     def list_claims(self) -> list[dict[str, Any]]:
         self._calls += 1

@@ -19,6 +19,7 @@ from typing import Any
 from driver.errors import NotFoundError
 from driver.kube.slices import CLAIMS, SLICES, KubeSliceBackend
 from driver.kube.throttle import ThrottledApi
+from driver.slicewrites import ForwardsSliceWrites
 
 NODES = "/api/v1/nodes"
 
@@ -45,7 +46,7 @@ class _Listed:
         return out
 
 
-class KubeFleetTarget:
+class KubeFleetTarget(ForwardsSliceWrites):
     kind = "apiserver"
 
     def __init__(self, api: ThrottledApi, *, page_size: int = 500) -> None:
@@ -84,17 +85,8 @@ class KubeFleetTarget:
     def list_node_slices(self, driver: str, node: str) -> list[dict[str, Any]]:
         return self.slices.list_slices(driver, node)
 
-    def create_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
-        return self.slices.create_slice(obj)
-
-    def update_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
-        return self.slices.update_slice(obj)
-
-    def delete_slice(self, name: str, *, uid: str | None = None, resource_version: str | None = None) -> None:
-        self.slices.delete_slice(name, uid=uid, resource_version=resource_version)
-
-    def dry_run_create_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
-        return self.slices.dry_run_create_slice(obj)
+    def _slice_writes(self) -> Any:
+        return self.slices
 
     def list_claims(self) -> list[dict[str, Any]]:
         return self.slices.list_paged(CLAIMS, [])
