@@ -38,6 +38,8 @@ from driver.errors import CallAborted, InputError
 
 log = logging.getLogger("fake-dra.state")
 LOCK_FILE = "lock"
+BUSY = "timed out waiting for other calls to finish; retry"
+BUSY_MARGIN_S = 1.0  # a call refused as busy answers this long before its Deadline (itself 0.5 s early)
 
 
 class CallGate:
@@ -137,6 +139,18 @@ class StateGate:
                 self._waiting.popleft().set()  # the slot passes to the first waiter
             else:
                 self._free += 1
+
+    @contextlib.contextmanager
+    def slot(self, deadline: Deadline) -> Iterator[bool]:
+        """Hold a slot (True), or False when none came free in time: the caller answers BUSY then,
+        early enough (BUSY_MARGIN_S before its deadline) for the kubelet to get it."""
+        if not self.enter(deadline.at - BUSY_MARGIN_S, deadline):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            self.leave()
 
 
 class StateDirLock:

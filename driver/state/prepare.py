@@ -23,7 +23,8 @@ shutdown's cancellation): a prepare whose deadline passes before it commits (mar
 PrepareCompleted) rolls back, so nothing is written after `shutdown` returns and the successor
 reads a settled state, and nothing is kept of a call the kubelet cancelled. An unprepare overrules
 every prepare of the same claim still in flight (driver.state.inflight). What the node holds at
-start comes from driver.state.recovery.
+start comes from driver.state.recovery. Step 3 lives in driver.state.commit (with the rollback),
+NodeUnprepareResources in driver.state.unprepare; both are mixins of DeviceState.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from driver.deadline import KUBELET_CALL_TIMEOUT_S, Deadline
@@ -43,33 +44,30 @@ from driver.personality.fakedra import FakeDraDriver
 from driver.state.cdi import CdiWriter
 from driver.state.allocation import devices_to_prepare
 from driver.state.checkpoint import COMPLETED, STARTED, Checkpoint, CheckpointStore, ClaimEntry
+from driver.state.commit import OVERRULED, Batch, CommitPrepares
 from driver.state.claimstatus import ClaimStatusReporter
 from driver.state.metadata import DeviceMetadataWriter
 from driver.state.names import check_label, check_subdomain, check_uid
 from driver.state.names import shorten as _short
 from driver.state.inflight import Flight, InFlight
 from driver.state.journal import Journal
-from driver.state.ownership import CallGate, StateDirLock, StateGate, startup_io
+from driver.state.ownership import BUSY, CallGate, StateDirLock, StateGate, startup_io
 from driver.state.pool import PoolCache
 from driver.state.recovery import recover
 from driver.state.revalidate import PlacedIndex
-from driver.state.types import ClaimRef, ClaimSource, PreparedDevice, PrepareResult
+from driver.state.types import ClaimRef, ClaimSource, PreparedDevice, PrepareResult, dedupe_refs
+from driver.state.unprepare import UnprepareCalls
 
 log = logging.getLogger("fake-dra.state")
 CrashHook = Callable[[str], None]
-Batch = tuple[ClaimRef, list[PreparedDevice]]
 DEFAULT_CONCURRENCY = 2  # calls working on the state at once: 2-4 measured best on 2 cores, 8+ worse
-BUSY = "timed out waiting for other calls to finish; retry"
-BUSY_MARGIN_S = 1.0  # a call refused as busy answers this long before its Deadline (itself 0.5 s early)
-OVERRULED = ("unprepared while this prepare was still in flight (the kubelet cancelled it); nothing was kept, "
-             "prepare again if the claim is still needed")
 
 
 def _no_crash(step: str) -> None:
     return None
 
 
-class DeviceState:
+class DeviceState(CommitPrepares, UnprepareCalls):
     """Prepared claims of this node; thread-safe; one instance per plugin process."""
 
     def __init__(
@@ -207,21 +205,9 @@ class DeviceState:
             except CallAborted as exc:
                 return {ref.uid: refused(f"claim {_short(ref.namespace)}/{_short(ref.name)}: {exc}") for ref in refs}
 
-    @contextlib.contextmanager
-    def _working(self, deadline: Deadline) -> Iterator[bool]:
-        """Hold a state gate slot (True), or False when none came free in time: the caller answers
-        `busy` then, early enough (BUSY_MARGIN_S before its deadline) for the kubelet to get it."""
-        if not self._gate.enter(deadline.at - BUSY_MARGIN_S, deadline):
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            self._gate.leave()
-
     def _prepare(self, refs: Sequence[ClaimRef], deadline: Deadline) -> dict[str, PrepareResult]:
         results: dict[str, PrepareResult] = {}
-        unique = _dedupe(refs, results, PrepareResult)
+        unique = dedupe_refs(refs, results, PrepareResult)
         with self._flights.prepare(ref.uid for ref in unique) as flight:
             return self._prepare_fetched(self._fetch_all(unique, deadline, results), results, flight, deadline)
 
@@ -250,7 +236,7 @@ class DeviceState:
 
     def _prepare_fetched(self, fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult],
                          flight: Flight, deadline: Deadline) -> dict[str, PrepareResult]:
-        with self._working(deadline) as working:
+        with self._gate.slot(deadline) as working:
             if not working:
                 for ref, _ in fetched:
                     results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {BUSY}")
@@ -433,186 +419,8 @@ class DeviceState:
         with self._lock:
             return frozenset(d.device for e in self._cp.claims.values() for d in e.devices)
 
-    def _act(self, batch: list[Batch], before: dict[str, ClaimEntry | None],
-             results: dict[str, PrepareResult], recorded: int,
-             claims: Mapping[str, dict[str, Any]], deadline: Deadline, flight: Flight) -> tuple[list[Batch], int]:
-        """Outside the global lock (the claims' own locks are held): persist PrepareStarted, write
-        the CDI specs, mark PrepareCompleted. Returns the claims that succeeded and the version
-        recording them."""
-        try:
-            self._journal.write(durable=False, need=recorded)
-        except OSError as exc:
-            with self._lock:
-                for uid, old in before.items():
-                    self._set_entry(uid, old)
-                self._journal.bump()
-            for ref, _ in batch:
-                results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: writing checkpoint: {exc}")
-            return [], 0
-        self._crash("prepare-started")
-        ok: list[Batch] = []
-        failed: list[ClaimRef] = []
-        pool_devices = self._pool.get(refresh_if_stale=False)[1]
-        for ref, devs in batch:
-            step = "writing device metadata"
-            try:
-                files = self._metadata.write(ref, claims[ref.uid], devs, pool_devices, self._pool.unrequested)
-                step = "writing CDI spec"
-                self._cdi.write(ref, devs, self._metadata.mounts(files, devs), self._store.boot_id)
-                ok.append((ref, devs))
-            except Exception as exc:  # noqa: BLE001 - whatever it is, this claim only
-                if not isinstance(exc, (OSError, FakeDraError)):
-                    log.exception("writing a CDI spec failed unexpectedly", extra={"claim": ref.uid})
-                failed.append(ref)
-                what = (str(exc) if isinstance(exc, FakeDraError)  # e.g. a metadata path it cannot name
-                        else f"claim {ref.namespace}/{ref.name}: {step}: {exc}")
-                results[ref.uid] = PrepareResult(error=what)
-        if self._status is not None:  # informational: never fails the claims
-            self._status.prepared([(ref, claims[ref.uid], devs) for ref, devs in ok], pool_devices, deadline)
-        self._crash("prepare-cdi-written")
-        try:
-            deadline.check("prepare")  # the commit point: past it the call's answer stands
-        except CallAborted as exc:
-            if self._status is not None and ok:  # take back what was just reported (its own budget:
-                self._status.unprepared(ok, pool_devices)  # a stale Ready would outlive the rollback)
-            return self._roll_back(batch, before, results, str(exc)), 0
-        # An unprepare of a claim of this call came in meanwhile (it waits for the claim's lock):
-        # it wins, so this call keeps nothing of that claim and the unprepare then finds it gone.
-        late = {ref.uid for ref, _ in batch if self._flights.overruled(flight, ref.uid)}
-        if late:
-            late_ok = [(ref, devs) for ref, devs in ok if ref.uid in late]
-            if self._status is not None and late_ok:
-                self._status.unprepared(late_ok, pool_devices)
-            self._roll_back([b for b in batch if b[0].uid in late], before, results, OVERRULED)
-            ok = [b for b in ok if b[0].uid not in late]
-            failed = [ref for ref in failed if ref.uid not in late]
-        # Roll back in an order that cannot fail halfway: first the records (memory only), so a
-        # failed claim reserves nothing whatever the disk does; then, best effort, any spec an
-        # earlier attempt left (a read-only CDI root refuses even to unlink a missing file).
-        with self._lock:
-            for ref, devs in ok:
-                self._set_entry(ref.uid, ClaimEntry(ref, COMPLETED, self._store.boot_id, devs))
-            for ref in failed:
-                self._set_entry(ref.uid, before[ref.uid])
-            version = self._journal.bump()
-        for ref in failed:
-            try:
-                self._cdi.remove(ref.uid)
-                self._metadata.remove(ref.uid)
-            except OSError as exc:
-                log.warning("cannot remove the CDI spec or device metadata of a claim whose preparation failed",
-                            extra={"claim": ref.uid, "error": str(exc)})
-        return ok, version
-
-    def _roll_back(self, batch: list[Batch], before: dict[str, ClaimEntry | None],
-                   results: dict[str, PrepareResult], reason: str) -> list[Batch]:
-        """Undo a prepare that did not commit: the CDI specs first, then the records. A spec that
-        cannot be removed keeps its claim recorded as PrepareStarted (reserved, never an orphan
-        spec); a claim without a spec reserves nothing even when the unlink fails (a read-only
-        root refuses even to unlink a missing file). The next write of the checkpoint (at the
-        latest `shutdown`'s flush) persists the result."""
-        kept: set[str] = set()
-        for ref, _ in batch:
-            results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {reason}")
-            try:
-                self._cdi.remove(ref.uid)
-                self._metadata.remove(ref.uid)  # only after its spec (which bind-mounts it) is gone
-            except OSError as exc:
-                if self._cdi.exists(ref.uid):
-                    kept.add(ref.uid)
-                    log.error("rolling back: cannot remove CDI spec; the claim stays reserved",
-                              extra={"claim": ref.uid, "error": str(exc)})
-        with self._lock:
-            for ref, _ in batch:
-                if ref.uid not in kept:
-                    self._set_entry(ref.uid, before[ref.uid])
-            self._journal.bump()
-        log.warning("rolled back an unfinished prepare", extra={"claims": len(batch), "reason": reason})
-        return []
-
-    # -- unprepare ------------------------------------------------------------------------
-
-    def unprepare(self, refs: Sequence[ClaimRef], timeout_s: float | None = None,
-                  abandoned: threading.Event | None = None) -> dict[str, str]:
-        """claim UID -> error ("" on success). Works for deleted claims and unknown UIDs. Overrules
-        every prepare of the same claims still in flight: none of them keeps anything."""
-        return self._call(refs, timeout_s, abandoned, self._unprepare, str)
-
-    def _unprepare(self, refs: Sequence[ClaimRef], deadline: Deadline) -> dict[str, str]:
-        results: dict[str, str] = {}
-        valid: list[ClaimRef] = []
-        for ref in _dedupe(refs, results, lambda error="": error):
-            try:
-                check_uid(ref.uid)
-                valid.append(ref)
-            except FakeDraError as exc:
-                results[ref.uid] = str(exc)
-        self._flights.overrule(r.uid for r in valid)  # before waiting: a prepare of it may be reading it now
-        with self._working(deadline) as working:
-            if not working:
-                for ref in valid:
-                    results[ref.uid] = f"claim {_short(ref.namespace)}/{_short(ref.name)}: {BUSY}"
-                return results
-            return self._unprepare_valid(valid, results, deadline)
-
-    def _unprepare_valid(self, valid: list[ClaimRef], results: dict[str, str], deadline: Deadline) -> dict[str, str]:
-        with self._claims_locked(r.uid for r in valid), self._calls.mutating(deadline, "unprepare"):
-            for ref in valid:
-                step = "removing CDI spec"
-                try:
-                    self._cdi.remove(ref.uid)
-                    step = "removing device metadata"
-                    self._metadata.remove(ref.uid)
-                    results[ref.uid] = ""
-                except OSError as exc:
-                    results[ref.uid] = f"claim {_short(ref.namespace)}/{_short(ref.name)}: {step}: {exc}"
-            if self._status is not None:
-                recorded_devs = [(r, e.devices) for r in valid if not results[r.uid]
-                                 and (e := self._cp.claims.get(r.uid)) is not None]
-                self._status.unprepared(recorded_devs, self._pool.get(refresh_if_stale=False)[1], deadline)
-            self._crash("unprepare-cdi-removed")
-            with self._lock:
-                gone = [r for r in valid if not results[r.uid] and r.uid in self._cp.claims]
-                released = {r.uid: [d.device for d in self._cp.claims[r.uid].devices] for r in gone}
-                for r in gone:
-                    self._set_entry(r.uid, None)
-                if gone:
-                    self._journal.bump()
-            try:
-                # Also persists removals of an earlier call whose flush failed (its retry lands here).
-                self._journal.flush()
-            except OSError as exc:
-                for r in valid:
-                    if not results[r.uid]:
-                        results[r.uid] = f"claim {_short(r.namespace)}/{_short(r.name)}: writing checkpoint: {exc}"
-                return results
-            if gone:
-                self._crash("unprepare-completed")
-        for r in gone:
-            log.info("unprepared claim", extra={"claim": f"{_short(r.namespace)}/{_short(r.name)}", "uid": r.uid,
-                                                "devices": released[r.uid]})
-        if gone:
-            self._changed()
-        return results
-
 
 def _check_ref(ref: ClaimRef) -> None:
     check_uid(ref.uid)
     check_label(ref.namespace, "claim namespace")
     check_subdomain(ref.name, "claim name")
-
-
-def _dedupe(refs: Sequence[ClaimRef], results: dict[str, Any], error: Callable[..., Any]) -> list[ClaimRef]:
-    """Unique claims by UID; a UID sent twice with different names is an error for that UID."""
-    seen: dict[str, ClaimRef] = {}
-    bad: set[str] = set()
-    for ref in refs:
-        prev = seen.get(ref.uid)
-        if prev is None:
-            seen[ref.uid] = ref
-        elif prev != ref:
-            bad.add(ref.uid)
-            results[ref.uid] = error(error=f"claim UID {_short(ref.uid)} listed twice with different names "
-                                           f"({_short(prev.namespace)}/{_short(prev.name)} and "
-                                           f"{_short(ref.namespace)}/{_short(ref.name)})")
-    return [r for uid, r in seen.items() if uid not in bad]

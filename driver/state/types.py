@@ -7,11 +7,12 @@ here as Protocols so tests can hand in plain objects.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from driver.deadline import Deadline
+from driver.state.names import shorten
 
 # A published device -> its resource.k8s.io/v1 NetworkDeviceData (interfaceName, hardwareAddress),
 # or None when it has no network interface (driver.state.netinfo reads it from sysfs).
@@ -127,3 +128,19 @@ class DeviceHealthStatus:
     health: str  # "HEALTHY" | "UNHEALTHY" | "UNKNOWN"
     last_updated: int
     message: str = ""
+
+
+def dedupe_refs(refs: Sequence[ClaimRef], results: dict[str, Any], error: Callable[..., Any]) -> list[ClaimRef]:
+    """Unique claims by UID; a UID sent twice with different names is an error for that UID."""
+    seen: dict[str, ClaimRef] = {}
+    bad: set[str] = set()
+    for ref in refs:
+        prev = seen.get(ref.uid)
+        if prev is None:
+            seen[ref.uid] = ref
+        elif prev != ref:
+            bad.add(ref.uid)
+            results[ref.uid] = error(error=f"claim UID {shorten(ref.uid)} listed twice with different names "
+                                           f"({shorten(prev.namespace)}/{shorten(prev.name)} and "
+                                           f"{shorten(ref.namespace)}/{shorten(ref.name)})")
+    return [r for uid, r in seen.items() if uid not in bad]
