@@ -171,3 +171,52 @@ def test_the_docs_list_every_manifest_checked() -> None:
     block = text.split("<!-- nvidia-manifests -->")[1].split("<!-- /nvidia-manifests -->")[0]
     listed = {line.split("|")[1].strip().strip("`") for line in block.splitlines() if line.startswith("| `")}
     assert listed == set(MANIFESTS)
+
+
+def _store_pod(name: str, claims: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """A Pod as NVIDIA's bats specs write them: one container using every claim it names."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"containers": [{"name": "ctr", "image": "ubuntu:24.04",
+                                     "resources": {"claims": [{"name": c} for c in claims]}}],
+                     "resourceClaims": [{"name": c, **ref} for c, ref in claims.items()]}}
+
+
+def test_bats_pods_and_templates_schedule_through_the_local_store(tmp_path: Path) -> None:
+    """tests/bats/specs/gpu-2pods-2gpus.yaml, gpu-2pods-1gpu.yaml and gpu-two-claims-one-pod.yaml as
+    `fake-dra apply` + `fake-dra schedule` see them (Pods, a ResourceClaimTemplate, a shared
+    ResourceClaim): the resourceclaim controller's claims get the devices the allocator path gives."""
+    from driver.commands._local import seed_device_classes
+    from driver.features import Features
+    from driver.schedule import Scheduler
+    from driver.store import ObjectStore
+
+    store = ObjectStore(tmp_path / "store")
+    slices, classes = node("h100")
+    seed_device_classes(store, classes)
+    for s in slices:
+        store.create("resourceslices", s)
+    store.create("nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}})
+    gpu = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}
+    store.create("resourceclaimtemplates", {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                                            "metadata": {"name": "rct-single-gpu-full", "namespace": "default"},
+                                            "spec": {"spec": gpu}})
+    store.create("resourceclaims", {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                                    "metadata": {"name": "rc-single-gpu-full", "namespace": "default"}, "spec": gpu})
+    template, shared = {"resourceClaimTemplateName": "rct-single-gpu-full"}, {"resourceClaimName": "rc-single-gpu-full"}
+    for name, claims in [("pod1", {"gpu": template}), ("pod2", {"gpu": template}),
+                         ("pod3", {"gpu": shared}), ("pod4", {"gpu": shared}),
+                         ("pod-two-claims", {"gpu-a": template, "gpu-b": template})]:
+        store.create("pods", _store_pod(name, claims))
+    report = Scheduler(store, features=Features()).run()
+    assert [o.reason for o in report.outcomes] == [None] * 5
+    by_claim = {c["metadata"]["name"]: [r["device"] for r in c["status"]["allocation"]["devices"]["results"]]
+                for c in store.list("resourceclaims", all_namespaces=True)}
+    got = {}
+    for p in store.list("pods", all_namespaces=True):
+        statuses = {s["name"]: s["resourceClaimName"] for s in p["status"].get("resourceClaimStatuses", ())}
+        names = [statuses.get(e["name"], e.get("resourceClaimName")) for e in p["spec"]["resourceClaims"]]
+        got[p["metadata"]["name"]] = sorted(d for n in names for d in by_claim[n])
+    assert got == {"pod1": ["gpu-0"], "pod2": ["gpu-1"], "pod3": ["gpu-2"], "pod4": ["gpu-2"],
+                   "pod-two-claims": ["gpu-3", "gpu-4"]}
+    [rc] = [c for c in store.list("resourceclaims", all_namespaces=True) if c["metadata"]["name"] == "rc-single-gpu-full"]
+    assert len(rc["status"]["reservedFor"]) == 2
