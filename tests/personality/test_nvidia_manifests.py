@@ -19,9 +19,13 @@ import pytest
 import yaml
 
 from driver.allocator import allocate_claims
+from driver.commands._local import seed_device_classes
+from driver.features import Features
 from driver.model.quantity import parse_quantity
 from driver.personality import personality_named
+from driver.schedule import Scheduler
 from driver.state.types import ClaimRef
+from driver.store import ObjectStore
 
 from .nodes import claim, devices, node, schedule
 from .test_quickstart import NODES as QUICKSTART_NODES
@@ -181,21 +185,22 @@ def _store_pod(name: str, claims: dict[str, dict[str, str]]) -> dict[str, Any]:
                      "resourceClaims": [{"name": c, **ref} for c, ref in claims.items()]}}
 
 
-def test_bats_pods_and_templates_schedule_through_the_local_store(tmp_path: Path) -> None:
-    """tests/bats/specs/gpu-2pods-2gpus.yaml, gpu-2pods-1gpu.yaml and gpu-two-claims-one-pod.yaml as
-    `fake-dra apply` + `fake-dra schedule` see them (Pods, a ResourceClaimTemplate, a shared
-    ResourceClaim): the resourceclaim controller's claims get the devices the allocator path gives."""
-    from driver.commands._local import seed_device_classes
-    from driver.features import Features
-    from driver.schedule import Scheduler
-    from driver.store import ObjectStore
-
+def _store(tmp_path: Path, model: str) -> ObjectStore:
+    """A local store holding the node model's slices, NVIDIA's DeviceClasses and node-1's Node."""
     store = ObjectStore(tmp_path / "store")
-    slices, classes = node("h100")
+    slices, classes = node(*NODES[model])
     seed_device_classes(store, classes)
     for s in slices:
         store.create("resourceslices", s)
     store.create("nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}})
+    return store
+
+
+def test_bats_pods_and_templates_schedule_through_the_local_store(tmp_path: Path) -> None:
+    """tests/bats/specs/gpu-2pods-2gpus.yaml, gpu-2pods-1gpu.yaml and gpu-two-claims-one-pod.yaml as
+    `fake-dra apply` + `fake-dra schedule` see them (Pods, a ResourceClaimTemplate, a shared
+    ResourceClaim): the resourceclaim controller's claims get the devices the allocator path gives."""
+    store = _store(tmp_path, "DGX H100, MIG off")
     gpu = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}
     store.create("resourceclaimtemplates", {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
                                             "metadata": {"name": "rct-single-gpu-full", "namespace": "default"},
@@ -218,5 +223,28 @@ def test_bats_pods_and_templates_schedule_through_the_local_store(tmp_path: Path
         got[p["metadata"]["name"]] = sorted(d for n in names for d in by_claim[n])
     assert got == {"pod1": ["gpu-0"], "pod2": ["gpu-1"], "pod3": ["gpu-2"], "pod4": ["gpu-2"],
                    "pod-two-claims": ["gpu-3", "gpu-4"]}
-    [rc] = [c for c in store.list("resourceclaims", all_namespaces=True) if c["metadata"]["name"] == "rc-single-gpu-full"]
+    [rc] = [c for c in store.list("resourceclaims", all_namespaces=True)
+          if c["metadata"]["name"] == "rc-single-gpu-full"]
     assert len(rc["status"]["reservedFor"]) == 2
+
+
+@pytest.mark.parametrize(("model", "limits", "own_class", "want"), [
+    ("DGX H100, MIG off", {"nvidia.com/gpu": 1}, None, ["gpu-0"]),
+    ("GH200, DynamicMIG", {"nvidia.com/mig-1g.12gb": 1}, "extended-resources-mig-1g-12gb", ["gpu-0-mig-1g12gb-19-0"]),
+])
+def test_extended_resource_pods_get_a_device_through_the_class(tmp_path: Path, model: str, limits: dict[str, int],
+                                                              own_class: str | None, want: list[str]) -> None:
+    """demo/specs/extended-resources/{gpu-full,mig-1g-12gb}.yaml and tests/bats/test_gpu_extres.bats:
+    a pod with `limits: {nvidia.com/...: 1}` and no claim gets the device through the DeviceClass's
+    extendedResourceName, in a claim kube-scheduler makes (KEP-5004, GA in 1.37)."""
+    store = _store(tmp_path, model)
+    if own_class:
+        seed_device_classes(store, _classes(MANIFESTS[own_class], [])[-1:])
+    store.create("pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gpu-full-pod", "namespace": "default"},
+                          "spec": {"containers": [{"name": "cuda-container", "image": "x", "resources": {"limits": limits}}],
+                                   "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}})
+    (outcome,) = Scheduler(store, features=Features()).run().outcomes
+    assert outcome.node == "node-1", outcome.reason
+    [claim] = store.list("resourceclaims", all_namespaces=True)
+    assert claim["metadata"]["annotations"] == {"resource.kubernetes.io/extended-resource-claim": "true"}
+    assert [r["device"] for r in claim["status"]["allocation"]["devices"]["results"]] == want
