@@ -14,14 +14,15 @@ and each request's container and resource). Sources: kubernetes/kubernetes
 pkg/scheduler/framework/plugins/dynamicresources (createDeviceRequests), staging api resource/v1
 (ExtendedResourceClaimAnnotation, ResourceDeviceClassPrefix), KEP-5004.
 
-When several classes name one resource, kube-scheduler's extended-resource cache keeps the newest
-(creationTimestamp, then name); so does this.
+When several classes name one resource, kube-scheduler's extended-resource cache prefers the newest
+(creationTimestamp) and, at equal times, the lower name (k8s.io/dynamic-resource-allocation
+deviceclass/extendedresourcecache); so does this.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -36,8 +37,9 @@ IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
 def class_for_resource(classes: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """Extended resource name -> DeviceClass name (explicit names, then the implicit ones)."""
     out: dict[str, str] = {}
-    newest_first = sorted(classes, key=lambda c: (str((c.get("metadata") or {}).get("creationTimestamp") or ""),
-                                                  str((c.get("metadata") or {}).get("name"))), reverse=True)
+    by_name = sorted(classes, key=lambda c: str((c.get("metadata") or {}).get("name")))
+    newest_first = sorted(by_name, key=lambda c: str((c.get("metadata") or {}).get("creationTimestamp") or ""),
+                          reverse=True)  # stable: equal times keep the lower name first
     for c in newest_first:
         name = str((c.get("metadata") or {}).get("name"))
         out.setdefault(IMPLICIT_PREFIX + name, name)
@@ -92,7 +94,7 @@ def served_by_dra(requests: Sequence[ExtendedRequest], allocatable: Mapping[str,
     return tuple(r for r in requests if r.resource not in allocatable)
 
 
-def special_claim(pod: Mapping[str, Any], requests: Sequence[ExtendedRequest], taken: set[tuple[str, str]]
+def special_claim(pod: Mapping[str, Any], requests: Sequence[ExtendedRequest], taken: Container[tuple[str, str]]
                   ) -> dict[str, Any]:
     """The claim kube-scheduler allocates for these requests (named now: this scheduler writes it once)."""
     meta = pod.get("metadata") or {}

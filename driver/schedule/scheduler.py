@@ -239,7 +239,7 @@ class Scheduler:
         if not dra:
             return parsed, shape, None
         if dra not in self._specials:
-            claim = special_claim(pod, dra, set(self.index.claims))
+            claim = special_claim(pod, dra, self.index.claims)
             self._specials[dra] = (claim, self.dra.parse([claim]), shape_of([claim]))
         claim, special_parsed, special_shape = self._specials[dra]
         return [*parsed, *special_parsed], shape + "+" + special_shape, (claim, dra)

@@ -84,3 +84,14 @@ def test_a_fractional_count_is_refused_with_the_pod_and_resource_named(store, fl
     (outcome,) = schedule().outcomes
     assert outcome.node is None
     assert outcome.reason == f"Pod default/p: container c0: resources {GPU}: must be a whole number, got 500m"
+
+
+def test_the_newest_class_naming_a_resource_wins_and_the_lower_name_at_equal_times() -> None:
+    from driver.schedule.extended import class_for_resource
+
+    def cls(name: str, created: str) -> dict:
+        return {"metadata": {"name": name, "creationTimestamp": created}, "spec": {"extendedResourceName": "x.com/gpu"}}
+
+    assert class_for_resource([cls("old", "2026-01-01T00:00:00Z"), cls("new", "2026-02-01T00:00:00Z")])["x.com/gpu"] == "new"
+    assert class_for_resource([cls("b", "2026-01-01T00:00:00Z"), cls("a", "2026-01-01T00:00:00Z")])["x.com/gpu"] == "a"
+    assert class_for_resource([cls("b", "2026-01-01T00:00:00Z")])[IMPLICIT_PREFIX + "b"] == "b"
