@@ -6,7 +6,8 @@
 
 Claims from templates are made as the resourceclaim controller makes them; each pod's claims are
 allocated on the node chosen (status.allocation, reservedFor) and the pod bound (spec.nodeName,
-PodScheduled=True). A pod that fits nowhere stays pending with PodScheduled=False/Unschedulable and
+PodScheduled=True). A container's extended resource that a DeviceClass serves (`nvidia.com/gpu: 1`
+with NVIDIA's classes) gets a claim of the scheduler's own, as KEP-5004 makes it. A pod that fits nowhere stays pending with PodScheduled=False/Unschedulable and
 the nodes grouped by reason. docs/fleet.md lists what is modelled of kube-scheduler.
 Exit 0 (pending pods are an outcome, not an error; `-o json` or `get pods` shows them); 2 for bad input.
 """

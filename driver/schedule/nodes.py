@@ -12,7 +12,9 @@ Modelled, with kube-scheduler's plugin and its failure reason (pkg/scheduler/fra
   is one, so pods meant for fleet nodes tolerate it, as on a kwok cluster;
 - NodeResourcesFit: the pods count, cpu, memory and any other resource in `status.allocatable`,
   against the requests of the pods bound to the node (containers summed, the largest init container
-  if larger) ("Too many pods", "Insufficient cpu").
+  if larger; limits fill unset requests, as the API server defaults them) ("Too many pods",
+  "Insufficient cpu"); an extended resource a DeviceClass serves on a node that does not list it is
+  DRA's (extended.py).
 Not modelled: inter-pod affinity, topology spread, ports, volumes, images, preemption, scoring.
 """
 
@@ -25,6 +27,7 @@ from typing import Any
 
 from driver.errors import InputError
 from driver.model.quantity import parse_quantity
+from driver.schedule.extended import container_requests
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
@@ -103,7 +106,7 @@ def _requests(spec: Mapping[str, Any], label: str) -> dict[str, Fraction]:
     def summed(containers: Any, where: str) -> dict[str, Fraction]:
         out: dict[str, Fraction] = {}
         for i, c in enumerate(containers or []):
-            for key, value in (((c or {}).get("resources") or {}).get("requests") or {}).items():
+            for key, value in container_requests(c or {}).items():
                 try:
                     out[key] = out.get(key, Fraction(0)) + parse_quantity(value)
                 except InputError as exc:
@@ -172,13 +175,14 @@ def static_reason(needs: PodNeeds, node: NodeInfo) -> str | None:
     return None
 
 
-def resource_reason(needs: PodNeeds, node: NodeInfo) -> str | None:
-    """NodeResourcesFit against what is bound to the node now (None: it fits)."""
+def resource_reason(needs: PodNeeds, node: NodeInfo, dra: frozenset[str] = frozenset()) -> str | None:
+    """NodeResourcesFit against what is bound to the node now (None: it fits). `dra`: extended
+    resources this node leaves to DRA (driver.schedule.extended), which NodeResourcesFit skips."""
     pods = node.allocatable.get("pods")
     if pods is not None and node.pods + 1 > pods:
         return "Too many pods"
     for key, amount in needs.requests:
-        if amount <= 0:
+        if amount <= 0 or key in dra:
             continue
         have = node.allocatable.get(key)
         if have is None or node.requested.get(key, Fraction(0)) + amount > have:

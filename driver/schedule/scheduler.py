@@ -15,7 +15,9 @@ A cycle, as kube-scheduler with DRA runs it (pkg/scheduler/schedule_one.go):
    beyond that, and its random tie-break is replaced by that deterministic one;
 4. the writes: each claim's `status.allocation` and `reservedFor` (a claim the controller makes in
    the same cycle is written once, already allocated), then the pod's `spec.nodeName`, its
-   PodScheduled=True condition (what the binding sets) and `status.resourceClaimStatuses`.
+   PodScheduled=True condition (what the binding sets) and `status.resourceClaimStatuses`;
+   extended resources a DeviceClass serves (`nvidia.com/gpu: 1` on a node without that allocatable)
+   are allocated in a claim of the scheduler's own, written at binding (extended.py).
 A pod that fits nowhere stays pending: PodScheduled=False, reason Unschedulable, and a message
 grouping the nodes by reason (reasons.py), and a FailedScheduling Event on it (driver.store.events);
 its template claims are still made, as the controller makes them whatever the scheduler does.
@@ -36,6 +38,8 @@ from driver.errors import InputError
 from driver.features import Features
 from driver.schedule.claims import ClaimIndex, PodClaim, Resolution
 from driver.schedule.dra import DraFilter, shape_of
+from driver.schedule.extended import (ExtendedRequest, class_for_resource, claim_status, extended_requests,
+                                     served_by_dra, special_claim)
 from driver.schedule.nodes import NodeInfo, PodNeeds, term_matches, resource_reason, sorted_nodes, static_reason
 from driver.schedule.reasons import fit_error
 from driver.store import ObjectStore
@@ -137,7 +141,9 @@ class Scheduler:
         pods = store.list("pods", all_namespaces=True)
         claims = store.list("resourceclaims", all_namespaces=True)
         self.index = ClaimIndex(claims, store.list("resourceclaimtemplates", all_namespaces=True))
-        self.dra = DraFilter(slices=store.list("resourceslices"), classes=store.list("deviceclasses"),
+        classes = store.list("deviceclasses")
+        self.extended_classes = class_for_resource(classes)
+        self.dra = DraFilter(slices=store.list("resourceslices"), classes=classes,
                              labels={n.name: n.labels for n in self.nodes},
                              allocated=[c for c in claims if (c.get("status") or {}).get("allocation")],
                              features=self.features)
@@ -198,10 +204,12 @@ class Scheduler:
                                            f"is reserved by {MAX_RESERVED_FOR} consumers already")
         shape = shape_of([c.claim for c in todo])
         labels = [_label(c.claim) for c in todo]
+        extended = extended_requests(pod, self.extended_classes)
+        self._specials: dict[tuple[ExtendedRequest, ...], tuple[dict[str, Any], list, str]] = {}
         # kube-scheduler does not retry an unschedulable pod until the cluster changes (its queueing
         # hints); likewise a pod asking what an unschedulable one asked, with nothing bound since,
         # is unschedulable for the same reasons: no need to visit every node again.
-        key = (needs.shape, needs.requests, shape, tuple(_label(c.claim) for c in bound))
+        key = (needs.shape, needs.requests, shape, tuple(_label(c.claim) for c in bound), extended)
         known = self._unschedulable_memo.get(key)
         if known is not None and known[0] == self.generation:
             message = known[2]
@@ -209,21 +217,35 @@ class Scheduler:
                 message = message.replace(f"claim {old}:", f"claim {new}:")
             return self._unschedulable(pod, resolution, label, message)
         parsed = self.dra.parse([c.claim for c in todo]) if todo else []
-        found, reasons = self._filter(needs, parsed, shape, bound)
+        found, reasons = self._filter(needs, parsed, shape, bound, pod, extended)
         if not found:
-            if todo:
-                for node, reason in list(reasons.items()):
-                    if reason == _DRA:
-                        reasons[node] = self.dra.explain(node, parsed, shape)
+            for node, reason in list(reasons.items()):
+                if reason == _DRA:
+                    node_parsed, node_shape, _ = self._node_claims(pod, parsed, shape, extended, node)
+                    reasons[node] = self.dra.explain(node, node_parsed, node_shape)
             message = fit_error(reasons, len(self.nodes))
             self._unschedulable_memo[key] = (self.generation, labels, message)
             return self._unschedulable(pod, resolution, label, message)
         node, allocations = self._choose(found)
-        self._bind(pod, resolution, todo, bound, node, allocations)
-        return PodOutcome(label, node, names)
+        special = self._node_claims(pod, parsed, shape, extended, node)[2]
+        self._bind(pod, resolution, todo, bound, node, allocations, special)
+        return PodOutcome(label, node, names + ([special[0]["metadata"]["name"]] if special else []))
 
-    def _filter(self, needs: PodNeeds, parsed: list, shape: str, bound: list[PodClaim]
-                ) -> tuple[list[tuple[str, list[dict[str, Any]]]], dict[str, str]]:
+    def _node_claims(self, pod: Mapping[str, Any], parsed: list, shape: str, extended: tuple[ExtendedRequest, ...],
+                     node: str) -> tuple[list, str, tuple[dict[str, Any], tuple[ExtendedRequest, ...]] | None]:
+        """The claims DRA allocates for the pod on `node`: its own, plus the special claim for the
+        extended resources the node leaves to DRA (one per distinct set, made once per cycle)."""
+        dra = served_by_dra(extended, self.by_name[node].allocatable)
+        if not dra:
+            return parsed, shape, None
+        if dra not in self._specials:
+            claim = special_claim(pod, dra, self.index.claims)
+            self._specials[dra] = (claim, self.dra.parse([claim]), shape_of([claim]))
+        claim, special_parsed, special_shape = self._specials[dra]
+        return [*parsed, *special_parsed], shape + "+" + special_shape, (claim, dra)
+
+    def _filter(self, needs: PodNeeds, parsed: list, shape: str, bound: list[PodClaim], pod: Mapping[str, Any],
+                extended: tuple[ExtendedRequest, ...]) -> tuple[list[tuple[str, list[dict[str, Any]]]], dict[str, str]]:
         total = len(self.nodes)
         want = 1 if self.policy == "first" else num_feasible_nodes_to_find(total, self.percentage)
         found: list[tuple[str, list[dict[str, Any]]]] = []
@@ -235,9 +257,11 @@ class Scheduler:
             key = (needs.shape, node.name)
             if key not in self._static:
                 self._static[key] = static_reason(needs, node)
-            reason = self._static[key] or resource_reason(needs, node) or _bound_reason(bound, node)
-            if reason is None and parsed:
-                answer = self.dra.try_node(node.name, parsed, shape)
+            dra = frozenset(r.resource for r in served_by_dra(extended, node.allocatable))
+            reason = self._static[key] or resource_reason(needs, node, dra) or _bound_reason(bound, node)
+            node_parsed, node_shape, _ = self._node_claims(pod, parsed, shape, extended, node.name)
+            if reason is None and node_parsed:
+                answer = self.dra.try_node(node.name, node_parsed, node_shape)
                 if isinstance(answer, str):
                     reason = _DRA
                 else:
@@ -265,10 +289,12 @@ class Scheduler:
 
     # ---- writes ----------------------------------------------------------------------------------
     def _bind(self, pod: dict[str, Any], resolution: Resolution, todo: list[PodClaim], bound: list[PodClaim],
-              node: str, allocations: list[dict[str, Any]]) -> None:
+              node: str, allocations: list[dict[str, Any]],
+              special: tuple[dict[str, Any], tuple[ExtendedRequest, ...]] | None) -> None:
         meta = pod["metadata"]
         consumer = {"resource": "pods", "name": meta["name"], "uid": meta.get("uid")}
-        for c, allocation in zip(todo, allocations):
+        claims = [*todo, *([PodClaim("", special[0], new=True)] if special else [])]
+        for c, allocation in zip(claims, allocations, strict=True):
             claim = {**c.claim, "status": {**(c.claim.get("status") or {}), "allocation": allocation,
                                            "reservedFor": [consumer]}}
             self._write_claim(claim, c.new)
@@ -282,6 +308,8 @@ class Scheduler:
         status = dict(pod.get("status") or {})
         status["conditions"] = _with_condition(status.get("conditions"), {"type": "PodScheduled", "status": "True"})
         self._claim_statuses(status, resolution, meta.get("uid"))
+        if special:
+            status["extendedResourceClaimStatus"] = claim_status(*special)
         self._write_pod({**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status})
         self.by_name[node].add_pod(dict(PodNeeds.of(pod).requests))
         self.generation += 1

@@ -11,6 +11,7 @@ docs/personalities.md is this test's data; a test keeps the two equal.
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -184,8 +185,8 @@ def test_gpu_test4_on_static_mig_uses_exactly_the_devices_mig_parted_created() -
 def _doc_rows() -> dict[tuple[str, str], str]:
     """The quickstart table of docs/personalities.md: (manifest, node) -> cell."""
     text = (HERE.parents[1] / "docs" / "personalities.md").read_text()
-    block = text.split("<!-- quickstart-table -->")[1]
-    lines = [ln for ln in block.strip().splitlines() if ln.startswith("|")]
+    block = text.split("<!-- quickstart-table -->")[1].strip().splitlines()
+    lines = list(itertools.takewhile(lambda ln: ln.startswith("|"), block))  # the table, not later ones
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     out = {}
     for line in lines[2:]:
