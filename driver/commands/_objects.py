@@ -178,6 +178,8 @@ def _columns(kind: Kind, obj: Mapping[str, Any], wide: bool, now: datetime) -> t
         return (["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
                 [since(obj.get("lastTimestamp") or obj.get("firstTimestamp"), now), obj.get("type"), obj.get("reason"),
                  f"{str(involved.get('kind') or '').lower()}/{involved.get('name')}", obj.get("message")])
+    if kind.kind == "Namespace":
+        return ["NAME", "STATUS", "AGE"], [name, (obj.get("status") or {}).get("phase") or "Active", age(obj, now)]
     heads, cells = ["NAME", "AGE"], [name, age(obj, now)]
     if wide and kind.kind == "DeviceClass":
         exprs = [((s or {}).get("cel") or {}).get("expression", "") for s in spec.get("selectors") or ()]

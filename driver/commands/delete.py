@@ -4,7 +4,8 @@ objects from the local store.
 Like kubectl: every name must exist unless --ignore-not-found (a missing one is exit 1 after the
 others are deleted); `-f` deletes the objects a manifest (or every manifest of a directory, `-R`
 below it too) describes; `--all` deletes every object of the kind in the namespace (`-A`: in every
-namespace) and `-l` those whose labels match. Deleting a prepared claim is allowed, as on a
+namespace) and `-l` those whose labels match. Deleting a namespace deletes every object in it, as
+the namespace controller does. Deleting a prepared claim is allowed, as on a
 cluster: the kubelet's unprepare still reaches the plugin without the object.
 """
 
@@ -17,7 +18,7 @@ from driver import schema
 from driver.commands import _store
 from driver.errors import InputError, NotFoundError
 from driver.store.apply import load_documents
-from driver.store.kinds import Kind, for_object, resolve
+from driver.store.kinds import KINDS, Kind, for_object, resolve
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -76,6 +77,16 @@ def _targets(store, args: argparse.Namespace) -> list[tuple[Kind, str | None, st
     return [(kind, ns, name) for name in args.names]
 
 
+def _delete_contents(store, namespace: str) -> None:
+    """What the namespace controller does before a namespace goes: every object in it is deleted
+    (NotFoundError first when the namespace itself does not exist, so nothing else is touched)."""
+    store.get("namespaces", None, namespace)
+    for kind in KINDS:
+        if kind.namespaced:
+            for obj in store.list(kind.plural, namespace):
+                store.delete(kind.plural, namespace, obj["metadata"]["name"])
+
+
 def run(args: argparse.Namespace) -> int:
     store = _store.open_store(args, write=True)
     targets = _targets(store, args)
@@ -85,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
     missing = []
     for kind, ns, name in targets:
         try:
+            if kind.kind == "Namespace":
+                _delete_contents(store, name)
             store.delete(kind.plural, ns, name)
         except NotFoundError:
             if not args.ignore_not_found:

@@ -136,6 +136,8 @@ def _merge(doc: dict[str, Any], current: dict[str, Any] | None, planned: Planned
         meta["namespace"] = planned.namespace
     else:
         meta.pop("namespace", None)
+    if planned.kind.kind == "Namespace":
+        _namespace_defaults(new)
     if current is None:
         return new
     if planned.kind.immutable_spec and new.get("spec") != current.get("spec"):
@@ -149,6 +151,17 @@ def _merge(doc: dict[str, Any], current: dict[str, Any] | None, planned: Planned
         if old_alloc and new_alloc and new_alloc != old_alloc:
             raise InputError(f"{where}: status.allocation: field is immutable once set (remove it or delete the claim first)")
     return new
+
+
+def _namespace_defaults(obj: dict[str, Any]) -> None:
+    """What kube-apiserver's namespace strategy sets on every write: the immutable label naming the
+    namespace (kubernetes.io/metadata.name), the `kubernetes` finalizer and phase Active."""
+    meta = obj["metadata"]
+    meta["labels"] = {**(meta.get("labels") or {}), "kubernetes.io/metadata.name": meta["name"]}
+    spec = obj.setdefault("spec", {})
+    if not spec.get("finalizers"):
+        spec["finalizers"] = ["kubernetes"]
+    obj.setdefault("status", {}).setdefault("phase", "Active")
 
 
 def plan(store: ObjectStore, documents: Sequence[tuple[str, int, Any]], *, namespace: str = "default",

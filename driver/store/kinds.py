@@ -5,11 +5,14 @@ singular name, the Kind (case-insensitive), each optionally qualified with the g
 (`resourceclaims.resource.k8s.io`) or version and group (`resourceclaims.v1.resource.k8s.io`), and
 the short names the API server's discovery lists. The resource.k8s.io/v1 types have none (source:
 kubernetes/kubernetes api/discovery/apis__resource.k8s.io__v1.json; `rc` is kubectl's short name for
-replicationcontrollers); core/v1 Nodes, Pods and Events have `no`, `po` and `ev` (api/discovery/api__v1.json).
+replicationcontrollers); core/v1 Nodes, Pods, Events and Namespaces have `no`, `po`, `ev` and `ns`
+(api/discovery/api__v1.json).
 
 Nodes and Pods are the core/v1 kinds scheduling needs: fleets create Nodes, and `fake-dra schedule`
 binds Pods to them. Events (core/v1, short name `ev`) are where the local scheduler stand-ins say
-why a claim or pod is pending (driver.store.events). Kubernetes prints core objects without a
+why a claim or pod is pending (driver.store.events). Namespaces (core/v1, `ns`) are kept so that manifests
+written for a cluster (NVIDIA's quickstart files open with one) apply unchanged; deleting one
+deletes what it holds, as the namespace controller does. Kubernetes prints core objects without a
 group (`pod/x created`).
 """
 
@@ -75,6 +78,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("Node", "nodes", namespaced=False, group="", short_names=("no",)),
     Kind("Pod", "pods", namespaced=True, group="", short_names=("po",)),
     Kind("Event", "events", namespaced=True, group="", short_names=("ev",)),
+    Kind("Namespace", "namespaces", namespaced=False, group="", short_names=("ns",)),
 )
 _BY_KIND = {k.kind: k for k in KINDS}
 

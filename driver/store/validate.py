@@ -15,6 +15,7 @@ from typing import Any
 from driver.allocator.inputs import allocated_results, parse_claim, parse_class
 from driver.allocator.parsed import index_slices
 from driver.errors import InputError
+from driver.slices.names import is_dns_label
 
 
 def check_object(kind: str, obj: Mapping[str, Any]) -> None:
@@ -31,6 +32,16 @@ def check_object(kind: str, obj: Mapping[str, Any]) -> None:
         _check_slice(obj)
     elif kind == "Pod":
         _check_pod(obj)
+    elif kind == "Namespace":
+        _check_namespace(obj)
+
+
+def _check_namespace(obj: Mapping[str, Any]) -> None:
+    """ValidateNamespace (pkg/apis/core/validation): the name is a DNS label (63 characters at most)."""
+    name = (obj.get("metadata") or {}).get("name")
+    if not isinstance(name, str) or not is_dns_label(name):
+        raise InputError(f"Namespace {name}: metadata.name: {name!r} must be a DNS label (lower-case letters, "
+                         "digits and '-', at most 63 characters, starting and ending with a letter or digit)")
 
 
 def _check_template(obj: Mapping[str, Any]) -> None:
