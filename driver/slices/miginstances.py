@@ -17,11 +17,12 @@ vGPU device carries two consumesCounters entries:
   instances lie in one layout, i.e. fit together. Exact only while every region lies in at most two
   layouts (the API's limit of two groups): `instance_layout` returns None otherwise, and the GPU
   keeps the one-type-per-GPU model (driver.slices.vgpu).
-- On the counter set of its GPU instance's start (`gpu-N-gi-<start>`), `vgpus`: its share of the
+- On the counter set of its GPU instance's start (`gpu-N-gi-<start>-counters`), `vgpus`: its share of the
   instance (the counter holds the least common multiple of the types' vGPUs per instance, a type with
   k per instance takes 1/k of it), with its type as the only group, so one instance runs one type.
-  Instances that overlap start apart or are kept apart by the layouts; ones that start together share
-  the counter set, which only refuses what the layouts refuse too.
+  Instances that start together (a 1g and a 2g at slice 0) overlap, so sharing one counter set
+  refuses nothing the layouts admit; and a type's k vGPUs fill the counter exactly, so it never
+  refuses what the groups admit either.
 
 Plain MIG devices, the full GPU, time-sliced and shared devices keep groups no layout shares, so
 MIG-backed vGPUs still never co-exist with them.
