@@ -6,7 +6,10 @@ Devices (all on the counter set `gpu-N-counters`, see driver.slices.gpucounters)
 - `gpu-N-mig-<profile>-<start>`  one per valid MIG placement; consumes its memory slices and engines;
                                  group `mig` (MIG only co-exists with MIG).
 - `gpu-N-vgpu-<type>-<k|start>`  vGPU instances of the types the host offers (driver.slices.vgpu):
-                                 time-sliced (group `vgpu-<type>`) and MIG-backed (group `mig-vgpu`).
+                                 time-sliced (group `vgpu-<type>`) and MIG-backed (group `mig-vgpu`;
+                                 where several vGPUs share a GPU instance, the instance's layout groups
+                                 and a counter set `gpu-N-gi-<start>-counters` per instance, see
+                                 driver.slices.miginstances).
 - `gpu-N-timeslicing`, `gpu-N-mps` shared devices (driver.slices.shared); groups `timeslicing`, `mps`.
 
 A GPU whose vGPU types sit on fewer SR-IOV VFs than the vGPUs that could otherwise co-exist gets one
@@ -39,6 +42,7 @@ from driver.slices.common import (
 )
 from driver.slices.config import MODE_AUTO, MODE_FULL, MODE_MIG, MODE_MPS, MODE_TIMESLICING, VGPU_PREFIX
 from driver.slices.gpucounters import counter_set_name, fits_layout, gpu_counters, placement_counters
+from driver.slices.miginstances import INSTANCE_COUNTER, instance_counter_set, instance_layout
 from driver.slices.names import mib_quantity, profile_label
 from driver.slices.shared import memory_policy, shared_devices, value_from
 from driver.slices.vgpu import (
@@ -133,10 +137,15 @@ def render_gpu(gpu: Gpu, ctx: RenderContext) -> Rendered:
     if plan.shared and value_from(ctx) and policy is not None:
         # Shares draw their memory from this counter (valueFrom); the policy rounds what they ask for.
         counter_set["memory"]["requestPolicy"] = policy
-    slots = vf_slots(gpu, list(plan.vgpus), mixed_size(gpu, ctx))
+    # One type per GPU instance for MIG-backed vGPUs, when groups can say so (driver.slices.miginstances).
+    layout = instance_layout(model, [o.profile for o in plan.vgpus]) if groups_on else None
+    slots = vf_slots(gpu, list(plan.vgpus), mixed_size(gpu, ctx), layout)
     if slots is not None:
         counter_set[VF_COUNTER] = {"value": str(slots)}  # the full GPU does not take VFs
     out.counter_sets.append({"name": cs, "counters": counter_set})
+    for start in layout.starts() if layout is not None else ():
+        out.counter_sets.append({"name": instance_counter_set(gpu.index, start),
+                                 "counters": static_counters({INSTANCE_COUNTER: str(layout.units)})})
 
     def groups(name: str) -> list[str] | None:
         return [name] if groups_on else None
@@ -146,7 +155,7 @@ def render_gpu(gpu: Gpu, ctx: RenderContext) -> Rendered:
     if plan.mig:
         for profile in model.mig_profiles:
             out.devices.extend(_mig_devices(gpu, profile, ctx, common, gpu_uuid, cs, groups(GROUP_MIG), out))
-    parent = VgpuParent(common, gpu_uuid, cs, vf_counter=slots is not None)
+    parent = VgpuParent(common, gpu_uuid, cs, vf_counter=slots is not None, instances=layout)
     for offer in plan.vgpus:
         group = groups(vgpu_group(offer.profile, homogeneous=not mixed_size(gpu, ctx)))
         out.devices.extend(vgpu_devices(gpu, offer, ctx, parent, group, out.warnings))

@@ -24,13 +24,13 @@ board's type, is warned about.
   MIG or shared devices.
 - Time-sliced MIG-backed types (`DC-1-12C`: two vGPUs on each of the four 1g.24gb instances of an RTX
   PRO 6000): `vgpus_per_instance` devices per placement (`gpu-N-vgpu-dc-1-12c-<start>-<k>`), each taking
-  that share of the instance's memory, SMs and engines (rounded down) and no memory slice. Group
-  `mig-vgpu-<type>`: one such type per GPU, alone. Why not mixed with other types on other instances,
-  which NVIDIA allows: the scheduler's counters cannot tell two vGPUs of one instance (which share it)
-  from two of different types on it (which must not), since both pairs take the same share of the same
-  counters, and groups (at most two per device, one rolling intersection per GPU) cannot name every mix
-  of types over four instances. So the published set is exact for one type per GPU and never promises a
-  mix the GPU cannot run.
+  that share of the instance's memory, SMs and engines (rounded down) and no memory slice. NVIDIA
+  supports mixed MIG-backed configurations, so the instances of one GPU may run different types, one
+  type per instance: driver.slices.miginstances gives every MIG-backed vGPU of such a GPU (classic ones
+  too) the layout groups of its instance and a second counter set per instance that holds it to one
+  type. Where those groups cannot be exact (an instance in more than two layouts) the GPU falls back to
+  group `mig-vgpu-<type>`: one time-sliced MIG-backed type per GPU, alone, exact for that type and never
+  promising a mix the GPU cannot run.
 
 The device `memory` capacity is the framebuffer the VM gets (the guide's figure).
 """
@@ -40,12 +40,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from driver.model.hardware import VgpuProfile
+from driver.model.hardware import MigProfile, VgpuProfile
 from driver.model.inventory import Gpu, MdevType
 from driver.slices.common import (
     GROUP_MIG_VGPU, GROUP_VGPU, RenderContext, consumption, device, i, s, static_counters,
 )
 from driver.slices.gpucounters import fits_layout, instance_share, placement_counters
+from driver.slices.miginstances import (
+    INSTANCE_COUNTER, InstanceLayout, instance_counter_set, instance_group,
+)
 from driver.slices.names import mib_quantity, profile_label
 
 
@@ -115,7 +118,8 @@ def _table_hint(gpu: Gpu, profile: str) -> str:
 VF_COUNTER = "vgpu-vfs"
 
 
-def vf_slots(gpu: Gpu, offered: list[OfferedType], mixed: bool) -> int | None:
+def vf_slots(gpu: Gpu, offered: list[OfferedType], mixed: bool,
+             instances: InstanceLayout | None = None) -> int | None:
     """How many VFs carry this GPU's vGPU types, when that number can bind; else None.
 
     Per-type caps already hold one type to its VFs; what they miss is types that co-exist: MIG-backed
@@ -130,8 +134,11 @@ def vf_slots(gpu: Gpu, offered: list[OfferedType], mixed: bool) -> int | None:
     most = 0
     if any(o.profile.mig_backed for o in offered):
         most = max((p.compute_slices for p in gpu.model.mig_profiles), default=0)
-    # A time-sliced MIG-backed type runs its whole maximum at once (DC-1-8C: 12 on an RTX PRO 6000).
+    # A time-sliced MIG-backed type runs its whole maximum at once (DC-1-8C: 12 on an RTX PRO 6000), and
+    # with one type per instance the fullest instances of the fullest layout hold the most.
     most = max([most] + [o.profile.max_instances for o in offered if o.profile.time_sliced_mig_backed])
+    if instances is not None:
+        most = max(most, instances.most_vgpus)
     if mixed:
         most = max([most] + [o.profile.max_instances for o in offered if not o.profile.mig_backed])
     return len(vfs) if len(vfs) < most else None
@@ -140,12 +147,14 @@ def vf_slots(gpu: Gpu, offered: list[OfferedType], mixed: bool) -> int | None:
 @dataclass(frozen=True)
 class VgpuParent:
     """What every vGPU device of one GPU shares: attributes, parent UUID, counter set (and whether it
-    has the VF counter every vGPU device then takes one of)."""
+    has the VF counter every vGPU device then takes one of), and the GPU-instance layout that keeps its
+    MIG-backed vGPUs to one type per instance (None: one time-sliced MIG-backed type per GPU)."""
 
     common: dict
     parent_uuid: str
     counter_set: str
     vf_counter: bool = False
+    instances: InstanceLayout | None = None
 
     def counters(self, amounts: dict[str, str]) -> dict[str, dict]:
         return static_counters({**amounts, VF_COUNTER: "1"} if self.vf_counter else amounts)
@@ -219,8 +228,9 @@ def _mig_backed(gpu: Gpu, offered: OfferedType, ctx: RenderContext, parent: Vgpu
         if not fits_layout(model, mig, start):
             continue  # reported once for the MIG profile itself
         # One vGPU per instance takes the placement; several share it, each with its share and no
-        # memory slice (their group keeps every other device off the GPU, see the module docstring).
+        # memory slice (their groups keep overlapping instances and other types away, see above).
         used = placement_counters(mig, start) if per_instance == 1 else instance_share(mig, per_instance)
+        consumes = _instance_consumption(gpu, profile, mig, start, parent, used, groups)
         suffixes = [f"{start}"] if per_instance == 1 else [f"{start}-{k}" for k in range(per_instance)]
         for suffix in suffixes:
             name = f"gpu-{gpu.index}-vgpu-{label}-{suffix}"
@@ -229,5 +239,20 @@ def _mig_backed(gpu: Gpu, offered: OfferedType, ctx: RenderContext, parent: Vgpu
             if per_instance > 1:
                 attrs["vgpusPerInstance"] = i(per_instance)
             devices.append(device(name, attrs, {"memory": {"value": mib_quantity(profile.framebuffer_mib)}},
-                                  [consumption(parent.counter_set, parent.counters(used), groups)]))
+                                  consumes))
     return devices
+
+
+def _instance_consumption(gpu: Gpu, profile: VgpuProfile, mig: MigProfile, start: int, parent: VgpuParent,
+                          used: dict[str, str], groups: list[str] | None) -> list[dict]:
+    """The consumesCounters of a MIG-backed vGPU on the instance at `start`: the GPU's counter set with
+    `groups`, or, with a GPU-instance layout, with its instance's layout groups plus its share of the
+    instance's own counter set, where its type is the group."""
+    layout = parent.instances
+    if layout is None or groups is None:
+        return [consumption(parent.counter_set, parent.counters(used), groups)]
+    return [
+        consumption(parent.counter_set, parent.counters(used), list(layout.groups[(start, mig.memory_slices)])),
+        consumption(instance_counter_set(gpu.index, start), static_counters({INSTANCE_COUNTER: layout.share(profile)}),
+                    [instance_group(profile)]),
+    ]

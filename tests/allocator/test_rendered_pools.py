@@ -90,12 +90,20 @@ def test_time_sliced_mig_backed_vgpus_fill_every_instance_then_stop(rtx_vgpu_sli
     assert validate_combination(rtx_vgpu_slices, placed(allocations), Features.all_on()) == []
 
 
-def test_a_time_sliced_mig_backed_type_keeps_its_gpu_to_itself(rtx_vgpu_slices):
+def test_mig_backed_types_share_a_gpu_one_type_per_instance(rtx_vgpu_slices):
+    """NVIDIA's mixed MIG-backed configurations: DC-1-12C on one 1g instance, a classic DC-1-24C on another of
+    the same GPU; a DC-1-8C on the DC-1-12C's instance is refused there, a second DC-1-12C is not."""
     alloc = Allocator(slices=rtx_vgpu_slices, classes=[CLASS], node="n1")
-    vgpu = f"{attr('type')} == 'vgpu'"
-    (first,) = alloc.allocate([claim("a", f"{vgpu} && {attr('profile')} == 'DC-1-12C' && {attr('index')} == 0")])
-    assert first["devices"]["results"][0]["device"].startswith("gpu-0-vgpu-dc-1-12c-")
-    with pytest.raises(AllocationError, match="groups incompatible on counter set gpu-0-counters"):
-        alloc.allocate([claim("b", f"{vgpu} && {attr('profile')} == 'DC-1-24C' && {attr('index')} == 0")])
-    (other,) = alloc.allocate([claim("c", f"{vgpu} && {attr('profile')} == 'DC-1-24C'")])
-    assert other["devices"]["results"][0]["device"].startswith("gpu-1-vgpu-dc-1-24c-")
+    on_gpu0 = f"{attr('type')} == 'vgpu' && {attr('index')} == 0"
+    (first,) = alloc.allocate([claim("a", f"{on_gpu0} && {attr('profile')} == 'DC-1-12C'")])
+    name = first["devices"]["results"][0]["device"]
+    assert name.startswith("gpu-0-vgpu-dc-1-12c-")
+    start = int(name.split("-")[-2])
+    (second,) = alloc.allocate([claim("b", f"{on_gpu0} && {attr('profile')} == 'DC-1-24C'")])
+    assert second["devices"]["results"][0]["device"].startswith("gpu-0-vgpu-dc-1-24c-")
+    assert second["devices"]["results"][0]["device"] != f"gpu-0-vgpu-dc-1-24c-{start}"
+    same_instance = f"{on_gpu0} && {attr('memorySliceStart')} == {start}"
+    with pytest.raises(AllocationError, match=f"groups incompatible on counter set gpu-0-gi-{start}-counters"):
+        alloc.allocate([claim("c", f"{same_instance} && {attr('profile')} == 'DC-1-8C'")])
+    (third,) = alloc.allocate([claim("d", f"{same_instance} && {attr('profile')} == 'DC-1-12C'")])
+    assert third["devices"]["results"][0]["device"].startswith(f"gpu-0-vgpu-dc-1-12c-{start}-")

@@ -117,12 +117,20 @@ def test_rtx_pro_6000_vgpu_host_types_by_the_last_word_and_every_vgpu_the_board_
     twelve = [n for n, d in devices.items() if attr(d, "profile") == "DC-1-12C" and n.startswith("gpu-0-")]
     assert attr(devices[twelve[0]], "mdevType") == "nvidia-1560"  # the id a real host lists
     assert _cap(devices[twelve[0]], "memory") == 12 * GiB
-    assert fits_together(pool, twelve) and groups(devices[twelve[0]]) == [["mig-vgpu-dc-1-12c"]]
+    assert fits_together(pool, twelve)
+    assert groups(devices[twelve[0]]) == [["mig-vgpu-1111", "mig-vgpu-112"], ["dc-1-12c"]]
     eight = [n for n, d in devices.items() if attr(d, "profile") == "DC-1-8C" and n.startswith("gpu-0-")]
     assert len(eight) == 12 and fits_together(pool, eight)
-    # Classic MIG-backed types mix on disjoint instances; a time-sliced MIG-backed type stays alone.
+    # MIG-backed types mix on disjoint instances, one type per instance, classic and time-sliced alike
+    # (NVIDIA's "mixed MIG-backed configurations"); two types never share an instance.
     assert fits_together(pool, ["gpu-0-vgpu-dc-1-24c-0", "gpu-0-vgpu-dc-1-24cgfx-1", "gpu-0-vgpu-dc-2-48c-2"])
-    assert groups(devices["gpu-0-vgpu-dc-1-24c-0"]) == [["mig-vgpu"]]
+    assert fits_together(pool, ["gpu-0-vgpu-dc-1-12c-0-0", "gpu-0-vgpu-dc-1-12c-0-1", "gpu-0-vgpu-dc-1-8c-1-0",
+                                "gpu-0-vgpu-dc-2-24c-2-0"])
+    # (counters alone would take 1/2 + 1/3 of it: the instance's own counter set has the type as its group)
+    same = [devices[n]["consumesCounters"][1] for n in ("gpu-0-vgpu-dc-1-12c-0-0", "gpu-0-vgpu-dc-1-8c-0-0")]
+    assert same[0]["counterSet"] == same[1]["counterSet"] == "gpu-0-gi-0-counters"
+    assert not set(same[0]["compatibilityGroups"]) & set(same[1]["compatibilityGroups"])
+    assert groups(devices["gpu-0-vgpu-dc-1-24c-0"]) == [["mig-vgpu-1111", "mig-vgpu-112"], ["dc-1-24c"]]
     assert groups(devices["gpu-0-vgpu-dc-48c-0"]) == [["vgpu-dc-48c"]]
     # Q/QGFX (RTX workstation) types are listed by the host and quietly not this driver's.
     assert all_warnings(inventory, pool) == []

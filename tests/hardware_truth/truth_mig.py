@@ -10,11 +10,17 @@ Sources:
             610.43.02): 1g {0,3,6,9}:3, 2g {0,6}:6, 4g {0}:12 - a 12-unit grid, i.e. four quarter slices.
 - [vgpu]    NVIDIA vGPU tables (AI Enterprise guides, vgpu-device-manager vGPU 20.0): maximum vGPUs per GPU of
             each MIG-backed type; the time-sliced MIG-backed types put that many on the instances equally.
+- [mixed]   AI Enterprise release 8, "MIG-Backed vGPU" (https://docs.nvidia.com/ai-enterprise/release-8/latest/
+            infra-software/vgpu/features/mig-backed-vgpu.html): "NVIDIA vGPU supports both homogeneous and mixed
+            MIG-backed virtual GPU configurations, and on GPUs with MIG time-slicing support, each MIG instance
+            supports multiple time-sliced vGPU VMs" (RTX PRO 6000: up to four instances, one to three 8 GB
+            vGPUs in each). One type per instance is our reading: the page names no mix inside an instance, and
+            time-sliced vGPUs of one GPU are one type in NVIDIA's equal-size mode.
 
 The rules: instances occupy disjoint memory slices at the listed placements; no profile has more instances than
 the guide allows; the instances' media engines never add up to more than the whole-GPU profile has (which is how
-`+me`, `+me.all` and OFA end up "1 instance"). Time-sliced MIG-backed vGPUs: the driver publishes one such type
-per GPU (docs/hardware.md says why); any number of its vGPUs up to the maximum is one valid set.
+`+me`, `+me.all` and OFA end up "1 instance"). MIG-backed vGPUs [mixed]: each instance runs one type, as many of
+its vGPUs as the type puts on an instance (1 for the classic types); different instances, different types.
 """
 
 from __future__ import annotations
@@ -73,6 +79,13 @@ def _rtx_pro_6000() -> Board:
     return Board(out, {"dec": 4, "enc": 4, "jpeg": 4, "ofa": 1})
 
 
+_RTX_PRO_4500 = Board({
+    "1g.16gb": _gi(1, (0, 1), 2, dec=1, enc=1, jpeg=1), "1g.16gb+gfx": _gi(1, (0, 1), 2, dec=1, enc=1, jpeg=1),
+    "1g.16gb+me.all": _gi(1, (0, 1), 1, dec=3, enc=3, jpeg=2, ofa=1), "1g.16gb-me": _gi(1, (0, 1), 2),
+    "2g.32gb": _gi(2, (0,), 1, dec=3, enc=3, jpeg=2, ofa=1),
+    "2g.32gb+gfx": _gi(2, (0,), 1, dec=3, enc=3, jpeg=2, ofa=1),
+}, {"dec": 3, "enc": 3, "jpeg": 2, "ofa": 1})
+
 BOARDS: dict[int, Board] = {
     # A100 40GB (guide Table 6): 1g.5gb 0 NVDEC, 1g.5gb+me 1/1/1, 1g.10gb 1, 2g 1, 3g 2, 4g 2, 7g 5/1/1.
     0x20B0: Board({
@@ -95,13 +108,8 @@ BOARDS: dict[int, Board] = {
     }, {"dec": 7, "enc": 0, "jpeg": 7, "ofa": 1}),
     # RTX PRO 6000 Blackwell, Server (2bb5), Workstation (2bb1) and Max-Q (2bb4): one table.
     0x2BB5: _rtx_pro_6000(), 0x2BB1: _rtx_pro_6000(), 0x2BB4: _rtx_pro_6000(),
-    # RTX PRO 4500 Blackwell 32GB: two halves.
-    0x2C31: Board({
-        "1g.16gb": _gi(1, (0, 1), 2, dec=1, enc=1, jpeg=1), "1g.16gb+gfx": _gi(1, (0, 1), 2, dec=1, enc=1, jpeg=1),
-        "1g.16gb+me.all": _gi(1, (0, 1), 1, dec=3, enc=3, jpeg=2, ofa=1), "1g.16gb-me": _gi(1, (0, 1), 2),
-        "2g.32gb": _gi(2, (0,), 1, dec=3, enc=3, jpeg=2, ofa=1),
-        "2g.32gb+gfx": _gi(2, (0,), 1, dec=3, enc=3, jpeg=2, ofa=1),
-    }, {"dec": 3, "enc": 3, "jpeg": 2, "ofa": 1}),
+    # RTX PRO 4500 Blackwell 32GB: two halves; the Server Edition has the same GB203 and MIG table.
+    0x2C31: _RTX_PRO_4500, 0x2C3A: _RTX_PRO_4500,
 }
 
 
@@ -145,6 +153,10 @@ VGPU_TYPES: dict[int, dict[str, VgpuType]] = {
              "GH200-1-24C": VgpuType("1g.24gb", 4), "GH200-2-24C": VgpuType("2g.24gb", 3),
              "GH200-3-48C": VgpuType("3g.48gb", 2), "GH200-4-48C": VgpuType("4g.48gb", 1),
              "GH200-7-96C": VgpuType("7g.96gb", 1)},
+    # RTX PRO 4500 Blackwell Server Edition, release 8 Table 52 (DC-1-16C left out: the table says 1 per GPU,
+    # vgpu-device-manager 2 - the sources disagree, so no truth to check against).
+    0x2C3A: {"DC-2-32C": VgpuType("2g.32gb", 1), "DC-2-16C": VgpuType("2g.32gb", 2, 2),
+             "DC-2-8C": VgpuType("2g.32gb", 4, 4), "DC-1-8C": VgpuType("1g.16gb", 2)},
     0x2BB5: {
         f"DC-{g}-{fb}C{gfx}": VgpuType(f"{g}g.{24 * g}gb{'+gfx' if gfx else ''}", n, n // (4 // g))
         for gfx in ("", "GFX")
@@ -155,20 +167,20 @@ VGPU_TYPES: dict[int, dict[str, VgpuType]] = {
 
 
 def valid_vgpus(board: Board, types: dict[str, VgpuType], chosen: list[tuple[str, int]]) -> bool:
-    """Can these MIG-backed vGPUs (type, instance start) run together? One vGPU per instance for the
-    classic types; a time-sliced MIG-backed type alone on the GPU, at most its share per instance."""
-    if any(types[t].per_instance > 1 for t, _ in chosen):
-        if len({t for t, _ in chosen}) > 1:
+    """Can these MIG-backed vGPUs (type, instance start) run together? [mixed]: the instances may each run
+    another type (classic and time-sliced alike), all vGPUs of one instance are of one type and at most
+    its vGPUs per instance, and the instances fit together as GPU instances."""
+    on: dict[tuple[str, int], str] = {}  # (GPU-instance profile, start) -> the type running there
+    count: dict[tuple[str, int], int] = {}
+    per_type: dict[str, int] = {}
+    for t, start in chosen:
+        per_type[t] = per_type.get(t, 0) + 1
+        if per_type[t] > types[t].max_per_gpu:
             return False
-        only = chosen[0][0]
-        per: dict[int, int] = {}
-        for _, start in chosen:
-            per[start] = per.get(start, 0) + 1
-        gi = board.profiles[types[only].gi]
-        return all(s in gi.starts and n <= types[only].per_instance for s, n in per.items())
-    counts: dict[str, int] = {}
-    for t, _ in chosen:
-        counts[t] = counts.get(t, 0) + 1
-        if counts[t] > types[t].max_per_gpu:
+        instance = (types[t].gi, start)
+        if on.setdefault(instance, t) != t:
             return False
-    return valid_instances(board, [(types[t].gi, start) for t, start in chosen])
+        count[instance] = count.get(instance, 0) + 1
+        if count[instance] > types[t].per_instance:
+            return False
+    return valid_instances(board, list(on))

@@ -95,7 +95,11 @@ def test_time_sliced_mig_backed_types_publish_every_vgpu_of_every_instance():
     assert {k: next(iter(v.values())) for k, v in first["attributes"].items()
             if k in ("migProfile", "memorySliceStart", "memorySlices", "vgpusPerInstance")} == {
         "migProfile": "1g.24gb", "memorySliceStart": 0, "memorySlices": 1, "vgpusPerInstance": 2}
-    assert groups_of(first) == [["mig-vgpu-dc-1-12c"]]
+    # Its instance's layouts (all four 1g, or two 1g beside a 2g) on the GPU; its type on the instance's own set.
+    assert groups_of(first) == [["mig-vgpu-1111", "mig-vgpu-112"], ["dc-1-12c"]]
+    assert [e["counterSet"] for e in first["consumesCounters"]] == ["gpu-0-counters", "gpu-0-gi-0-counters"]
+    assert first["consumesCounters"][1]["counters"] == {"vgpus": {"value": "6"}}  # half of lcm(1, 2, 3, 4)
+    assert pool.counter_sets()["gpu-0-gi-0-counters"]["counters"] == {"vgpus": {"value": "12"}}
     # Each takes half the instance and no memory slice: all 8 fit, and nothing else beside them.
     assert not [c for c in first["consumesCounters"][0]["counters"] if c.startswith("memory-slice-")]
     assert fits(pool, twelve) and fits(pool, [n for n in devices if n.startswith("gpu-0-vgpu-dc-1-8c-")])
@@ -103,8 +107,14 @@ def test_time_sliced_mig_backed_types_publish_every_vgpu_of_every_instance():
     def kinds(names):
         return {v.kind for v in validate_combination(list(pool.slices), placed(pool, names), Features())}
 
-    assert kinds([twelve[0], "gpu-0-vgpu-dc-1-24c-1"]) == {"groups"}  # another type, even on another instance
-    assert kinds([twelve[0], "gpu-0-vgpu-dc-1-8c-1-0"]) == {"groups"}
+    # Another type on another instance, classic or time-sliced: fine (NVIDIA's mixed configurations).
+    assert kinds([twelve[0], "gpu-0-vgpu-dc-1-24c-1"]) == set()
+    assert kinds([twelve[0], "gpu-0-vgpu-dc-1-8c-1-0", "gpu-0-vgpu-dc-2-12c-2-0"]) == set()
+    # Another type on the same instance, or an instance overlapping a used one: refused by groups.
+    assert kinds([twelve[0], "gpu-0-vgpu-dc-1-8c-0-0"]) == {"groups"}
+    assert kinds([twelve[0], "gpu-0-vgpu-dc-1-24c-0"]) == {"groups", "counters"}  # a classic type takes it all
+    assert kinds([twelve[0], "gpu-0-vgpu-dc-2-12c-0-0"]) == {"groups"}
+    assert kinds([twelve[0], "gpu-0-vgpu-dc-4-24c-0-0"]) == {"groups"}
     assert "counters" in kinds(["gpu-0", twelve[0]]) and "groups" in kinds(["gpu-0", twelve[0]])
     assert kinds(["gpu-0-vgpu-dc-1-24c-0", "gpu-0-vgpu-dc-1-24c-3"]) == set()
     assert check_pool(pool) == [] and pool.warnings == ()
