@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from driver.errors import InputError
@@ -290,35 +291,110 @@ def parse_consumes(raw_list: Sequence[Mapping[str, Any]] | None, where: str) -> 
 def parse_device(spec: Mapping[str, Any], index: int, slice_name: str) -> DeviceInfo:
     """One device of a slice; field paths in messages are built only for a message (a fleet parses
     hundreds of thousands of devices)."""
-    raw = spec["devices"][index]
-    if not is_mapping(raw) or not raw.get("name"):
-        raise InputError(f"ResourceSlice {slice_name}: spec.devices[{index}].name: required")
-    get = raw.get
+    return parse_devices(spec, slice_name, (index,))[0]
+
+
+def parse_devices(spec: Mapping[str, Any], slice_name: str, indices: Sequence[int] | None = None) -> list[DeviceInfo]:
+    """Devices of a slice (all, or those at `indices`), each checked as `parse_device` checks it.
+
+    Every scheduling cycle without a cache parses every device of the node, so the usual device
+    (capacities and counters that are plain `{value: <a quantity text seen before>}`, no policies)
+    is read in one pass without building field paths; anything else takes the full parse, which
+    decides and explains."""
+    devices = spec["devices"]
+    driver, pool = str(spec["driver"]), str(spec["pool"]["name"])
+    out = []
+    for index in range(len(devices)) if indices is None else indices:
+        raw = devices[index]
+        if type(raw) is not dict and not isinstance(raw, Mapping) or not raw.get("name"):
+            raise InputError(f"ResourceSlice {slice_name}: spec.devices[{index}].name: required")
+        get = raw.get
+        caps = get("capacity")
+        capacity = _known_capacity(caps) if caps else {}
+        if capacity is None:
+            capacity = _parse_capacity(caps, f"ResourceSlice {slice_name}: spec.devices[{index}]")
+        raw_consumes = get("consumesCounters")
+        consumes: tuple[Consumption, ...] = ()
+        groups = False
+        if raw_consumes:
+            consumes = _known_consumes(raw_consumes)
+            if consumes is None:
+                consumes = parse_consumes(raw_consumes, f"ResourceSlice {slice_name}: spec.devices[{index}]")
+            for c in consumes:
+                if c.groups:
+                    groups = True
+                    break
+        bindings = get("bindingConditions")
+        failures = get("bindingFailureConditions")
+        taints = get("taints")
+        name = raw["name"]
+        out.append(DeviceInfo(
+            driver, pool, name if type(name) is str else str(name), slice_name, raw, capacity,
+            bool(get("allowMultipleAllocations")), consumes,
+            tuple(taints) if taints else (),
+            groups,
+            None if bindings is None else _string_list(bindings, f"ResourceSlice {slice_name}: spec.devices[{index}].bindingConditions"),
+            None if failures is None else _string_list(failures, f"ResourceSlice {slice_name}: spec.devices[{index}].bindingFailureConditions"),
+            bool(get("bindsToNode")),
+        ))
+    return out
+
+
+_new_tuple = tuple.__new__  # NamedTuple construction without the generated __new__'s frame
+
+
+def _known_capacity(caps: Any) -> dict[str, Capacity] | None:
+    """{name: Capacity} when every capacity is `{value: <a quantity text seen before>}` under a
+    string name, else None (the full parse decides and explains)."""
+    out: dict[str, Capacity] = {}
+    try:
+        for cname, cap in caps.items():
+            if type(cname) is not str or len(cap) != 1:
+                return None
+            value = cap["value"]
+            out[cname] = _new_tuple(Capacity, (_QUANTITIES[value], None, value))
+    except (KeyError, TypeError, AttributeError):
+        return None
+    return out
+
+
+def _parse_capacity(caps: Any, where: str) -> dict[str, Capacity]:
     capacity = {}
-    for cname, cap in (get("capacity") or {}).items():
+    for cname, cap in caps.items():
         if not is_mapping(cap) or cap.get("value") is None:
-            raise InputError(f"ResourceSlice {slice_name}: spec.devices[{index}].capacity[{cname}].value: required")
+            raise InputError(f"{where}.capacity[{cname}].value: required")
         value, policy = cap["value"], cap.get("requestPolicy")
         amount = _QUANTITIES.get(value) if type(value) is str else None
         if amount is None:
-            amount = _q(value, f"ResourceSlice {slice_name}: spec.devices[{index}].capacity[{cname}].value")
+            amount = _q(value, f"{where}.capacity[{cname}].value")
         if policy:
-            policy = RequestPolicy.parse(policy, f"ResourceSlice {slice_name}: spec.devices[{index}].capacity[{cname}].requestPolicy")
+            policy = RequestPolicy.parse(policy, f"{where}.capacity[{cname}].requestPolicy")
         capacity[str(cname)] = Capacity(amount, policy or None, str(value))
-    raw_consumes = get("consumesCounters")
-    consumes = parse_consumes(raw_consumes, f"ResourceSlice {slice_name}: spec.devices[{index}]") if raw_consumes else ()
-    bindings = get("bindingConditions")
-    failures = get("bindingFailureConditions")
-    taints = get("taints")
-    return DeviceInfo(
-        str(spec["driver"]), str(spec["pool"]["name"]), str(raw["name"]), slice_name, raw, capacity,
-        bool(get("allowMultipleAllocations")), consumes,
-        tuple(taints) if taints else (),
-        any(c.groups for c in consumes),
-        None if bindings is None else _string_list(bindings, f"ResourceSlice {slice_name}: spec.devices[{index}].bindingConditions"),
-        None if failures is None else _string_list(failures, f"ResourceSlice {slice_name}: spec.devices[{index}].bindingFailureConditions"),
-        bool(get("bindsToNode")),
-    )
+    return capacity
+
+
+_NO_VALUE_FROM: Mapping[str, str] = MappingProxyType({})
+
+
+def _known_consumes(raw_list: Any) -> tuple[Consumption, ...] | None:
+    """The `consumesCounters` entries when each names its counter set by a string and every counter
+    is `{value: <a quantity text seen before>}` under a string name, else None (parse_consumes)."""
+    out = []
+    known = _QUANTITIES
+    try:
+        for entry in raw_list:
+            counter_set = entry["counterSet"]
+            if type(counter_set) is not str or not counter_set:
+                return None
+            # A counter of another shape looks up None, which is never a key: KeyError, full parse.
+            static = {cname: known[counter["value"] if len(counter) == 1 and type(cname) is str else None]
+                      for cname, counter in entry["counters"].items()}
+            groups = entry.get("compatibilityGroups")
+            out.append(_new_tuple(Consumption, (counter_set, static, _NO_VALUE_FROM,
+                                                frozenset(str(g) for g in groups) if groups else _NO_GROUPS)))
+    except (KeyError, TypeError, AttributeError):
+        return None
+    return tuple(out)
 
 
 def _string_list(value: Any, where: str) -> tuple[str, ...] | None:

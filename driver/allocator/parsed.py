@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from driver.allocator.devices import Counter, DeviceInfo, is_mapping, parse_counter_sets, parse_device
+from driver.allocator.devices import Counter, DeviceInfo, is_mapping, parse_counter_sets, parse_device, parse_devices
 from driver.errors import InputError
 
 
@@ -44,9 +44,14 @@ class ParsedSlice:
     @property
     def devices(self) -> tuple[DeviceInfo, ...]:
         if self._devices is None:
-            one = self._one or {}
-            self._devices = tuple(one.get(i) or parse_device(self.spec, i, self.name)
-                                  for i in range(len(self.spec.get("devices") or ())))
+            one = self._one
+            if not self.spec.get("devices"):
+                self._devices = ()
+            elif not one:
+                self._devices = tuple(parse_devices(self.spec, self.name))
+            else:  # keep the devices parsed one by one: callers may hold them
+                self._devices = tuple(one.get(i) or parse_device(self.spec, i, self.name)
+                                      for i in range(len(self.spec["devices"])))
         return self._devices
 
     def device(self, index: int) -> DeviceInfo:
