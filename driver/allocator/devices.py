@@ -324,12 +324,16 @@ def parse_devices(spec: Mapping[str, Any], slice_name: str, indices: Sequence[in
                 if c.groups:
                     groups = True
                     break
+        name = raw["name"]
+        name = name if type(name) is str else str(name)
+        if len(raw) == 1 + ("attributes" in raw) + (caps is not None) + (raw_consumes is not None):
+            out.append(DeviceInfo(driver, pool, name, slice_name, raw, capacity, False, consumes, (), groups))
+            continue  # no other field set: the usual device
         bindings = get("bindingConditions")
         failures = get("bindingFailureConditions")
         taints = get("taints")
-        name = raw["name"]
         out.append(DeviceInfo(
-            driver, pool, name if type(name) is str else str(name), slice_name, raw, capacity,
+            driver, pool, name, slice_name, raw, capacity,
             bool(get("allowMultipleAllocations")), consumes,
             tuple(taints) if taints else (),
             groups,
@@ -408,6 +412,10 @@ def _string_list(value: Any, where: str) -> tuple[str, ...] | None:
 def parse_counter_sets(spec: Mapping[str, Any], slice_name: str) -> dict[str, dict[str, Counter]]:
     out: dict[str, dict[str, Counter]] = {}
     for i, cs in enumerate(spec.get("sharedCounters") or ()):
+        counters = _known_counters(cs)
+        if counters is not None:
+            out[cs["name"]] = counters
+            continue
         where = f"ResourceSlice {slice_name}: spec.sharedCounters[{i}]"
         if not cs.get("name"):
             raise InputError(f"{where}.name: required")
@@ -421,4 +429,22 @@ def parse_counter_sets(spec: Mapping[str, Any], slice_name: str) -> dict[str, di
                 text=str(c["value"]),
             )
         out[str(cs["name"])] = counters
+    return out
+
+
+def _known_counters(cs: Any) -> dict[str, Counter] | None:
+    """A counter set's counters when the set has a string name and every counter is `{value: <a
+    quantity text seen before>}` under a string name, else None (the full parse decides and explains)."""
+    try:
+        name = cs["name"]
+        if type(name) is not str or not name:
+            return None
+        out = {}
+        for cname, c in cs["counters"].items():
+            if type(cname) is not str or len(c) != 1:
+                return None
+            value = c["value"]
+            out[cname] = _new_tuple(Counter, (_QUANTITIES[value], None, value))
+    except (KeyError, TypeError, AttributeError):
+        return None
     return out
