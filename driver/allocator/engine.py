@@ -330,19 +330,20 @@ class Search:
         return str(uuid.uuid5(_SHARE_NS, seed))
 
 
-def selectors_match(owner: str, selectors: Sequence[Any], dev: DeviceInfo, plain: bool, variable: Callable[[], dict]) -> bool:
-    """All of one owner's selectors (a class's, or a request's); CEL runtime errors abort the claim
-    (upstream). With `plain` attributes (celexpr.plain_attributes) simple selectors are decided on
-    the published device; `variable()` builds the CEL `device` variable for the others (once per
-    device)."""
+def selectors_match(owner: str, name: str, selectors: Sequence[Any], dev: DeviceInfo, plain: bool,
+                    variable: Callable[[DeviceInfo], dict]) -> bool:
+    """All of one owner's selectors (`owner` "class" or "claim", and its name); CEL runtime errors
+    abort the claim (upstream). With `plain` attributes (celexpr.plain_attributes) simple selectors
+    are decided on the published device; `variable(dev)` builds the CEL `device` variable for the
+    others (once per device)."""
     for i, selector in enumerate(selectors):
         try:
             result = selector.matches_published(dev.driver, dev.raw) if plain else None
             if result is None:
-                result = selector.matches(variable())
+                result = selector.matches(variable(dev))
         except CelRuntimeError as exc:
             raise AllocationError(
-                f"{owner}: selector #{i} on device {'/'.join(dev.key)}: CEL runtime error: {exc} "
+                f"{owner} {name}: selector #{i} on device {'/'.join(dev.key)}: CEL runtime error: {exc} "
                 f"(expression: {selector.expression})"
             ) from None
         if not result:

@@ -73,9 +73,8 @@ def claim_holds(obj: Mapping[str, Any], features: Features, problems: list[str] 
     driven = features.shared_consumable_capacity and features.partitionable_devices
     out = []
     for i, r in enumerate(results):
-        where = f"ResourceClaim {label}: status.allocation.devices.results[{i}]"
         try:
-            out.append(_hold(label, r, where, driven))
+            out.append(_hold(label, r, i, driven))
         except InputError as exc:
             if problems is None:
                 raise
@@ -83,7 +82,13 @@ def claim_holds(obj: Mapping[str, Any], features: Features, problems: list[str] 
     return out
 
 
-def _hold(label: str, r: Mapping[str, Any], where: str, driven: bool) -> Hold:
+_PLAIN_RESULT = frozenset(("request", "driver", "pool", "device"))  # what most results record
+
+
+def _hold(label: str, r: Mapping[str, Any], i: int, driven: bool) -> Hold:
+    if r.keys() <= _PLAIN_RESULT:  # an exclusive result without recorded consumption: nothing to parse
+        return Hold(label, str(r.get("request") or ""), (str(r["driver"]), str(r["pool"]), str(r["device"])))
+    where = f"ResourceClaim {label}: status.allocation.devices.results[{i}]"
     share_id = r.get("shareID")
     capacity = {str(name): parse_quantity(value, where=f"{where}.consumedCapacity[{name}]")
                 for name, value in (r.get("consumedCapacity") or {}).items()}
