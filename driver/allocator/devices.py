@@ -297,12 +297,14 @@ def parse_device(spec: Mapping[str, Any], index: int, slice_name: str) -> Device
 def parse_devices(spec: Mapping[str, Any], slice_name: str, indices: Sequence[int] | None = None) -> list[DeviceInfo]:
     """Devices of a slice (all, or those at `indices`), each checked as `parse_device` checks it.
 
-    Every scheduling cycle without a cache parses every device of the node, so the usual device
-    (capacities and counters that are plain `{value: <a quantity text seen before>}`, no policies)
-    is read in one pass without building field paths; anything else takes the full parse, which
-    decides and explains."""
+    Every scheduling cycle without a cache parses every device of the node, so the usual device is
+    read in one pass, without building field paths or calling helpers: capacities and counters that
+    are `{value: <a quantity text seen before>}` under string names (a shape of any other kind looks
+    up None, which is never a known text), no fields beyond name, attributes, capacity and
+    consumesCounters. Anything else takes the full parse, which decides and explains."""
     devices = spec["devices"]
     driver, pool = str(spec["driver"]), str(spec["pool"]["name"])
+    known, new, no_value_from, no_groups = _QUANTITIES, _new_tuple, _NO_VALUE_FROM, _NO_GROUPS
     out = []
     for index in range(len(devices)) if indices is None else indices:
         raw = devices[index]
@@ -310,20 +312,35 @@ def parse_devices(spec: Mapping[str, Any], slice_name: str, indices: Sequence[in
             raise InputError(f"ResourceSlice {slice_name}: spec.devices[{index}].name: required")
         get = raw.get
         caps = get("capacity")
-        capacity = _known_capacity(caps) if caps else {}
-        if capacity is None:
-            capacity = _parse_capacity(caps, f"ResourceSlice {slice_name}: spec.devices[{index}]")
+        capacity: dict[str, Capacity] | None = {}
+        if caps:
+            try:
+                for cname, cap in caps.items():
+                    value = cap["value"] if len(cap) == 1 and type(cname) is str else None
+                    capacity[cname] = new(Capacity, (known[value], None, value))  # type: ignore[index]
+            except (KeyError, TypeError, AttributeError):
+                capacity = _parse_capacity(caps, f"ResourceSlice {slice_name}: spec.devices[{index}]")
         raw_consumes = get("consumesCounters")
-        consumes: tuple[Consumption, ...] = ()
+        consumes: Any = ()
         groups = False
         if raw_consumes:
-            consumes = _known_consumes(raw_consumes)
-            if consumes is None:
+            consumes = []
+            try:
+                for entry in raw_consumes:
+                    counter_set = entry["counterSet"]
+                    if type(counter_set) is not str or not counter_set:
+                        raise KeyError
+                    static = {cname: known[counter["value"] if len(counter) == 1 and type(cname) is str else None]
+                              for cname, counter in entry["counters"].items()}
+                    sets = entry.get("compatibilityGroups")
+                    if sets:
+                        groups = True
+                        sets = frozenset(str(g) for g in sets)
+                    consumes.append(new(Consumption, (counter_set, static, no_value_from, sets or no_groups)))
+                consumes = tuple(consumes)
+            except (KeyError, TypeError, AttributeError):
                 consumes = parse_consumes(raw_consumes, f"ResourceSlice {slice_name}: spec.devices[{index}]")
-            for c in consumes:
-                if c.groups:
-                    groups = True
-                    break
+                groups = any(c.groups for c in consumes)
         name = raw["name"]
         name = name if type(name) is str else str(name)
         if len(raw) == 1 + ("attributes" in raw) + (caps is not None) + (raw_consumes is not None):
@@ -347,21 +364,6 @@ def parse_devices(spec: Mapping[str, Any], slice_name: str, indices: Sequence[in
 _new_tuple = tuple.__new__  # NamedTuple construction without the generated __new__'s frame
 
 
-def _known_capacity(caps: Any) -> dict[str, Capacity] | None:
-    """{name: Capacity} when every capacity is `{value: <a quantity text seen before>}` under a
-    string name, else None (the full parse decides and explains)."""
-    out: dict[str, Capacity] = {}
-    try:
-        for cname, cap in caps.items():
-            if type(cname) is not str or len(cap) != 1:
-                return None
-            value = cap["value"]
-            out[cname] = _new_tuple(Capacity, (_QUANTITIES[value], None, value))
-    except (KeyError, TypeError, AttributeError):
-        return None
-    return out
-
-
 def _parse_capacity(caps: Any, where: str) -> dict[str, Capacity]:
     capacity = {}
     for cname, cap in caps.items():
@@ -378,27 +380,6 @@ def _parse_capacity(caps: Any, where: str) -> dict[str, Capacity]:
 
 
 _NO_VALUE_FROM: Mapping[str, str] = MappingProxyType({})
-
-
-def _known_consumes(raw_list: Any) -> tuple[Consumption, ...] | None:
-    """The `consumesCounters` entries when each names its counter set by a string and every counter
-    is `{value: <a quantity text seen before>}` under a string name, else None (parse_consumes)."""
-    out = []
-    known = _QUANTITIES
-    try:
-        for entry in raw_list:
-            counter_set = entry["counterSet"]
-            if type(counter_set) is not str or not counter_set:
-                return None
-            # A counter of another shape looks up None, which is never a key: KeyError, full parse.
-            static = {cname: known[counter["value"] if len(counter) == 1 and type(cname) is str else None]
-                      for cname, counter in entry["counters"].items()}
-            groups = entry.get("compatibilityGroups")
-            out.append(_new_tuple(Consumption, (counter_set, static, _NO_VALUE_FROM,
-                                                frozenset(str(g) for g in groups) if groups else _NO_GROUPS)))
-    except (KeyError, TypeError, AttributeError):
-        return None
-    return tuple(out)
 
 
 def _string_list(value: Any, where: str) -> tuple[str, ...] | None:
