@@ -239,30 +239,15 @@ def qualify(name: str, driver: str) -> str:
 _NO_GROUPS: frozenset[str] = frozenset()
 
 
-def _known_fixed_amounts(counters: Mapping[str, Any]) -> dict[str, Fraction] | None:
-    """{counter: amount} when every counter is `{value: <a quantity text seen before>}`, else None
-    (valueFrom, a new text, anything malformed: the full parse decides and explains)."""
-    try:
-        out = {name: _QUANTITIES[c["value"]] for name, c in counters.items() if len(c) == 1}
-    except (KeyError, TypeError):
-        return None
-    return out if len(out) == len(counters) else None
-
-
 def parse_consumes(raw_list: Sequence[Mapping[str, Any]] | None, where: str) -> tuple[Consumption, ...]:
-    """The `consumesCounters` entries of a device; `where` is the device's path (for messages)."""
+    """The `consumesCounters` entries of a device; `where` is the device's path (for messages).
+    parse_devices reads the usual entries itself; this is the parse that explains the others."""
     out = []
     for i, entry in enumerate(raw_list or ()):
         counter_set = entry.get("counterSet")
         if not counter_set:
             raise InputError(f"{where}.consumesCounters[{i}].counterSet: required")
         counters = entry.get("counters") or {}
-        static = _known_fixed_amounts(counters)
-        if static is not None:  # the usual entry, read in one pass
-            groups = entry.get("compatibilityGroups")
-            out.append(Consumption(str(counter_set), static, {},
-                                   frozenset(str(g) for g in groups) if groups else _NO_GROUPS))
-            continue
         static = {}
         value_from: dict[str, str] = {}
         for cname, counter in counters.items():
@@ -271,7 +256,7 @@ def parse_consumes(raw_list: Sequence[Mapping[str, Any]] | None, where: str) -> 
             vf = counter.get("valueFrom")
             if vf is None and value is not None:  # the common shape: a fixed amount
                 hit = _QUANTITIES.get(value) if type(value) is str else None
-                static[cname] = hit if hit is not None else _q(value, f"{where}.consumesCounters[{i}].counters[{cname}].value")
+                static[str(cname)] = hit if hit is not None else _q(value, f"{where}.consumesCounters[{i}].counters[{cname}].value")
                 continue
             at = f"{where}.consumesCounters[{i}]"
             if vf is None:
@@ -281,7 +266,7 @@ def parse_consumes(raw_list: Sequence[Mapping[str, Any]] | None, where: str) -> 
                 raise InputError(f"{at}.counters[{cname}].valueFrom: needs capacityName (or capacityKey)")
             if value is not None:
                 raise InputError(f"{at}.counters[{cname}]: set exactly one of value and valueFrom")
-            value_from[cname] = str(cap)
+            value_from[str(cname)] = str(cap)
         groups = entry.get("compatibilityGroups")
         out.append(Consumption(str(counter_set), static, value_from,
                                frozenset(str(g) for g in groups) if groups else _NO_GROUPS))
