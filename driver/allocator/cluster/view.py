@@ -256,25 +256,29 @@ class ClusterView:
 
     def _hold(self, holds: list[Hold], sign: int) -> None:
         touched: set[PoolId] = set()
+        all_allocations, all_accounts = self._allocations, self._accounts
         for hold in holds:
-            pid = hold.pool_id
-            allocations = self._allocations.get(pid)
+            pid = (hold.device[0], hold.device[1])
+            allocations = all_allocations.get(pid)
             if allocations is None:
-                allocations = self._allocations[pid] = PoolAllocations()
+                allocations = all_allocations[pid] = PoolAllocations()
             edge = allocations.add(hold) if sign > 0 else allocations.remove(hold)
             touched.add(pid)
-            if hold.admin:
-                continue  # holds nothing: no account changes
-            for account in self._accounts.get(pid, {}).values():
+            accounts = all_accounts.get(pid)
+            if not accounts or hold.admin:
+                continue  # no account kept for the pool yet, or adminAccess (holds nothing)
+            for account in accounts.values():
                 if sign > 0:
                     account.add(hold, first=edge, refold=False)
                 else:
                     account.remove(hold, last=edge, refold=False)
         for pid in touched:
-            for account in self._accounts.get(pid, {}).values():
-                account.refold()
-            if self._allocations[pid].empty and not self._accounts.get(pid):
-                del self._allocations[pid]
+            accounts = all_accounts.get(pid)
+            if accounts:
+                for account in accounts.values():
+                    account.refold()
+            elif all_allocations[pid].empty:
+                del all_allocations[pid]
 
     # ---- reading -------------------------------------------------------------------------------
     def entry(self, node: str) -> NodeEntry:
