@@ -172,11 +172,8 @@ class PoolAccount:
         self.pool = pool
         self.partitionable = features.partitionable_devices
         self.groups_on = features.compatibility_groups and groups
-        if lookup is None:
-            by_name: dict[str, DeviceInfo] = {}
-            for dev in pool.devices + pool.elsewhere + pool.other_devices:
-                by_name.setdefault(dev.name, dev)
-            lookup = by_name.get
+        if lookup is None:  # the first device of a name wins (reversed: the first is written last)
+            lookup = {dev.name: dev for dev in reversed(pool.devices + pool.elsewhere + pool.other_devices)}.get
         self.lookup = lookup
         self.used: dict[str, dict[str, Fraction]] = {}  # counter set -> counter -> consumed
         self.charged: set[DeviceKey] = set()  # devices whose static counters are consumed
@@ -246,9 +243,12 @@ class PoolAccount:
         held device's groups folded in with `add`, in pool order, without an admission check, read
         live from the slice. Order matters only when a driver re-published held devices with
         clashing groups; then the first in pool order decides."""
-        position = self.pool.position
+        holders: Any = self.holders.values()
+        if any(dev.declares_groups for dev in holders):  # devices without groups fold the same in any order
+            position = self.pool.position
+            holders = sorted(holders, key=lambda d: position.get(d.key, -1))
         groups: dict[str, GroupIntersection] = {}
-        for dev in sorted(self.holders.values(), key=lambda d: position.get(d.key, -1)):
+        for dev in holders:
             for cons in dev.consumes:
                 groups[cons.counter_set] = groups.get(cons.counter_set, GroupIntersection()).add(cons.groups)
         self.groups = groups
