@@ -116,20 +116,20 @@ def slice_spec(obj: Mapping[str, Any]) -> Any:
 
 def check_slice(name: str, spec: Any) -> None:
     """The fields pool gathering relies on; InputError naming the slice and field otherwise."""
-    where = f"ResourceSlice {name}: spec"
     if not is_mapping(spec):
-        raise InputError(f"{where}: required")
+        raise InputError(f"ResourceSlice {name}: spec: required")
     if not spec.get("driver"):
-        raise InputError(f"{where}.driver: required")
+        raise InputError(f"ResourceSlice {name}: spec.driver: required")
     pool = spec.get("pool")
     if not is_mapping(pool) or not pool.get("name"):
-        raise InputError(f"{where}.pool.name: required")
+        raise InputError(f"ResourceSlice {name}: spec.pool.name: required")
     for key in ("generation", "resourceSliceCount"):
         value = pool.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InputError(f"{where}.pool.{key}: must be a non-negative integer, got {value!r}")
-    if spec.get("devices") is not None and not isinstance(spec.get("devices"), list):
-        raise InputError(f"{where}.devices: must be a list")
+        if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)) or value < 0:
+            raise InputError(f"ResourceSlice {name}: spec.pool.{key}: must be a non-negative integer, got {value!r}")
+    devices = spec.get("devices")
+    if devices is not None and type(devices) is not list and not isinstance(devices, list):
+        raise InputError(f"ResourceSlice {name}: spec.devices: must be a list")
 
 
 def is_bare(spec: Mapping[str, Any]) -> bool:

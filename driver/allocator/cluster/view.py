@@ -150,8 +150,8 @@ class ClusterView:
                 self._slice_changed(new)
 
     def _slice_changed(self, ps: ParsedSlice | None) -> None:
-        if ps is None:
-            return
+        if ps is None or not (self._entries or self._accounts or self._published or self._pool_users):
+            return  # nothing derived from slices yet (a view being filled)
         pid = ps.pool_id
         self._accounts.pop(pid, None)
         self._published.pop(pid, None)
