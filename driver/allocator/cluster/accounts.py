@@ -57,12 +57,13 @@ class Hold:
         return (self.device[0], self.device[1])
 
 
-def claim_holds(obj: Mapping[str, Any], features: Features, problems: list[str] | None = None) -> list[Hold]:
-    """The results of an allocated claim, in result order.
+def claim_holds(obj: Mapping[str, Any], features: Features, problems: list[str] | None = None,
+                label: str | None = None) -> list[Hold]:
+    """The results of an allocated claim, in result order; `label`: its claim_label, when known.
 
     A malformed result raises InputError naming the claim and field; with `problems`, it is
     described there instead and skipped (a report shows what it can read)."""
-    label = claim_label(obj)
+    label = label or claim_label(obj)
     try:
         results = allocated_results(obj)
     except InputError as exc:

@@ -214,14 +214,16 @@ class ClusterView:
         is described there and the claim's other results count (what a report wants).
         Claim objects are taken as immutable (like informer objects): pass a new object to change one.
         """
-        key = key or claim_key(obj)
-        allocation = _allocation(obj)
+        return self._set_claim(obj, key or claim_key(obj), _allocation(obj), None, problems)
+
+    def _set_claim(self, obj: Mapping[str, Any], key: str, allocation: Any, label: str | None,
+                   problems: list[str] | None) -> str:
         known = self._claims.get(key)
         if known is not None and (known[0] is obj or known[1] == allocation):
             if known[0] is not obj:
                 self._claims[key] = (obj, allocation, known[2])
             return key
-        results = claim_holds(obj, self.features, problems) if allocation else []
+        results = claim_holds(obj, self.features, problems, label) if allocation else []
         self.remove_claim(key)
         if allocation:
             self._claims[key] = (obj, allocation, results)
@@ -236,19 +238,21 @@ class ClusterView:
     def replace_claims(self, objs: Iterable[Mapping[str, Any]], *, problems: list[str] | None = None) -> None:
         """Make the view's allocated claims exactly the allocated ones among `objs` (others ignored);
         claims with equal keys (namespace/name) are kept apart. `problems`: as for `set_claim`."""
-        keyed: dict[str, Mapping[str, Any]] = {}
+        keyed: dict[str, tuple[Mapping[str, Any], Any, str]] = {}
         for obj in objs:
-            if not (obj.get("status") or {}).get("allocation"):
+            allocation = _allocation(obj)
+            if not allocation:
                 continue
-            key, n = claim_key(obj), 1
+            label = key = claim_key(obj)
+            n = 1
             while key in keyed:
                 n += 1
-                key = f"{claim_key(obj)}#{n}"
-            keyed[key] = obj
+                key = f"{label}#{n}"
+            keyed[key] = (obj, allocation, label)
         for key in [k for k in self._claims if k not in keyed]:
             self.remove_claim(key)
-        for key, obj in keyed.items():
-            self.set_claim(obj, key, problems=problems)
+        for key, (obj, allocation, label) in keyed.items():
+            self._set_claim(obj, key, allocation, label, problems)
 
     def claims(self) -> list[Mapping[str, Any]]:
         """The allocated claims the view holds (the objects given)."""
