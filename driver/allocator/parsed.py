@@ -84,13 +84,16 @@ class ParsedSlice:
     def consumed_refs(self) -> dict[str, frozenset[str]]:
         """Counter set -> the counters any device of the slice consumes from it (for pool validation)."""
         if self._refs is None:
-            refs: dict[str, set[str]] = {}
+            maps: dict[str, list[Mapping[str, Any]]] = {}  # counter set -> the maps naming its counters
             for dev in self.devices:
                 for cons in dev.consumes:
-                    names = refs.setdefault(cons.counter_set, set())
-                    names.update(cons.static)
-                    names.update(cons.value_from)
-            self._refs = {cs: frozenset(names) for cs, names in refs.items()}
+                    found = maps.get(cons.counter_set)
+                    if found is None:
+                        found = maps[cons.counter_set] = []
+                    found.append(cons.static)
+                    if cons.value_from:
+                        found.append(cons.value_from)
+            self._refs = {cs: frozenset().union(*found) for cs, found in maps.items()}
         return self._refs
 
     @property
