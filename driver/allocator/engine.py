@@ -57,6 +57,23 @@ class Placement:
     request_counters: tuple[tuple[str, dict[str, Fraction]], ...] = ()
 
 
+class _Undo:
+    """Undoes one placement and forgets it. A callable object rather than a closure, which would
+    refer to itself: once the search lets go of it (`applied` emptied), it and what it holds are
+    freed at once instead of waiting for the cycle collector."""
+
+    __slots__ = ("steps", "applied")
+
+    def __init__(self, steps: list[Callable[[], None]], applied: list[Callable[[], None]]):
+        self.steps = steps
+        self.applied = applied
+
+    def __call__(self) -> None:
+        for step in reversed(self.steps):
+            step()
+        self.applied.remove(self)
+
+
 @dataclass
 class SearchState:
     """Everything that changes while searching; shared with the Allocator's committed state."""
@@ -315,11 +332,7 @@ class Search:
         self.results[ci].append(placement)
         undo_steps.append(self.results[ci].pop)
 
-        def undo() -> None:
-            for step in reversed(undo_steps):
-                step()
-            self.applied.remove(undo)
-
+        undo = _Undo(undo_steps, self.applied)
         self.applied.append(undo)
         return undo
 
