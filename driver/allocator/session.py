@@ -388,8 +388,8 @@ class Allocator:
         out = [render_allocation(self, claim, search.results[ci], search.selected, ci) for ci, claim in enumerate(parsed)]
         if commit:
             self._commit(search)
-            # The undo steps refer back to the search: dropped, the search and what it holds are
-            # freed when it goes out of scope rather than by the cycle collector.
+            # Each undo step refers to the list that keeps it: emptied, the search and what it
+            # holds are freed when it goes out of scope rather than by the cycle collector.
             search.applied.clear()
         else:
             search.rollback()
