@@ -11,7 +11,11 @@ not to match, and once every device was seen they can also prune a request that 
 devices than remain.
 
 A device whose selectors fail to evaluate is kept as a candidate: the search evaluates it again
-when (and only if) it reaches the device, and raises there, as upstream does.
+when (and only if) it reaches the device, and raises there, as upstream does. So is a device held
+exclusively by an allocated claim, without evaluating its selectors (upstream checks "in use"
+first; a new allocator per cycle would otherwise evaluate every held device it walks past): the
+search skips it, or evaluates it when it reaches it after its release. Candidates are therefore
+the matching devices plus some that were not evaluated; the search checks each one it takes.
 """
 
 from __future__ import annotations
@@ -44,13 +48,17 @@ class Candidates:
         with self._lock:
             found = len(self.entries)
             flat, locations = alloc.flat, alloc.view.locations
+            held = () if req.admin_access else alloc.state.in_use
             i = self.scanned
             while i < self.size and len(self.entries) == found:
                 pool, dev = flat[i]
-                try:
-                    ok = alloc.selectable(claim, req, dev)
-                except (AllocationError, InputError):
-                    ok = True  # evaluated again (and raised) when the search reaches it
+                if dev.key in held:
+                    ok = True  # not evaluated now: the search skips it as in use, or evaluates it once released
+                else:
+                    try:
+                        ok = alloc.selectable(claim, req, dev)
+                    except (AllocationError, InputError):
+                        ok = True  # evaluated again (and raised) when the search reaches it
                 if ok:
                     pi, dj = locations[i]
                     self.positions.append(i)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from driver.errors import InputError
@@ -238,30 +239,15 @@ def qualify(name: str, driver: str) -> str:
 _NO_GROUPS: frozenset[str] = frozenset()
 
 
-def _known_fixed_amounts(counters: Mapping[str, Any]) -> dict[str, Fraction] | None:
-    """{counter: amount} when every counter is `{value: <a quantity text seen before>}`, else None
-    (valueFrom, a new text, anything malformed: the full parse decides and explains)."""
-    try:
-        out = {name: _QUANTITIES[c["value"]] for name, c in counters.items() if len(c) == 1}
-    except (KeyError, TypeError):
-        return None
-    return out if len(out) == len(counters) else None
-
-
 def parse_consumes(raw_list: Sequence[Mapping[str, Any]] | None, where: str) -> tuple[Consumption, ...]:
-    """The `consumesCounters` entries of a device; `where` is the device's path (for messages)."""
+    """The `consumesCounters` entries of a device; `where` is the device's path (for messages).
+    parse_devices reads the usual entries itself; this is the parse that explains the others."""
     out = []
     for i, entry in enumerate(raw_list or ()):
         counter_set = entry.get("counterSet")
         if not counter_set:
             raise InputError(f"{where}.consumesCounters[{i}].counterSet: required")
         counters = entry.get("counters") or {}
-        static = _known_fixed_amounts(counters)
-        if static is not None:  # the usual entry, read in one pass
-            groups = entry.get("compatibilityGroups")
-            out.append(Consumption(str(counter_set), static, {},
-                                   frozenset(str(g) for g in groups) if groups else _NO_GROUPS))
-            continue
         static = {}
         value_from: dict[str, str] = {}
         for cname, counter in counters.items():
@@ -270,7 +256,7 @@ def parse_consumes(raw_list: Sequence[Mapping[str, Any]] | None, where: str) -> 
             vf = counter.get("valueFrom")
             if vf is None and value is not None:  # the common shape: a fixed amount
                 hit = _QUANTITIES.get(value) if type(value) is str else None
-                static[cname] = hit if hit is not None else _q(value, f"{where}.consumesCounters[{i}].counters[{cname}].value")
+                static[str(cname)] = hit if hit is not None else _q(value, f"{where}.consumesCounters[{i}].counters[{cname}].value")
                 continue
             at = f"{where}.consumesCounters[{i}]"
             if vf is None:
@@ -280,7 +266,7 @@ def parse_consumes(raw_list: Sequence[Mapping[str, Any]] | None, where: str) -> 
                 raise InputError(f"{at}.counters[{cname}].valueFrom: needs capacityName (or capacityKey)")
             if value is not None:
                 raise InputError(f"{at}.counters[{cname}]: set exactly one of value and valueFrom")
-            value_from[cname] = str(cap)
+            value_from[str(cname)] = str(cap)
         groups = entry.get("compatibilityGroups")
         out.append(Consumption(str(counter_set), static, value_from,
                                frozenset(str(g) for g in groups) if groups else _NO_GROUPS))
@@ -290,35 +276,95 @@ def parse_consumes(raw_list: Sequence[Mapping[str, Any]] | None, where: str) -> 
 def parse_device(spec: Mapping[str, Any], index: int, slice_name: str) -> DeviceInfo:
     """One device of a slice; field paths in messages are built only for a message (a fleet parses
     hundreds of thousands of devices)."""
-    raw = spec["devices"][index]
-    if not is_mapping(raw) or not raw.get("name"):
-        raise InputError(f"ResourceSlice {slice_name}: spec.devices[{index}].name: required")
-    get = raw.get
+    return parse_devices(spec, slice_name, (index,))[0]
+
+
+def parse_devices(spec: Mapping[str, Any], slice_name: str, indices: Sequence[int] | None = None) -> list[DeviceInfo]:
+    """Devices of a slice (all, or those at `indices`), each checked as `parse_device` checks it.
+
+    Every scheduling cycle without a cache parses every device of the node, so the usual device is
+    read in one pass, without building field paths or calling helpers: capacities and counters that
+    are `{value: <a quantity text seen before>}` under string names (a shape of any other kind looks
+    up None, which is never a known text), no fields beyond name, attributes, capacity and
+    consumesCounters. Anything else takes the full parse, which decides and explains."""
+    devices = spec["devices"]
+    driver, pool = str(spec["driver"]), str(spec["pool"]["name"])
+    known, new, no_value_from, no_groups = _QUANTITIES, _new_tuple, _NO_VALUE_FROM, _NO_GROUPS
+    out = []
+    for index in range(len(devices)) if indices is None else indices:
+        raw = devices[index]
+        if type(raw) is not dict and not isinstance(raw, Mapping) or not raw.get("name"):
+            raise InputError(f"ResourceSlice {slice_name}: spec.devices[{index}].name: required")
+        get = raw.get
+        caps = get("capacity")
+        capacity: dict[str, Capacity] | None = {}
+        if caps:
+            try:
+                for cname, cap in caps.items():
+                    value = cap["value"] if len(cap) == 1 and type(cname) is str else None
+                    capacity[cname] = new(Capacity, (known[value], None, value))  # type: ignore[index]
+            except (KeyError, TypeError, AttributeError):
+                capacity = _parse_capacity(caps, f"ResourceSlice {slice_name}: spec.devices[{index}]")
+        raw_consumes = get("consumesCounters")
+        consumes: Any = ()
+        groups = False
+        if raw_consumes:
+            consumes = []
+            try:
+                for entry in raw_consumes:
+                    counter_set = entry["counterSet"]
+                    if type(counter_set) is not str or not counter_set:
+                        raise KeyError
+                    static = {cname: known[counter["value"] if len(counter) == 1 and type(cname) is str else None]
+                              for cname, counter in entry["counters"].items()}
+                    sets = entry.get("compatibilityGroups")
+                    if sets:
+                        groups = True
+                        sets = frozenset(str(g) for g in sets)
+                    consumes.append(new(Consumption, (counter_set, static, no_value_from, sets or no_groups)))
+                consumes = tuple(consumes)
+            except (KeyError, TypeError, AttributeError):
+                consumes = parse_consumes(raw_consumes, f"ResourceSlice {slice_name}: spec.devices[{index}]")
+                groups = any(c.groups for c in consumes)
+        name = raw["name"]
+        name = name if type(name) is str else str(name)
+        if len(raw) == 1 + ("attributes" in raw) + (caps is not None) + (raw_consumes is not None):
+            out.append(DeviceInfo(driver, pool, name, slice_name, raw, capacity, False, consumes, (), groups))
+            continue  # no other field set: the usual device
+        bindings = get("bindingConditions")
+        failures = get("bindingFailureConditions")
+        taints = get("taints")
+        out.append(DeviceInfo(
+            driver, pool, name, slice_name, raw, capacity,
+            bool(get("allowMultipleAllocations")), consumes,
+            tuple(taints) if taints else (),
+            groups,
+            None if bindings is None else _string_list(bindings, f"ResourceSlice {slice_name}: spec.devices[{index}].bindingConditions"),
+            None if failures is None else _string_list(failures, f"ResourceSlice {slice_name}: spec.devices[{index}].bindingFailureConditions"),
+            bool(get("bindsToNode")),
+        ))
+    return out
+
+
+_new_tuple = tuple.__new__  # NamedTuple construction without the generated __new__'s frame
+
+
+def _parse_capacity(caps: Any, where: str) -> dict[str, Capacity]:
     capacity = {}
-    for cname, cap in (get("capacity") or {}).items():
+    for cname, cap in caps.items():
         if not is_mapping(cap) or cap.get("value") is None:
-            raise InputError(f"ResourceSlice {slice_name}: spec.devices[{index}].capacity[{cname}].value: required")
+            raise InputError(f"{where}.capacity[{cname}].value: required")
         value, policy = cap["value"], cap.get("requestPolicy")
         amount = _QUANTITIES.get(value) if type(value) is str else None
         if amount is None:
-            amount = _q(value, f"ResourceSlice {slice_name}: spec.devices[{index}].capacity[{cname}].value")
+            amount = _q(value, f"{where}.capacity[{cname}].value")
         if policy:
-            policy = RequestPolicy.parse(policy, f"ResourceSlice {slice_name}: spec.devices[{index}].capacity[{cname}].requestPolicy")
+            policy = RequestPolicy.parse(policy, f"{where}.capacity[{cname}].requestPolicy")
         capacity[str(cname)] = Capacity(amount, policy or None, str(value))
-    raw_consumes = get("consumesCounters")
-    consumes = parse_consumes(raw_consumes, f"ResourceSlice {slice_name}: spec.devices[{index}]") if raw_consumes else ()
-    bindings = get("bindingConditions")
-    failures = get("bindingFailureConditions")
-    taints = get("taints")
-    return DeviceInfo(
-        str(spec["driver"]), str(spec["pool"]["name"]), str(raw["name"]), slice_name, raw, capacity,
-        bool(get("allowMultipleAllocations")), consumes,
-        tuple(taints) if taints else (),
-        any(c.groups for c in consumes),
-        None if bindings is None else _string_list(bindings, f"ResourceSlice {slice_name}: spec.devices[{index}].bindingConditions"),
-        None if failures is None else _string_list(failures, f"ResourceSlice {slice_name}: spec.devices[{index}].bindingFailureConditions"),
-        bool(get("bindsToNode")),
-    )
+    return capacity
+
+
+_NO_VALUE_FROM: Mapping[str, str] = MappingProxyType({})
 
 
 def _string_list(value: Any, where: str) -> tuple[str, ...] | None:
@@ -332,6 +378,10 @@ def _string_list(value: Any, where: str) -> tuple[str, ...] | None:
 def parse_counter_sets(spec: Mapping[str, Any], slice_name: str) -> dict[str, dict[str, Counter]]:
     out: dict[str, dict[str, Counter]] = {}
     for i, cs in enumerate(spec.get("sharedCounters") or ()):
+        counters = _known_counters(cs)
+        if counters is not None:
+            out[cs["name"]] = counters
+            continue
         where = f"ResourceSlice {slice_name}: spec.sharedCounters[{i}]"
         if not cs.get("name"):
             raise InputError(f"{where}.name: required")
@@ -345,4 +395,22 @@ def parse_counter_sets(spec: Mapping[str, Any], slice_name: str) -> dict[str, di
                 text=str(c["value"]),
             )
         out[str(cs["name"])] = counters
+    return out
+
+
+def _known_counters(cs: Any) -> dict[str, Counter] | None:
+    """A counter set's counters when the set has a string name and every counter is `{value: <a
+    quantity text seen before>}` under a string name, else None (the full parse decides and explains)."""
+    try:
+        name = cs["name"]
+        if type(name) is not str or not name:
+            return None
+        out = {}
+        for cname, c in cs["counters"].items():
+            if type(cname) is not str or len(c) != 1:
+                return None
+            value = c["value"]
+            out[cname] = _new_tuple(Counter, (_QUANTITIES[value], None, value))
+    except (KeyError, TypeError, AttributeError):
+        return None
     return out

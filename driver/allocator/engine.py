@@ -57,6 +57,23 @@ class Placement:
     request_counters: tuple[tuple[str, dict[str, Fraction]], ...] = ()
 
 
+class _Undo:
+    """Undoes one placement and forgets it. A callable object rather than a closure, which would
+    refer to itself: once the search lets go of it (`applied` emptied), it and what it holds are
+    freed at once instead of waiting for the cycle collector."""
+
+    __slots__ = ("steps", "applied")
+
+    def __init__(self, steps: list[Callable[[], None]], applied: list[Callable[[], None]]):
+        self.steps = steps
+        self.applied = applied
+
+    def __call__(self) -> None:
+        for step in reversed(self.steps):
+            step()
+        self.applied.remove(self)
+
+
 @dataclass
 class SearchState:
     """Everything that changes while searching; shared with the Allocator's committed state."""
@@ -315,11 +332,7 @@ class Search:
         self.results[ci].append(placement)
         undo_steps.append(self.results[ci].pop)
 
-        def undo() -> None:
-            for step in reversed(undo_steps):
-                step()
-            self.applied.remove(undo)
-
+        undo = _Undo(undo_steps, self.applied)
         self.applied.append(undo)
         return undo
 
@@ -330,19 +343,20 @@ class Search:
         return str(uuid.uuid5(_SHARE_NS, seed))
 
 
-def selectors_match(owner: str, selectors: Sequence[Any], dev: DeviceInfo, plain: bool, variable: Callable[[], dict]) -> bool:
-    """All of one owner's selectors (a class's, or a request's); CEL runtime errors abort the claim
-    (upstream). With `plain` attributes (celexpr.plain_attributes) simple selectors are decided on
-    the published device; `variable()` builds the CEL `device` variable for the others (once per
-    device)."""
+def selectors_match(owner: str, name: str, selectors: Sequence[Any], dev: DeviceInfo, plain: bool,
+                    variable: Callable[[DeviceInfo], dict]) -> bool:
+    """All of one owner's selectors (`owner` "class" or "claim", and its name); CEL runtime errors
+    abort the claim (upstream). With `plain` attributes (celexpr.plain_attributes) simple selectors
+    are decided on the published device; `variable(dev)` builds the CEL `device` variable for the
+    others (once per device)."""
     for i, selector in enumerate(selectors):
         try:
             result = selector.matches_published(dev.driver, dev.raw) if plain else None
             if result is None:
-                result = selector.matches(variable())
+                result = selector.matches(variable(dev))
         except CelRuntimeError as exc:
             raise AllocationError(
-                f"{owner}: selector #{i} on device {'/'.join(dev.key)}: CEL runtime error: {exc} "
+                f"{owner} {name}: selector #{i} on device {'/'.join(dev.key)}: CEL runtime error: {exc} "
                 f"(expression: {selector.expression})"
             ) from None
         if not result:

@@ -197,10 +197,11 @@ def parse_claim(obj: Mapping[str, Any]) -> Claim:
 
 def allocated_results(obj: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
     """Results of an already allocated claim, checked for the fields accounting needs."""
-    label = claim_label(obj)
     results = ((((obj.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")) or []
     for i, r in enumerate(results):
+        if type(r) is dict and r.get("driver") and r.get("pool") and r.get("device"):
+            continue  # the usual result, checked without the Mapping ABC
         for key in ("driver", "pool", "device"):
             if not isinstance(r, Mapping) or not r.get(key):
-                raise InputError(f"ResourceClaim {label}: status.allocation.devices.results[{i}].{key}: required")
+                raise InputError(f"ResourceClaim {claim_label(obj)}: status.allocation.devices.results[{i}].{key}: required")
     return results

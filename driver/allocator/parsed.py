@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from driver.allocator.devices import Counter, DeviceInfo, is_mapping, parse_counter_sets, parse_device
+from driver.allocator.devices import Counter, DeviceInfo, is_mapping, parse_counter_sets, parse_device, parse_devices
 from driver.errors import InputError
 
 
@@ -44,9 +44,14 @@ class ParsedSlice:
     @property
     def devices(self) -> tuple[DeviceInfo, ...]:
         if self._devices is None:
-            one = self._one or {}
-            self._devices = tuple(one.get(i) or parse_device(self.spec, i, self.name)
-                                  for i in range(len(self.spec.get("devices") or ())))
+            one = self._one
+            if not self.spec.get("devices"):
+                self._devices = ()
+            elif not one:
+                self._devices = tuple(parse_devices(self.spec, self.name))
+            else:  # keep the devices parsed one by one: callers may hold them
+                self._devices = tuple(one.get(i) or parse_device(self.spec, i, self.name)
+                                      for i in range(len(self.spec["devices"])))
         return self._devices
 
     def device(self, index: int) -> DeviceInfo:
@@ -79,13 +84,16 @@ class ParsedSlice:
     def consumed_refs(self) -> dict[str, frozenset[str]]:
         """Counter set -> the counters any device of the slice consumes from it (for pool validation)."""
         if self._refs is None:
-            refs: dict[str, set[str]] = {}
+            maps: dict[str, list[Mapping[str, Any]]] = {}  # counter set -> the maps naming its counters
             for dev in self.devices:
                 for cons in dev.consumes:
-                    names = refs.setdefault(cons.counter_set, set())
-                    names.update(cons.static)
-                    names.update(cons.value_from)
-            self._refs = {cs: frozenset(names) for cs, names in refs.items()}
+                    found = maps.get(cons.counter_set)
+                    if found is None:
+                        found = maps[cons.counter_set] = []
+                    found.append(cons.static)
+                    if cons.value_from:
+                        found.append(cons.value_from)
+            self._refs = {cs: frozenset().union(*found) for cs, found in maps.items()}
         return self._refs
 
     @property
@@ -111,20 +119,20 @@ def slice_spec(obj: Mapping[str, Any]) -> Any:
 
 def check_slice(name: str, spec: Any) -> None:
     """The fields pool gathering relies on; InputError naming the slice and field otherwise."""
-    where = f"ResourceSlice {name}: spec"
     if not is_mapping(spec):
-        raise InputError(f"{where}: required")
+        raise InputError(f"ResourceSlice {name}: spec: required")
     if not spec.get("driver"):
-        raise InputError(f"{where}.driver: required")
+        raise InputError(f"ResourceSlice {name}: spec.driver: required")
     pool = spec.get("pool")
     if not is_mapping(pool) or not pool.get("name"):
-        raise InputError(f"{where}.pool.name: required")
+        raise InputError(f"ResourceSlice {name}: spec.pool.name: required")
     for key in ("generation", "resourceSliceCount"):
         value = pool.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InputError(f"{where}.pool.{key}: must be a non-negative integer, got {value!r}")
-    if spec.get("devices") is not None and not isinstance(spec.get("devices"), list):
-        raise InputError(f"{where}.devices: must be a list")
+        if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)) or value < 0:
+            raise InputError(f"ResourceSlice {name}: spec.pool.{key}: must be a non-negative integer, got {value!r}")
+    devices = spec.get("devices")
+    if devices is not None and type(devices) is not list and not isinstance(devices, list):
+        raise InputError(f"ResourceSlice {name}: spec.devices: must be a list")
 
 
 def is_bare(spec: Mapping[str, Any]) -> bool:

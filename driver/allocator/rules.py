@@ -33,7 +33,7 @@ from driver.allocator.devices import (
     RequestPolicy,
     consumed_amount,
     parse_counter_sets,
-    parse_device,
+    parse_devices,
     qualify,
 )
 from driver.errors import InputError
@@ -295,8 +295,7 @@ def index_slices(slices: Sequence[Mapping[str, Any]]) -> tuple[dict[DeviceKey, D
     for name, spec in newest_specs(slices):
         for cs_name, counters in parse_counter_sets(spec, name).items():
             totals[(spec["driver"], spec["pool"]["name"], cs_name)] = counters
-        for i in range(len(spec.get("devices") or ())):
-            info = parse_device(spec, i, name)
+        for info in parse_devices(spec, name) if spec.get("devices") else ():
             devices[info.key] = info
     return devices, totals
 

@@ -165,15 +165,17 @@ class Allocator:
         hit = memo.get(class_key)
         if hit is None:  # class selectors first (their result serves every request of the class)
             cls = self.classes[req.class_name]
-            hit = memo[class_key] = selectors_match(f"class {cls.name}", cls.selectors, dev, plain_device(dev),
-                                                    lambda: cel_variable(dev))
+            plain = dev.plain
+            hit = memo[class_key] = selectors_match("class", cls.name, cls.selectors, dev,
+                                                    plain_device(dev) if plain is None else plain, cel_variable)
         if not hit or not req.selectors:
             return hit
         key = (class_key, req.selector_exprs)
         hit = memo.get(key)
         if hit is None:
-            hit = memo[key] = selectors_match(f"claim {claim.label}", req.selectors, dev, plain_device(dev),
-                                              lambda: cel_variable(dev))
+            plain = dev.plain
+            hit = memo[key] = selectors_match("claim", claim.label, req.selectors, dev,
+                                              plain_device(dev) if plain is None else plain, cel_variable)
         return hit
 
     def candidates(self, claim: Claim, req: Request) -> Candidates:
@@ -386,6 +388,9 @@ class Allocator:
         out = [render_allocation(self, claim, search.results[ci], search.selected, ci) for ci, claim in enumerate(parsed)]
         if commit:
             self._commit(search)
+            # Each undo step refers to the list that keeps it: emptied, the search and what it
+            # holds are freed when it goes out of scope rather than by the cycle collector.
+            search.applied.clear()
         else:
             search.rollback()
         self.state.allocating.clear()

@@ -57,12 +57,13 @@ class Hold:
         return (self.device[0], self.device[1])
 
 
-def claim_holds(obj: Mapping[str, Any], features: Features, problems: list[str] | None = None) -> list[Hold]:
-    """The results of an allocated claim, in result order.
+def claim_holds(obj: Mapping[str, Any], features: Features, problems: list[str] | None = None,
+                label: str | None = None) -> list[Hold]:
+    """The results of an allocated claim, in result order; `label`: its claim_label, when known.
 
     A malformed result raises InputError naming the claim and field; with `problems`, it is
     described there instead and skipped (a report shows what it can read)."""
-    label = claim_label(obj)
+    label = label or claim_label(obj)
     try:
         results = allocated_results(obj)
     except InputError as exc:
@@ -73,9 +74,8 @@ def claim_holds(obj: Mapping[str, Any], features: Features, problems: list[str] 
     driven = features.shared_consumable_capacity and features.partitionable_devices
     out = []
     for i, r in enumerate(results):
-        where = f"ResourceClaim {label}: status.allocation.devices.results[{i}]"
         try:
-            out.append(_hold(label, r, where, driven))
+            out.append(_hold(label, r, i, driven))
         except InputError as exc:
             if problems is None:
                 raise
@@ -83,7 +83,13 @@ def claim_holds(obj: Mapping[str, Any], features: Features, problems: list[str] 
     return out
 
 
-def _hold(label: str, r: Mapping[str, Any], where: str, driven: bool) -> Hold:
+_PLAIN_RESULT = frozenset(("request", "driver", "pool", "device"))  # what most results record
+
+
+def _hold(label: str, r: Mapping[str, Any], i: int, driven: bool) -> Hold:
+    if r.keys() <= _PLAIN_RESULT:  # an exclusive result without recorded consumption: nothing to parse
+        return Hold(label, str(r.get("request") or ""), (str(r["driver"]), str(r["pool"]), str(r["device"])))
+    where = f"ResourceClaim {label}: status.allocation.devices.results[{i}]"
     share_id = r.get("shareID")
     capacity = {str(name): parse_quantity(value, where=f"{where}.consumedCapacity[{name}]")
                 for name, value in (r.get("consumedCapacity") or {}).items()}
@@ -167,11 +173,8 @@ class PoolAccount:
         self.pool = pool
         self.partitionable = features.partitionable_devices
         self.groups_on = features.compatibility_groups and groups
-        if lookup is None:
-            by_name: dict[str, DeviceInfo] = {}
-            for dev in pool.devices + pool.elsewhere + pool.other_devices:
-                by_name.setdefault(dev.name, dev)
-            lookup = by_name.get
+        if lookup is None:  # the first device of a name wins (reversed: the first is written last)
+            lookup = {dev.name: dev for dev in reversed(pool.devices + pool.elsewhere + pool.other_devices)}.get
         self.lookup = lookup
         self.used: dict[str, dict[str, Fraction]] = {}  # counter set -> counter -> consumed
         self.charged: set[DeviceKey] = set()  # devices whose static counters are consumed
@@ -241,9 +244,12 @@ class PoolAccount:
         held device's groups folded in with `add`, in pool order, without an admission check, read
         live from the slice. Order matters only when a driver re-published held devices with
         clashing groups; then the first in pool order decides."""
-        position = self.pool.position
+        holders: Any = self.holders.values()
+        if any(dev.declares_groups for dev in holders):  # devices without groups fold the same in any order
+            position = self.pool.position
+            holders = sorted(holders, key=lambda d: position.get(d.key, -1))
         groups: dict[str, GroupIntersection] = {}
-        for dev in sorted(self.holders.values(), key=lambda d: position.get(d.key, -1)):
+        for dev in holders:
             for cons in dev.consumes:
                 groups[cons.counter_set] = groups.get(cons.counter_set, GroupIntersection()).add(cons.groups)
         self.groups = groups

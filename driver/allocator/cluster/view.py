@@ -150,8 +150,8 @@ class ClusterView:
                 self._slice_changed(new)
 
     def _slice_changed(self, ps: ParsedSlice | None) -> None:
-        if ps is None:
-            return
+        if ps is None or not (self._entries or self._accounts or self._published or self._pool_users):
+            return  # nothing derived from slices yet (a view being filled)
         pid = ps.pool_id
         self._accounts.pop(pid, None)
         self._published.pop(pid, None)
@@ -214,14 +214,16 @@ class ClusterView:
         is described there and the claim's other results count (what a report wants).
         Claim objects are taken as immutable (like informer objects): pass a new object to change one.
         """
-        key = key or claim_key(obj)
-        allocation = _allocation(obj)
+        return self._set_claim(obj, key or claim_key(obj), _allocation(obj), None, problems)
+
+    def _set_claim(self, obj: Mapping[str, Any], key: str, allocation: Any, label: str | None,
+                   problems: list[str] | None) -> str:
         known = self._claims.get(key)
         if known is not None and (known[0] is obj or known[1] == allocation):
             if known[0] is not obj:
                 self._claims[key] = (obj, allocation, known[2])
             return key
-        results = claim_holds(obj, self.features, problems) if allocation else []
+        results = claim_holds(obj, self.features, problems, label) if allocation else []
         self.remove_claim(key)
         if allocation:
             self._claims[key] = (obj, allocation, results)
@@ -236,19 +238,21 @@ class ClusterView:
     def replace_claims(self, objs: Iterable[Mapping[str, Any]], *, problems: list[str] | None = None) -> None:
         """Make the view's allocated claims exactly the allocated ones among `objs` (others ignored);
         claims with equal keys (namespace/name) are kept apart. `problems`: as for `set_claim`."""
-        keyed: dict[str, Mapping[str, Any]] = {}
+        keyed: dict[str, tuple[Mapping[str, Any], Any, str]] = {}
         for obj in objs:
-            if not (obj.get("status") or {}).get("allocation"):
+            allocation = _allocation(obj)
+            if not allocation:
                 continue
-            key, n = claim_key(obj), 1
+            label = key = claim_key(obj)
+            n = 1
             while key in keyed:
                 n += 1
-                key = f"{claim_key(obj)}#{n}"
-            keyed[key] = obj
+                key = f"{label}#{n}"
+            keyed[key] = (obj, allocation, label)
         for key in [k for k in self._claims if k not in keyed]:
             self.remove_claim(key)
-        for key, obj in keyed.items():
-            self.set_claim(obj, key, problems=problems)
+        for key, (obj, allocation, label) in keyed.items():
+            self._set_claim(obj, key, allocation, label, problems)
 
     def claims(self) -> list[Mapping[str, Any]]:
         """The allocated claims the view holds (the objects given)."""
@@ -256,25 +260,29 @@ class ClusterView:
 
     def _hold(self, holds: list[Hold], sign: int) -> None:
         touched: set[PoolId] = set()
+        all_allocations, all_accounts = self._allocations, self._accounts
         for hold in holds:
-            pid = hold.pool_id
-            allocations = self._allocations.get(pid)
+            pid = (hold.device[0], hold.device[1])
+            allocations = all_allocations.get(pid)
             if allocations is None:
-                allocations = self._allocations[pid] = PoolAllocations()
+                allocations = all_allocations[pid] = PoolAllocations()
             edge = allocations.add(hold) if sign > 0 else allocations.remove(hold)
             touched.add(pid)
-            if hold.admin:
-                continue  # holds nothing: no account changes
-            for account in self._accounts.get(pid, {}).values():
+            accounts = all_accounts.get(pid)
+            if not accounts or hold.admin:
+                continue  # no account kept for the pool yet, or adminAccess (holds nothing)
+            for account in accounts.values():
                 if sign > 0:
                     account.add(hold, first=edge, refold=False)
                 else:
                     account.remove(hold, last=edge, refold=False)
         for pid in touched:
-            for account in self._accounts.get(pid, {}).values():
-                account.refold()
-            if self._allocations[pid].empty and not self._accounts.get(pid):
-                del self._allocations[pid]
+            accounts = all_accounts.get(pid)
+            if accounts:
+                for account in accounts.values():
+                    account.refold()
+            elif all_allocations[pid].empty:
+                del all_allocations[pid]
 
     # ---- reading -------------------------------------------------------------------------------
     def entry(self, node: str) -> NodeEntry:
