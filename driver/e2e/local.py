@@ -44,6 +44,7 @@ from driver.hardware import load_catalog
 from driver.plugin.client import ClaimResult
 from driver.publish.backend import LocalGateConfig
 from driver.personality import DEFAULT_PERSONALITY, personality_named
+from driver.schedule.claims import with_consumer, without_consumer
 from driver.state.metadata import HOST_SUBDIR
 from driver.store.objectstore import ObjectStore
 
@@ -264,23 +265,13 @@ class LocalBackend:
         return view
 
     def _reserve(self, name: str, consumer: dict[str, str]) -> None:
-        claim = self._claim(name)
-        status = claim.setdefault("status", {})
-        reserved = status.setdefault("reservedFor", [])
-        if not any(r["uid"] == consumer["uid"] for r in reserved):
-            reserved.append(consumer)
+        claim = with_consumer(self._claim(name), consumer)
+        if claim is not None:
             self._write_claim(claim)
 
     def _unreserve(self, name: str, uid: str) -> None:
         """Drop one consumer; deallocate when nothing reserves the claim (resourceclaim controller)."""
-        claim = self._claim(name)
-        status = claim.get("status") or {}
-        status["reservedFor"] = [r for r in status.get("reservedFor") or [] if r["uid"] != uid]
-        if not status["reservedFor"]:
-            status.pop("reservedFor")
-            status.pop("allocation", None)
-        claim["status"] = status
-        self._write_claim(claim)
+        self._write_claim(without_consumer(self._claim(name), uid))
 
     # ---- kubelet ---------------------------------------------------------------------------
     def _prepare(self, pod: _Pod, obs: Observation) -> None:

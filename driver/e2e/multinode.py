@@ -41,6 +41,7 @@ from driver.fleet.template import Templates
 from driver.plugin.client import ClaimResult, KubeletClient
 from driver.publish.backend import LocalGateConfig, store_backend
 from driver.publish.reconcile import reconcile
+from driver.schedule.claims import with_consumer, without_consumer
 from driver.schedule.dra import DraFilter, shape_of
 from driver.schedule.reasons import fit_error
 from driver.store.objectstore import ObjectStore
@@ -226,11 +227,8 @@ class MultiNodeBackend:
         return next((str(r["pool"]) for r in results if r.get("pool") in self.nodes), None)
 
     def _reserve(self, name: str, pod: _Pod) -> None:
-        claim = self._claim(name)
-        status = claim.setdefault("status", {})
-        reserved = status.setdefault("reservedFor", [])
-        if not any(r["uid"] == pod.uid for r in reserved):
-            reserved.append({"resource": "pods", "name": pod.name, "uid": pod.uid})
+        claim = with_consumer(self._claim(name), {"resource": "pods", "name": pod.name, "uid": pod.uid})
+        if claim is not None:
             self.store.update(CLAIMS, claim)
 
     def _unreserve(self, name: str, uid: str) -> None:
@@ -238,13 +236,7 @@ class MultiNodeBackend:
             claim = self._claim(name)
         except NotFoundError:
             return
-        status = claim.get("status") or {}
-        status["reservedFor"] = [r for r in status.get("reservedFor") or [] if r["uid"] != uid]
-        if not status["reservedFor"]:
-            status.pop("reservedFor")
-            status.pop("allocation", None)
-        claim["status"] = status
-        self.store.update(CLAIMS, claim)
+        self.store.update(CLAIMS, without_consumer(claim, uid))
 
     # ---- kubelet ---------------------------------------------------------------------------------
     def _prepare(self, pod: _Pod, node: _Node, obs: Observation) -> None:

@@ -118,3 +118,31 @@ class ClaimIndex:
             metadata["labels"] = dict(tmeta["labels"])
         return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": metadata,
                 "spec": copy.deepcopy((template.get("spec") or {}).get("spec") or {})}
+
+
+def reserved_by(claim: Mapping[str, Any], uid: str | None) -> bool:
+    """Whether a consumer with this UID is in the claim's status.reservedFor."""
+    return any(r.get("uid") == uid for r in (claim.get("status") or {}).get("reservedFor") or [])
+
+
+def with_consumer(claim: Mapping[str, Any], consumer: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The claim with `consumer` appended to status.reservedFor (as kube-scheduler's PreBind writes
+    it), or None when that consumer (by UID) is already there."""
+    if reserved_by(claim, consumer.get("uid")):
+        return None
+    status = dict(claim.get("status") or {})
+    status["reservedFor"] = [*(status.get("reservedFor") or []), dict(consumer)]
+    return {**claim, "status": status}
+
+
+def without_consumer(claim: Mapping[str, Any], uid: str) -> dict[str, Any]:
+    """The claim with the consumer of this UID dropped from status.reservedFor; when none is left,
+    deallocated too, as the resourceclaim controller does once a claim has no consumer."""
+    status = dict(claim.get("status") or {})
+    left = [r for r in status.get("reservedFor") or [] if r.get("uid") != uid]
+    if left:
+        status["reservedFor"] = left
+    else:
+        status.pop("reservedFor", None)
+        status.pop("allocation", None)
+    return {**claim, "status": status}

@@ -36,7 +36,7 @@ from typing import Any
 
 from driver.errors import InputError
 from driver.features import Features
-from driver.schedule.claims import ClaimIndex, PodClaim, Resolution
+from driver.schedule.claims import ClaimIndex, PodClaim, Resolution, reserved_by, with_consumer
 from driver.schedule.dra import DraFilter, shape_of
 from driver.schedule.extended import (ExtendedRequest, class_for_resource, claim_status, extended_requests,
                                      served_by_dra, special_claim)
@@ -198,8 +198,10 @@ class Scheduler:
             return self._unschedulable(pod, resolution, label, resolution.problem)
         todo = [c for c in resolution.claims if not (c.claim.get("status") or {}).get("allocation")]
         bound = [c for c in resolution.claims if c not in todo]
+        pod_uid = (pod.get("metadata") or {}).get("uid")
         for c in bound:
-            if len((c.claim.get("status") or {}).get("reservedFor") or []) >= MAX_RESERVED_FOR and not _reserved(c.claim, pod):
+            full = len((c.claim.get("status") or {}).get("reservedFor") or []) >= MAX_RESERVED_FOR
+            if full and not reserved_by(c.claim, pod_uid):
                 return self._unschedulable(pod, resolution, label, f"resourceclaim {c.claim['metadata']['name']} "
                                            f"is reserved by {MAX_RESERVED_FOR} consumers already")
         shape = shape_of([c.claim for c in todo])
@@ -301,10 +303,9 @@ class Scheduler:
             self.dra.commit(claim)
             self._count_held(claim)
         for c in bound:
-            if not _reserved(c.claim, pod):
-                status = dict(c.claim.get("status") or {})
-                status["reservedFor"] = [*(status.get("reservedFor") or []), consumer]
-                self._write_claim({**c.claim, "status": status}, False)
+            reserved = with_consumer(c.claim, consumer)
+            if reserved is not None:
+                self._write_claim(reserved, False)
         status = dict(pod.get("status") or {})
         status["conditions"] = _with_condition(status.get("conditions"), {"type": "PodScheduled", "status": "True"})
         self._claim_statuses(status, resolution, meta.get("uid"))
@@ -350,9 +351,6 @@ class Scheduler:
 _DRA = "cannot allocate all claims"  # kube-scheduler's words; replaced by the allocator's reason
 
 
-def _reserved(claim: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
-    uid = (pod.get("metadata") or {}).get("uid")
-    return any(r.get("uid") == uid for r in (claim.get("status") or {}).get("reservedFor") or [])
 
 
 def _bound_reason(bound: list[PodClaim], node: NodeInfo) -> str | None:
