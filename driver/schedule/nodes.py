@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from driver.allocator.pools import Node, node_selector_matches
 from driver.errors import InputError
 from driver.model.quantity import parse_quantity
 from driver.schedule.extended import container_requests
@@ -132,32 +133,10 @@ def _tolerates(needs: PodNeeds, taint: Mapping[str, Any]) -> bool:
     return False
 
 
-def _expression_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    key, op, values = str(expr.get("key")), expr.get("operator"), [str(v) for v in expr.get("values") or []]
-    if op == "In":
-        return key in labels and labels[key] in values
-    if op == "NotIn":
-        return key not in labels or labels[key] not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    if op in ("Gt", "Lt") and key in labels and len(values) == 1:
-        try:
-            have, want = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return have > want if op == "Gt" else have < want
-    return False
-
-
-def term_matches(term: Mapping[str, Any], node: NodeInfo) -> bool:
-    if not isinstance(term, Mapping) or not (term.get("matchExpressions") or term.get("matchFields")):
-        return False  # an empty term matches no node
-    if not all(_expression_matches(e, node.labels) for e in term.get("matchExpressions") or []):
-        return False
-    fields = {"metadata.name": node.name}
-    return all(_expression_matches(e, fields) for e in term.get("matchFields") or [])
+def terms_match(terms: Sequence[Mapping[str, Any]], node: NodeInfo, where: str) -> bool:
+    """v1.NodeSelector terms (ORed) against the node: the allocator's matcher, the one the scheduler's
+    DRA plugin applies to allocations too."""
+    return node_selector_matches({"nodeSelectorTerms": terms}, Node(node.name, node.labels), where)
 
 
 def static_reason(needs: PodNeeds, node: NodeInfo) -> str | None:
@@ -167,7 +146,7 @@ def static_reason(needs: PodNeeds, node: NodeInfo) -> str | None:
         return "node(s) were unschedulable"
     if any(node.labels.get(k) != v for k, v in needs.node_selector):
         return "node(s) didn't match Pod's node affinity/selector"
-    if needs.terms and not any(term_matches(t, node) for t in needs.terms):
+    if needs.terms and not terms_match(needs.terms, node, f"Pod {needs.label}: node affinity"):
         return "node(s) didn't match Pod's node affinity/selector"
     for taint in node.taints:
         if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(needs, taint):
@@ -188,10 +167,6 @@ def resource_reason(needs: PodNeeds, node: NodeInfo, dra: frozenset[str] = froze
         if have is None or node.requested.get(key, Fraction(0)) + amount > have:
             return f"Insufficient {key}"
     return None
-
-
-def pod_requests(needs: PodNeeds) -> dict[str, Fraction]:
-    return dict(needs.requests)
 
 
 def sorted_nodes(nodes: Sequence[NodeInfo]) -> list[NodeInfo]:

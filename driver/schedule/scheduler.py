@@ -40,7 +40,7 @@ from driver.schedule.claims import ClaimIndex, PodClaim, Resolution, reserved_by
 from driver.schedule.dra import DraFilter, shape_of
 from driver.schedule.extended import (ExtendedRequest, class_for_resource, claim_status, extended_requests,
                                      served_by_dra, special_claim)
-from driver.schedule.nodes import NodeInfo, PodNeeds, term_matches, resource_reason, sorted_nodes, static_reason
+from driver.schedule.nodes import NodeInfo, PodNeeds, resource_reason, sorted_nodes, static_reason, terms_match
 from driver.schedule.reasons import fit_error
 from driver.store import ObjectStore
 from driver.store.events import FAILED_SCHEDULING, SCHEDULER_COMPONENT, ObjectRef, record_event
@@ -223,21 +223,21 @@ class Scheduler:
         if not found:
             for node, reason in list(reasons.items()):
                 if reason == _DRA:
-                    node_parsed, node_shape, _ = self._node_claims(pod, parsed, shape, extended, node)
+                    served = served_by_dra(extended, self.by_name[node].allocatable)
+                    node_parsed, node_shape, _ = self._node_claims(pod, parsed, shape, served)
                     reasons[node] = self.dra.explain(node, node_parsed, node_shape)
             message = fit_error(reasons, len(self.nodes))
             self._unschedulable_memo[key] = (self.generation, labels, message)
             return self._unschedulable(pod, resolution, label, message)
         node, allocations = self._choose(found)
-        special = self._node_claims(pod, parsed, shape, extended, node)[2]
-        self._bind(pod, resolution, todo, bound, node, allocations, special)
+        special = self._node_claims(pod, parsed, shape, served_by_dra(extended, self.by_name[node].allocatable))[2]
+        self._bind(pod, needs, resolution, todo, bound, node, allocations, special)
         return PodOutcome(label, node, names + ([special[0]["metadata"]["name"]] if special else []))
 
-    def _node_claims(self, pod: Mapping[str, Any], parsed: list, shape: str, extended: tuple[ExtendedRequest, ...],
-                     node: str) -> tuple[list, str, tuple[dict[str, Any], tuple[ExtendedRequest, ...]] | None]:
-        """The claims DRA allocates for the pod on `node`: its own, plus the special claim for the
-        extended resources the node leaves to DRA (one per distinct set, made once per cycle)."""
-        dra = served_by_dra(extended, self.by_name[node].allocatable)
+    def _node_claims(self, pod: Mapping[str, Any], parsed: list, shape: str, dra: tuple[ExtendedRequest, ...]
+                     ) -> tuple[list, str, tuple[dict[str, Any], tuple[ExtendedRequest, ...]] | None]:
+        """The claims DRA allocates for the pod on a node: its own, plus the special claim for `dra`,
+        the extended resources that node leaves to DRA (one claim per distinct set, made once per cycle)."""
         if not dra:
             return parsed, shape, None
         if dra not in self._specials:
@@ -259,17 +259,19 @@ class Scheduler:
             key = (needs.shape, node.name)
             if key not in self._static:
                 self._static[key] = static_reason(needs, node)
-            dra = frozenset(r.resource for r in served_by_dra(extended, node.allocatable))
-            reason = self._static[key] or resource_reason(needs, node, dra) or _bound_reason(bound, node)
-            node_parsed, node_shape, _ = self._node_claims(pod, parsed, shape, extended, node.name)
-            if reason is None and node_parsed:
-                answer = self.dra.try_node(node.name, node_parsed, node_shape)
-                if isinstance(answer, str):
-                    reason = _DRA
+            served = served_by_dra(extended, node.allocatable)
+            reason = (self._static[key] or resource_reason(needs, node, frozenset(r.resource for r in served))
+                      or _bound_reason(bound, node))
+            if reason is None:
+                node_parsed, node_shape, _ = self._node_claims(pod, parsed, shape, served)
+                if node_parsed:
+                    answer = self.dra.try_node(node.name, node_parsed, node_shape)
+                    if isinstance(answer, str):
+                        reason = _DRA
+                    else:
+                        found.append((node.name, answer))
                 else:
-                    found.append((node.name, answer))
-            elif reason is None:
-                found.append((node.name, []))
+                    found.append((node.name, []))
             if reason is not None:
                 reasons[node.name] = reason
             if len(found) >= want:
@@ -290,7 +292,7 @@ class Scheduler:
         return next(f for f in found if share(f) == best)
 
     # ---- writes ----------------------------------------------------------------------------------
-    def _bind(self, pod: dict[str, Any], resolution: Resolution, todo: list[PodClaim], bound: list[PodClaim],
+    def _bind(self, pod: dict[str, Any], needs: PodNeeds, resolution: Resolution, todo: list[PodClaim], bound: list[PodClaim],
               node: str, allocations: list[dict[str, Any]],
               special: tuple[dict[str, Any], tuple[ExtendedRequest, ...]] | None) -> None:
         meta = pod["metadata"]
@@ -312,7 +314,7 @@ class Scheduler:
         if special:
             status["extendedResourceClaimStatus"] = claim_status(*special)
         self._write_pod({**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status})
-        self.by_name[node].add_pod(dict(PodNeeds.of(pod).requests))
+        self.by_name[node].add_pod(dict(needs.requests))
         self.generation += 1
 
     def _unschedulable(self, pod: dict[str, Any], resolution: Resolution, label: str, message: str) -> PodOutcome:
@@ -358,7 +360,7 @@ def _bound_reason(bound: list[PodClaim], node: NodeInfo) -> str | None:
     for c in bound:
         selector = (((c.claim.get("status") or {}).get("allocation") or {}).get("nodeSelector") or {})
         terms = selector.get("nodeSelectorTerms") or []
-        if terms and not any(term_matches(t, node) for t in terms):
+        if terms and not terms_match(terms, node, f"ResourceClaim {c.claim['metadata']['name']}: status.allocation"):
             return f"resourceclaim {c.claim['metadata']['name']} is allocated on other nodes"
     return None
 

@@ -1,8 +1,15 @@
-"""status.reservedFor upkeep shared by `fake-dra schedule` and the e2e backends (driver.schedule.claims)."""
+"""status.reservedFor upkeep shared by `fake-dra schedule` and the e2e backends (driver.schedule.claims),
+and the Scheduler's own argument checks."""
 
 from __future__ import annotations
 
+import pytest
+
+from driver.errors import InputError
+from driver.features import Features
 from driver.schedule.claims import reserved_by, with_consumer, without_consumer
+from driver.schedule.scheduler import Scheduler
+from driver.store import ObjectStore
 
 ALLOCATION = {"devices": {"results": [{"request": "gpu", "driver": "d", "pool": "n1", "device": "gpu-0"}]}}
 
@@ -31,3 +38,12 @@ def test_dropping_the_last_consumer_deallocates():
     none_left = without_consumer(one_left, "b")
     assert none_left["status"] == {}
     assert without_consumer(_claim(), "x")["status"] == {}  # an unreserved claim is deallocated too
+
+
+def test_the_scheduler_refuses_a_policy_or_percentage_it_does_not_know(tmp_path):
+    # The Python entry point checks what the CLI's argparse choices and `_percentage` check there.
+    store = ObjectStore(tmp_path / "store")
+    with pytest.raises(InputError, match="--policy: expected one of first, most-allocated, least-allocated, got 'best'"):
+        Scheduler(store, features=Features(), policy="best")
+    with pytest.raises(InputError, match="--percentage-of-nodes-to-score: must be between 0 and 100, got 101"):
+        Scheduler(store, features=Features(), percentage=101)
