@@ -306,8 +306,3 @@ class NodeView:
                 flat.extend(zip(repeat(pool), pool.devices))
                 locations.extend(zip(repeat(pi), range(len(pool.devices))))
         return cls(pools, flat, offsets, counter_totals(pools), locations)
-
-    @cached_property
-    def index(self) -> dict[tuple[str, str, str], tuple[DeviceInfo, Pool]]:
-        """Every device of the pools (also those not for this node), for accounting a claim."""
-        return {dev.key: (dev, pool) for pool in self.pools for dev in pool.devices + pool.elsewhere + pool.other_devices}

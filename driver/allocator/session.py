@@ -13,21 +13,20 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from driver.allocator.devices import Capacity, CounterKey, DeviceInfo, DeviceKey, qualify
-from driver.allocator.engine import DEFAULT_BUDGET, Placement, Search, SearchState, selectors_match
+from driver.allocator.devices import Capacity, CounterKey, DeviceInfo, DeviceKey
+from driver.allocator.engine import DEFAULT_BUDGET, Search, SearchState, selectors_match
 from driver.allocator.explain import explain_failure
 from driver.allocator.inputs import (
-    MAX_RESULTS, Claim, DeviceClass, Request, allocated_results, claim_label, parse_claim,
+    MAX_RESULTS, Claim, DeviceClass, Request, parse_claim,
 )
 from driver.allocator.cache import AllocatorCache
 from driver.allocator.candidates import Candidates
 from driver.allocator.pools import Node, Pool
 from driver.allocator.render import render_allocation
-from driver.allocator.rules import CounterLedger, GroupIntersection, parse_consumed_counters
+from driver.allocator.rules import CounterLedger, GroupIntersection
 from driver.celexpr import CelRuntimeError, device_variable, plain_attributes
 from driver.errors import AllocationError, InputError
 from driver.features import Features
-from driver.model.quantity import parse_quantity
 
 
 def cel_variable(dev: DeviceInfo) -> dict:
@@ -140,11 +139,6 @@ class Allocator:
                 self._holders[(driver, name)] = (pool, dict(account.holders))
             self._over[(driver, name)] = account.overcommitted
 
-    @property
-    def index(self) -> dict[DeviceKey, tuple[DeviceInfo, Pool]]:
-        """Every device of this node's pools (also those for other nodes), by key."""
-        return self.view.index
-
     # ---- helpers used by the search -----------------------------------------------------------
     def caps(self, dev: DeviceInfo) -> dict[str, Capacity]:
         caps = dev.memo.get("caps")
@@ -239,30 +233,6 @@ class Allocator:
         return None
 
     # ---- committed state ----------------------------------------------------------------------
-    def commit_existing(self, obj: Mapping[str, Any]) -> None:
-        """Account an already allocated claim: its devices are in use, its counters/capacity consumed."""
-        label = claim_label(obj)
-        for i, r in enumerate(allocated_results(obj)):
-            if r.get("adminAccess"):
-                continue  # admin access never makes a device unavailable
-            key = (str(r["driver"]), str(r["pool"]), str(r["device"]))
-            where = f"ResourceClaim {label}: status.allocation.devices.results[{i}]"
-            shared = r.get("shareID") is not None
-            consumed: dict[str, Fraction] = {}
-            for name, value in (r.get("consumedCapacity") or {}).items() if shared else ():
-                qn = qualify(str(name), key[0])
-                consumed[qn] = consumed.get(qn, 0) + parse_quantity(value, where=f"{where}.consumedCapacity[{name}]")
-            self._mark_allocated(key, shared, consumed)
-            found = self.index.get(key)
-            if found is None:
-                continue  # no longer published: charges no counters and holds no groups (upstream)
-            request_counters = ()
-            if self.features.shared_consumable_capacity and self.features.partitionable_devices:
-                request_counters = parse_consumed_counters(r.get("consumedCounters"), where)
-            self._charge_allocated(*found, request_counters)
-        self._over.clear()
-        self._fold_holders()
-
     def _charge_allocated(self, dev: DeviceInfo, pool: Pool, request_counters) -> None:
         """What an allocated (non-admin) device holds for later cycles: its static counters once
         per device, its request-driven counters per result, and its groups on its counter sets."""

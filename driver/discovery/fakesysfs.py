@@ -18,9 +18,10 @@ from pathlib import Path
 
 from driver.discovery.fakeprofiles import PROFILES
 from driver.discovery.fakespec import (
-    AMD, ASPEED, BROADCOM_PLX, CLASS_3D, CLASS_PCI_BRIDGE, CLASS_VGA, INTEL, MELLANOX, NVIDIA, REALTEK, SAMSUNG, FakeFunction,
+    AMD, ASPEED, BROADCOM_PLX, CLASS_PCI_BRIDGE, INTEL, MELLANOX, NVIDIA, REALTEK, SAMSUNG, FakeFunction,
     FakeMdev, SysfsProfile, bdf_add,
 )
+from driver.discovery.reader import GPU_CLASSES, NVIDIA_VENDOR
 from driver.errors import InputError
 
 __all__ = [
@@ -171,8 +172,8 @@ def make_sysfs(profile: str, out: Path, gpus: int | None = None) -> None:
 
 
 def is_gpu(fn: FakeFunction) -> bool:
-    """An NVIDIA display or 3D controller (what discovery takes for a GPU; NVSwitches are bridges)."""
-    return fn.vendor == NVIDIA and fn.klass >> 8 in (CLASS_3D >> 8, CLASS_VGA >> 8)
+    """What discovery takes for a GPU (its own test: an NVIDIA display or 3D controller; NVSwitches are bridges)."""
+    return fn.vendor == NVIDIA_VENDOR and fn.klass >> 8 in GPU_CLASSES
 
 
 def first_gpus(spec: SysfsProfile, count: int) -> SysfsProfile:

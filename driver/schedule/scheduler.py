@@ -31,7 +31,6 @@ import gc
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from driver.errors import InputError
@@ -44,6 +43,7 @@ from driver.schedule.nodes import NodeInfo, PodNeeds, resource_reason, sorted_no
 from driver.schedule.reasons import fit_error
 from driver.store import ObjectStore
 from driver.store.events import FAILED_SCHEDULING, SCHEDULER_COMPONENT, ObjectRef, record_event
+from driver.store.objectstore import now_timestamp
 
 POLICIES = ("first", "most-allocated", "least-allocated")
 MIN_FEASIBLE_NODES = 100  # minFeasibleNodesToFind
@@ -88,10 +88,6 @@ class Report:
     @property
     def pending(self) -> list[PodOutcome]:
         return [o for o in self.outcomes if not o.node]
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _label(obj: Mapping[str, Any]) -> str:
@@ -373,10 +369,10 @@ def _with_condition(conditions: Any, wanted: dict[str, Any]) -> list[dict[str, A
             found = True
             same = cond.get("status") == wanted["status"]
             merged = {**wanted, "lastProbeTime": None,
-                      "lastTransitionTime": cond.get("lastTransitionTime") if same else _now()}
+                      "lastTransitionTime": cond.get("lastTransitionTime") if same else now_timestamp()}
             out.append(merged if any(cond.get(k) != v for k, v in merged.items()) else dict(cond))
         else:
             out.append(cond)
     if not found:
-        out.append({**wanted, "lastProbeTime": None, "lastTransitionTime": _now()})
+        out.append({**wanted, "lastProbeTime": None, "lastTransitionTime": now_timestamp()})
     return out

@@ -25,7 +25,6 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from driver.deadline import Deadline
@@ -33,6 +32,7 @@ from driver.errors import ConflictError, FakeDraError, ForbiddenError, NotFoundE
 from driver.slices.names import env_token
 from driver.model.deviceattrs import attr
 from driver.state.types import ClaimRef, NetworkData, PreparedDevice
+from driver.store.objectstore import now_timestamp
 
 log = logging.getLogger("fake-dra.claimstatus")
 
@@ -50,10 +50,6 @@ class DeviceStatusSink(Protocol):
     under the same name), ForbiddenError (403), another FakeDraError or OSError otherwise."""
 
     def apply_device_status(self, ref: ClaimRef, driver: str, entries: list[dict[str, Any]]) -> None: ...
-
-
-def _utcnow() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _key(entry: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -117,7 +113,7 @@ class ClaimStatusReporter:
 
     def __init__(self, sink: DeviceStatusSink, driver_name: str, *, network_data: NetworkData | None = None,
                  budget_s: float = 10.0, write_reserve_s: float = 5.0,
-                 clock: Callable[[], float] = time.monotonic, now: Callable[[], str] = _utcnow) -> None:
+                 clock: Callable[[], float] = time.monotonic, now: Callable[[], str] = now_timestamp) -> None:
         self._sink = sink
         self.driver_name = driver_name
         self._network_data = network_data

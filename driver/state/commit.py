@@ -71,7 +71,8 @@ class CommitPrepares:
         except CallAborted as exc:
             if self._status is not None and ok:  # take back what was just reported (its own budget:
                 self._status.unprepared(ok, pool_devices)  # a stale Ready would outlive the rollback)
-            return self._roll_back(batch, before, results, str(exc)), 0
+            self._roll_back(batch, before, results, str(exc))
+            return [], 0
         # An unprepare of a claim of this call came in meanwhile (it waits for the claim's lock):
         # it wins, so this call keeps nothing of that claim and the unprepare then finds it gone.
         late = {ref.uid for ref, _ in batch if self._flights.overruled(flight, ref.uid)}
@@ -101,7 +102,7 @@ class CommitPrepares:
         return ok, version
 
     def _roll_back(self, batch: list[Batch], before: dict[str, ClaimEntry | None],
-                   results: dict[str, PrepareResult], reason: str) -> list[Batch]:
+                   results: dict[str, PrepareResult], reason: str) -> None:
         """Undo a prepare that did not commit: the CDI specs first, then the records. A spec that
         cannot be removed keeps its claim recorded as PrepareStarted (reserved, never an orphan
         spec); a claim without a spec reserves nothing even when the unlink fails (a read-only
@@ -124,4 +125,3 @@ class CommitPrepares:
                     self._set_entry(ref.uid, before[ref.uid])
             self._journal.bump()
         log.warning("rolled back an unfinished prepare", extra={"claims": len(batch), "reason": reason})
-        return []

@@ -22,11 +22,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from driver.errors import InputError, NotFoundError
-from driver.store.objectstore import ObjectStore
+from driver.store.objectstore import ObjectStore, now_timestamp
 
 PLURAL = "events"
 DEFAULT_NAMESPACE = "default"
@@ -77,10 +76,6 @@ class ObjectRef:
         return not (self.uid and involved.get("uid") and involved.get("uid") != self.uid)
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def event_name(ref: ObjectRef, reason: str, type_: str, component: str) -> str:
     key = "\0".join((component, ref.kind, ref.namespace or "", ref.name, ref.uid or "", type_, reason))
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
@@ -95,7 +90,7 @@ def record_event(store: ObjectStore, ref: ObjectRef, *, reason: str, message: st
     the stored Event. Holds the store's writer lock for the read-and-write."""
     if type not in (NORMAL, WARNING):
         raise InputError(f"event type {type!r}: must be {NORMAL} or {WARNING}")
-    stamp = now or _now()
+    stamp = now or now_timestamp()
     name = event_name(ref, reason, type, component)
     ns = ref.event_namespace
     with store.locked():

@@ -19,11 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from driver.errors import InputError
+from driver.model.dnsnames import is_dns_subdomain
 
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
-_OPS = ("notin", "in", "==", "!=", "=", ">", "<")
 
 
 @dataclass(frozen=True)
@@ -78,7 +77,7 @@ def _split(text: str) -> list[str]:
 
 def _key(key: str, where: str) -> str:
     prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _PREFIX.fullmatch(prefix)):
+    if slash and not is_dns_subdomain(prefix):
         raise InputError(f"{where}: key {key!r}: the prefix must be a DNS subdomain")
     if not _NAME.fullmatch(name):
         raise InputError(f"{where}: key {key!r}: a name must be 63 characters or less, begin and end with a letter "

@@ -272,7 +272,7 @@ class ObjectStore:
             if path.exists():
                 raise ConflictError(f"{resource} {meta['name']} already exists in local store")
             meta["uid"] = meta.get("uid") or str(uuid.uuid4())
-            meta["creationTimestamp"] = _now()
+            meta["creationTimestamp"] = now_timestamp()
             meta["resourceVersion"] = self._next_resource_version()
             meta.setdefault("generation", 1)
             make_dirs(path.parent, DIR_MODE, DIR_MODE)
@@ -352,7 +352,8 @@ def _without_status(obj: dict[str, Any]) -> dict[str, Any]:
     return {"body": body, "meta": meta}
 
 
-def _now() -> str:
+def now_timestamp() -> str:
+    """Now as the API server writes timestamps (RFC 3339, UTC, whole seconds)."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

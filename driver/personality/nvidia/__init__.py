@@ -18,6 +18,7 @@ from driver.model.deviceattrs import attr
 from driver.model.inventory import Inventory
 from driver.personality.base import AppliedConfig, CdiNaming, DriverProfile, Personality, PreparedElsewhere
 from driver.personality.nvidia import prepare
+from driver.personality.nvidia.devices import PCI_BUS_ID
 from driver.personality.nvidia.render import render_gpus
 from driver.personality.nvidia.settings import DRIVER, NvidiaSettings, parse_settings
 from driver.personality.sriov import DRIVER as SRIOV_DRIVER
@@ -74,7 +75,7 @@ class NvidiaGpuDriver(DriverProfile):
         for name, dev in devices.items():
             kind = attr(dev, "type")
             if kind in ("gpu", "vfio"):
-                by_address.setdefault(str(attr(dev, "resource.kubernetes.io/pciBusID")), []).append(name)
+                by_address.setdefault(str(attr(dev, PCI_BUS_ID)), []).append(name)
         hidden = set()
         for names in by_address.values():
             if any(n in prepared for n in names):

@@ -22,6 +22,7 @@ from typing import Any
 
 from driver.errors import ConfigError, InputError, PrepareError
 from driver.features import Features
+from driver.model.deviceattrs import attr
 from driver.model.inventory import Inventory
 from driver.personality.base import AppliedConfig, CdiNaming, DriverProfile, Personality, PreparedElsewhere
 from driver.personality.gojson import BOOL, STRING, DecodeError, Scheme, Struct
@@ -171,7 +172,7 @@ class SriovDriver(DriverProfile):
                    config: AppliedConfig | None, unrequested: Mapping[str, str] | None) -> dict[str, str]:
         """applyConfigOnDevice's env (the VFIO and RDMA device nodes it adds do not exist here)."""
         params = config.params if config is not None else {}
-        address = str(((device.get("attributes") or {}).get(_q("pciAddress")) or {}).get("string", ""))
+        address = str(attr(device, _q("pciAddress")) or "")
         token = str(result["device"]).replace("-", "_")
         env = {f"SRIOVNETWORK_VF_DEVICE_{token}": address,
                "SRIOVNETWORK_NET_ATTACH_DEF_NAME": str(params.get("netAttachDefName", ""))}
