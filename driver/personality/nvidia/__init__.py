@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from driver.errors import InputError
 from driver.features import Features
 from driver.model.deviceattrs import attr
 from driver.model.inventory import Inventory
@@ -96,14 +95,7 @@ class NvidiaGpuDriver(DriverProfile):
 
 
 def _build(config: Mapping[str, Any], driver_name: str | None) -> tuple[DriverProfile, ...]:
-    _fixed_name(driver_name, (DRIVER, SRIOV_DRIVER))
     return NvidiaGpuDriver(parse_settings(config.get("nvidia"))), SriovDriver(parse_sriov(config.get("sriov")))
-
-
-def _fixed_name(driver_name: str | None, names: tuple[str, ...]) -> None:
-    if driver_name and driver_name not in names:
-        raise InputError(f"--driver-name {driver_name!r}: the nvidia personality publishes as {' and '.join(names)} "
-                         "(its users' manifests name those drivers); give one of them or leave --driver-name unset")
 
 
 def _partitioned_by(config: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -181,9 +181,6 @@ class SriovDriver(DriverProfile):
 
 
 def _build(config: Mapping[str, Any], driver_name: str | None) -> tuple[DriverProfile, ...]:
-    if driver_name and driver_name != DRIVER:
-        raise InputError(f"--driver-name {driver_name!r}: the sriov personality publishes as {DRIVER} (leave "
-                         "--driver-name unset)")
     return (SriovDriver(parse_sriov(config.get("sriov"))),)
 
 
