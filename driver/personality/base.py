@@ -146,8 +146,9 @@ class Personality:
     def drivers(self, config: Mapping[str, Any] | None = None, driver_name: str | None = None) -> tuple[DriverProfile, ...]:
         """The configured driver profiles (InputError/ConfigError for a bad config or driver name)."""
         if driver_name and self.fixed_driver_names and driver_name not in self.fixed_driver_names:
+            several = len(self.fixed_driver_names) > 1
             raise InputError(f"--driver-name {driver_name!r}: the {self.name} personality publishes as "
                              f"{' and '.join(self.fixed_driver_names)} (its users' manifests name "
-                             f"{'those drivers' if len(self.fixed_driver_names) > 1 else 'that driver'}); "
-                             "give one of them or leave --driver-name unset")
+                             f"{'those drivers' if several else 'that driver'}); "
+                             f"give {'one of them' if several else 'it'} or leave --driver-name unset")
         return self.build(config or {}, driver_name)

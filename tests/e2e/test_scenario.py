@@ -68,6 +68,14 @@ def test_valid_minimal_scenario() -> None:
         (_base(steps=[{"action": "observe", "expect": {"devices": {"colour": "red"}}}]), "expect.devices takes only"),
         (_base(steps=[{"action": "observe", "expect": {"metadata": {"file": 1}}}]), "expect.metadata takes only"),
         (_base(steps=[{"action": "observe", "expect": {"metadata": 1}}]), "expect.metadata takes only"),
+        (_base(gpus=-1), "s1 (x.yaml): gpus must be a non-negative integer (the profile's first N GPUs), got -1"),
+        (_base(gpus=True), "s1 (x.yaml): gpus must be a non-negative integer (the profile's first N GPUs), got True"),
+        (_base(gpus="2"), "s1 (x.yaml): gpus must be a non-negative integer (the profile's first N GPUs), got '2'"),
+        (_base(driverConfig=["nvidia"]), "s1 (x.yaml): driverConfig must be a mapping"),
+        (_base(nodes=[{"name": "a"}], gpus=1), "s1 (x.yaml): personality, driverConfig and gpus are for single-node"),
+        (_base(nodes=[{"name": "a"}], personality="nvidia"), "personality, driverConfig and gpus are for single-node"),
+        (_base(nodes=[{"name": "a"}], driverConfig={"nvidia": {}}), "driverConfig and gpus are for single-node"),
+        (_base(nodes=[{"name": "a"}, "b"]), "s1 (x.yaml) nodes[1]: must be a mapping with name, profile, plugin"),
     ],
 )
 def test_bad_scenarios_are_rejected_with_the_field_named(doc: dict, message: str) -> None:
