@@ -266,6 +266,8 @@ class DeviceMetadataWriter:
         Relative to directory fds opened without following links (driver.fsutil.open_dirs): a
         symlink planted at the claim's or the request's directory is replaced, never written
         through (the files used to land wherever it pointed)."""
+        if files:
+            make_dirs(self.root, DIR_MODE)  # once per call, not per file
         for f in files:
             fd = self._open_request_dir(f)
             try:
@@ -280,7 +282,6 @@ class DeviceMetadataWriter:
         def replaced(where: str) -> None:
             log.warning("replaced a symlink or file found in place of a device metadata directory",
                         extra={"path": str(self.root / where)})
-        make_dirs(self.root, DIR_MODE)
         try:
             return open_dirs(self.root, f.host_path.parent.relative_to(self.root).parts, DIR_MODE, replaced=replaced)
         except OSError as exc:
