@@ -10,7 +10,9 @@ import argparse
 import contextlib
 import math
 import os
+import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -389,3 +391,21 @@ def store_dir(args: argparse.Namespace, *, write: bool) -> Path:
     if os.path.lexists(root) and not root.is_dir():
         raise InputError(f"--store {root}: exists and is not a directory")
     return root
+
+
+class Progress:
+    """`<prefix> 400/1000 nodes, 131 nodes/s` on stderr at most every 2 s while long work runs; keeps
+    the last count (for an "interrupted after N of M" line)."""
+
+    def __init__(self, prefix: str, unit: str) -> None:
+        self.prefix, self.unit = prefix, unit
+        self.started = self.last = time.monotonic()
+        self.done = self.total = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+        now = time.monotonic()
+        if now - self.last >= 2.0 and done < total:
+            self.last = now
+            rate = done / max(now - self.started, 1e-9)
+            print(f"{self.prefix} {done}/{total} {self.unit}, {rate:.0f} {self.unit}/s", file=sys.stderr, flush=True)

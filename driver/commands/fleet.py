@@ -24,7 +24,6 @@ import logging
 import signal
 import sys
 import threading
-import time
 from typing import Any
 
 from driver.commands import _store, common
@@ -139,25 +138,6 @@ def _where(target: Any, args: argparse.Namespace) -> str:
     return f"API server ({args.kubeconfig or 'in-cluster'})"
 
 
-# ---- progress ---------------------------------------------------------------------------------
-
-class _Progress:
-    """`fleet lab: 400/1000 nodes, 131 nodes/s` on stderr, at most every 2 s, and the last count."""
-
-    def __init__(self, fleet: str, verb: str) -> None:
-        self.fleet, self.verb = fleet, verb
-        self.started = self.last = time.monotonic()
-        self.done = self.total = 0
-
-    def __call__(self, done: int, total: int) -> None:
-        self.done, self.total = done, total
-        now = time.monotonic()
-        if now - self.last >= 2.0 and done < total:
-            self.last = now
-            rate = done / max(now - self.started, 1e-9)
-            print(f"fleet {self.fleet}: {self.verb} {done}/{total} nodes, {rate:.0f} nodes/s", file=sys.stderr, flush=True)
-
-
 # ---- actions ----------------------------------------------------------------------------------
 
 def run(args: argparse.Namespace) -> int:
@@ -197,7 +177,7 @@ def _apply(args: argparse.Namespace, target: Any, fleet: Any, features: Features
     from driver.fleet.apply import apply_fleet, group_templates
     from driver.fleet.template import Templates
 
-    progress = _Progress(fleet.name, "applied")
+    progress = common.Progress(f"fleet {fleet.name}: applied", "nodes")
     with Templates(args.driver_name) as templates:
         group_templates(fleet, templates, features)  # a group that cannot be rendered: before any write
         _seed_classes(args, target, fleet)
@@ -276,7 +256,7 @@ def _delete(args: argparse.Namespace, fleet: Any) -> int:
     from driver.fleet.apply import delete_fleet
 
     target = _target(args, write=True)
-    progress = _Progress(fleet.name, "deleted")
+    progress = common.Progress(f"fleet {fleet.name}: deleted", "nodes")
     try:
         stats = delete_fleet(target, fleet.name, driver_name=args.driver_name, progress=progress)
     except KeyboardInterrupt:

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import time
 
 from driver.commands import _store, common
 from driver.errors import InputError
@@ -40,18 +38,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-class _Progress:
-    def __init__(self) -> None:
-        self.started = self.last = time.monotonic()
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - self.last >= 2.0 and done < total:
-            self.last = now
-            print(f"schedule: {done}/{total} pods, {done / max(now - self.started, 1e-9):.0f} pods/s",
-                  file=sys.stderr, flush=True)
-
-
 def _percentage(value: str) -> int:
     try:
         number = int(value)
@@ -69,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     percentage = _percentage(args.percentage_of_nodes_to_score)
     store = _store.open_store(args, write=True)
     scheduler = Scheduler(store, features=_features(args, store.root), policy=args.policy, percentage=percentage,
-                          progress=_Progress())
+                          progress=common.Progress("schedule:", "pods"))
     report = scheduler.run()
     if args.output == "json":
         for outcome in report.outcomes:
