@@ -22,7 +22,8 @@ JSON is YAML, and fleet-sized inputs come as JSON (a 1,000-node cluster's slices
 that starts with ``{`` or ``[`` is first read as a stream of JSON documents (one after the other,
 optionally separated by ``---`` lines) with the standard library's C decoder, ~50x faster than libyaml,
 building what the YAML path would build (numbers resolved as YAML 1.1 resolves them) under the same
-limits and messages. Anything the JSON reader does not accept (YAML flow style such as ``{a: 1}``, a
+depth limit and messages. The value cap is not applied there: it guards against YAML aliases, which
+JSON cannot write, so a JSON document holds only the values its bytes spell out. Anything the JSON reader does not accept (YAML flow style such as ``{a: 1}``, a
 duplicate key, which is reported with its position) goes the YAML way.
 """
 
