@@ -153,7 +153,8 @@ def _facts(key: str, row: Mapping[str, Any], sources: Mapping[str, str], where: 
     mode = row.get("addressing_mode")
     if mode is not None and mode not in ADDRESSING_MODES:
         raise ConfigError(f"{here}.addressing_mode: expected one of {', '.join(ADDRESSING_MODES)}, got {mode!r}")
-    ids = row.get("gi_profile_ids") or {}
+    ids = row.get("gi_profile_ids")
+    ids = {} if ids is None else ids  # absent or null; a falsy 0, "" or [] is a mistake, said below
     if not isinstance(ids, Mapping) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
                                                 for v in ids.values()):
         raise ConfigError(f"{here}.gi_profile_ids: must map MIG profile names to non-negative integers, got {ids!r}")

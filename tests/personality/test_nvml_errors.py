@@ -30,6 +30,8 @@ MODELS = {m.name: m for m in load_catalog().models()}
      "nvidia.models.new-board.gi_profile_ids: must map MIG profile names to non-negative integers, got {'1g.5gb': -1}"),
     ({"new-board": {**ROW, "gi_profile_ids": {"1g.5gb": True}}}, "new-board.gi_profile_ids: must map MIG profile names"),
     ({"new-board": {**ROW, "gi_profile_ids": {"1g.5gb": "19"}}}, "new-board.gi_profile_ids: must map MIG profile names"),
+    ({"new-board": {**ROW, "gi_profile_ids": []}}, "new-board.gi_profile_ids: must map MIG profile names"),
+    ({"new-board": {**ROW, "gi_profile_ids": 0}}, "new-board.gi_profile_ids: must map MIG profile names"),
     ({"new-board": {**ROW, "gi_profile_ids": [19, 20]}},
      "nvidia.models.new-board.gi_profile_ids: must map MIG profile names to non-negative integers, got [19, 20]"),
 ])
