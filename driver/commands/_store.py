@@ -7,12 +7,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from driver.commands import common
-from driver.errors import InputError
+from driver.errors import InputError, NotFoundError
 from driver.fsutil import decode_text
 from driver.slices.names import is_dns_label
+from driver.store.kinds import Kind
 from driver.store.labels import Selector, parse_selector
 from driver.store.objectstore import ObjectStore
 
@@ -43,6 +46,28 @@ def open_store(args: argparse.Namespace, *, write: bool) -> ObjectStore:
     """The store named by --store (or the default `run` uses), checked like every output path when
     the command writes to it (common.store_dir)."""
     return ObjectStore(common.store_dir(args, write=write))
+
+
+def fetch(store: ObjectStore, kind: Kind, args: argparse.Namespace,
+          not_found: Callable[[str | None, str], str] | None = None) -> list[dict[str, Any]]:
+    """The objects `get` and `describe` show: args.names in the namespace, or every object of the
+    kind (`-A`: in every namespace) that args.label_selector matches. A missing name is a
+    NotFoundError in kubectl's words, or `not_found(namespace, name)`'s."""
+    ns = namespace(args) if kind.namespaced else None
+    if not args.names:
+        found = store.list(kind.plural, ns, all_namespaces=bool(args.all_namespaces and kind.namespaced))
+        return [obj for obj in found if args.label_selector.matches(obj)]
+    if args.all_namespaces and kind.namespaced:
+        raise InputError("a resource cannot be retrieved by name across all namespaces (drop -A or the NAME)")
+    out = []
+    for name in args.names:
+        try:
+            out.append(store.get(kind.plural, ns, name))
+        except NotFoundError:
+            where = f' in namespace "{ns}"' if ns else ""
+            message = not_found(ns, name) if not_found else f'{kind.resource} "{name}" not found{where}'
+            raise NotFoundError(message) from None
+    return out
 
 
 def read_manifest(path: str) -> str:

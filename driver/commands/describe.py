@@ -55,17 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _objects(store: ObjectStore, kind: Kind, args: argparse.Namespace) -> list[dict[str, Any]]:
-    ns = _store.namespace(args) if kind.namespaced else None
-    if not args.names:
-        found = store.list(kind.plural, ns, all_namespaces=bool(args.all_namespaces and kind.namespaced))
-        return [o for o in found if args.label_selector.matches(o)]
-    out = []
-    for name in args.names:
-        try:
-            out.append(store.get(kind.plural, ns, name))
-        except NotFoundError:
-            raise NotFoundError(_not_found(store, kind, ns, name)) from None
-    return out
+    return _store.fetch(store, kind, args, lambda ns, name: _not_found(store, kind, ns, name))
 
 
 def _not_found(store: ObjectStore, kind: Kind, ns: str | None, name: str) -> str:

@@ -18,7 +18,7 @@ import argparse
 import sys
 
 from driver.commands import _objects, _store
-from driver.errors import InputError, NotFoundError
+from driver.errors import InputError
 from driver.store.kinds import Kind, known_kinds, resolve
 
 
@@ -39,23 +39,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _fetch(store, kind: Kind, args: argparse.Namespace) -> list[dict]:
-    ns = _store.namespace(args) if kind.namespaced else None
-    if not args.names:
-        found = store.list(kind.plural, ns, all_namespaces=bool(args.all_namespaces and kind.namespaced))
-        return [obj for obj in found if args.label_selector.matches(obj)]
-    if args.all_namespaces and kind.namespaced:
-        raise InputError("a resource cannot be retrieved by name across all namespaces (drop -A or the NAME)")
-    out = []
-    for name in args.names:
-        try:
-            out.append(store.get(kind.plural, ns, name))
-        except NotFoundError:
-            where = f' in namespace "{ns}"' if ns else ""
-            raise NotFoundError(f'{kind.resource} "{name}" not found{where}') from None
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     kinds = [resolve(k) for k in args.kind.split(",") if k.strip()]
     if not kinds:
@@ -66,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if args.names and args.selector:
         raise InputError("--selector: give either NAMEs or a selector, not both (as kubectl)")
     store = _store.open_store(args, write=False)
-    found = [(kind, obj) for kind in kinds for obj in _fetch(store, kind, args)]
+    found = [(kind, obj) for kind in kinds for obj in _store.fetch(store, kind, args)]
     if args.output in ("yaml", "json") or args.output.startswith(_objects.JSONPATH):
         value = found[0][1] if args.names and len(found) == 1 else _objects.as_list([o for _, o in found])
         if args.output.startswith(_objects.JSONPATH):
