@@ -285,7 +285,9 @@ class DeviceMetadataWriter:
         try:
             return open_dirs(self.root, f.host_path.parent.relative_to(self.root).parts, DIR_MODE, replaced=replaced)
         except OSError as exc:
-            if exc.errno == errno.ELOOP:  # the root itself (start-up refuses it; planted since)
+            # The root itself replaced by a link since start-up (which refuses one): O_NOFOLLOW with
+            # O_DIRECTORY reports ENOTDIR for a link on Linux, ELOOP elsewhere.
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR) and self.root.is_symlink():
                 raise PrepareError(f"device metadata directory {self.root} is a symbolic link; not writing "
                                    "through it: remove the link") from None
             raise
