@@ -118,7 +118,8 @@ def _rows(node: Mapping[str, Any], defaults: Any, path: str) -> list[tuple[str, 
 def docs_table(schema_doc: Mapping[str, Any], values: Mapping[str, Any]) -> str:
     lines = [BEGIN, "", "| value | type | default | what it sets |", "|---|---|---|---|"]
     for path, kind, default, desc in _rows(schema_doc, values, ""):
-        lines.append(f"| `{path}` | {kind} | {f'`{default}`' if default else ''} | {desc.replace('|', '/').replace('<', '&lt;')} |")
+        shown = default if default in ("", "see values.yaml") else f"`{default}`"
+        lines.append(f"| `{path}` | {kind} | {shown} | {desc.replace('|', '/').replace('<', '&lt;')} |")
     return "\n".join([*lines, "", END])
 
 
