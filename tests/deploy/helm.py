@@ -2,9 +2,10 @@
 
 PyPI's helm-python-sdk (test extra) carries Helm's own Go library (Helm v4) as a shared object and
 calls it through ctypes: `Chart.render` runs the chart's templates with the same engine, values
-coalescing and values.schema.json check as `helm install`, and `lint` is `helm lint`. Its wheels are
-Linux x86_64 only here (docs/deploy.md, "The chart, tested offline"): elsewhere the chart tests skip
-and say why (`needs_helm`).
+coalescing and values.schema.json check as `helm install`, and `lint` is `helm lint`. It has wheels
+for Linux x86_64 and aarch64 (glibc), macOS and Windows x86_64 (docs/deploy.md, "The chart, tested
+offline"); elsewhere pyproject.toml's marker leaves it out and the chart tests skip and say why
+(`needs_helm`).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ try:
     WHY_NOT = ""
 except (ImportError, OSError) as exc:  # OSError: the wheel's libhelm_c does not load on this platform
     helm_python = None
-    WHY_NOT = (f"helm-python-sdk is not usable here ({exc}); its wheels carry Helm's Go library for Linux x86_64 "
-               "(install the test extras there: hack/test.sh)")
+    WHY_NOT = (f"helm-python-sdk is not usable here ({exc}): its wheels carry Helm's Go library for Linux x86_64 "
+               "and aarch64 (glibc), macOS and Windows x86_64 only; there hack/test.sh installs it with the test extras")
 
 needs_helm = pytest.mark.skipif(helm_python is None, reason=WHY_NOT or "helm-python-sdk present")
 

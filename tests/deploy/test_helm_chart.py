@@ -393,3 +393,15 @@ def test_metrics_port_is_one_number_everywhere() -> None:
     (svc,) = by_kind(docs)["Service"]
     assert svc["spec"]["ports"][0]["port"] == 9400
     assert "Service" not in by_kind(render({"metrics": {"enabled": True, "service": False}}))
+
+
+def test_without_the_wheel_the_chart_tests_skip_and_say_why() -> None:
+    """On a platform without a helm-python-sdk wheel the import fails: the chart tests skip, naming why."""
+    code = ("import sys; sys.modules['helm_python'] = None\n"
+            "from tests.deploy import helm\n"
+            "mark = helm.needs_helm.mark\n"
+            "print(mark.args[0], '|', mark.kwargs['reason'])")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    skip, reason = done.stdout.strip().split(" | ", 1)
+    assert skip == "True" and "helm-python-sdk is not usable here" in reason and "Linux x86_64" in reason
