@@ -75,9 +75,11 @@ class GateReport:
     gates: dict[str, GateState]
     warnings: tuple[str, ...] = ()
     detected_at: float = 0.0
+    release: str | None = None  # the apiserver's minor release whose gate table applied; None: not known
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "kubernetes": self.release,
             "features": str(self.features),
             "gates": {
                 g: {"effective": s.effective, "source": s.effective_source,
@@ -208,7 +210,7 @@ class GateDetector:
                                            effective_source=states[gate].effective_source + ", off: needs " + PARTITIONABLE)
         extra = {g: v for g, v in self.overrides.items() if g not in DETECTED_GATES}
         features = self.base.with_gates({**effective, **extra})
-        report = GateReport(features, states, tuple(warnings), self.clock())
+        report = GateReport(features, states, tuple(warnings), self.clock(), release)
         if self._last is None or self._last.features != features:
             log.info("feature gates detected", extra={"features": str(features),
                      "sources": {g: s.effective_source for g, s in states.items()}})

@@ -201,3 +201,11 @@ def test_an_unreachable_version_endpoint_is_a_warning_not_a_failure(api, server)
     report = GateDetector(node_name=NODE, driver_name=DRIVER, dry_run=api.dry_run_create_slice,
                           scheduler_source=http_metrics_source(server.url + "/metrics"), server_version=down).detect()
     assert any("kube-apiserver version unknown" in w for w in report.warnings)
+
+
+def test_the_report_names_the_release(api, server):
+    report = GateDetector(node_name=NODE, driver_name=DRIVER, dry_run=api.dry_run_create_slice,
+                          scheduler_source=http_metrics_source(server.url + "/metrics"),
+                          server_version=lambda: "v1.38.2").detect()
+    assert report.release == "1.38" and report.as_dict()["kubernetes"] == "1.38"
+    assert detector(api, server).detect().release is None  # no version source: not known
