@@ -209,3 +209,17 @@ def test_the_report_names_the_release(api, server):
                           server_version=lambda: "v1.38.2").detect()
     assert report.release == "1.38" and report.as_dict()["kubernetes"] == "1.38"
     assert detector(api, server).detect().release is None  # no version source: not known
+
+
+def test_the_apiservers_version_decides_through_the_wiring(api, server):
+    """make_detector asks the API-server backend for /version (KubeSliceBackend.server_version)."""
+    from driver.publish import make_detector
+
+    server.state.git_version = "v1.36.1"
+    report = make_detector(api, node_name=NODE, driver_name=DRIVER, scheduler_metrics_url=server.url + "/metrics").detect()
+    assert report.release == "1.36"
+    assert report.gates[GROUPS].effective_source == "not a gate of Kubernetes 1.36"
+    assert not any("/version" in r[1] and r[0] != "GET" for r in server.state.requests)
+    server.state.git_version = "v1.37.4"
+    report = make_detector(api, node_name=NODE, driver_name=DRIVER, scheduler_metrics_url=server.url + "/metrics").detect()
+    assert report.release == "1.37" and report.gates[GROUPS].effective is True and not report.warnings
