@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,6 @@ from driver import schema
 from driver.errors import ConfigError, ConflictError, InputError, InvalidObjectError, NotFoundError
 from driver.features import Features, KNOWN_GATES, unknown_gate_error
 from driver.yamlio import load_one
-from driver.kube.allocated import allocated_from_claims
 from driver.publish.fields import DETECTED_GATES, gates_used, strip_disabled
 from driver.store.objectstore import ObjectStore
 
@@ -163,10 +161,8 @@ class StoreSliceBackend:
 
     def list_slices(self, driver: str, node: str) -> list[dict[str, Any]]:
         self.requests += 1
-        return [
-            s for s in self.store.list(SLICES)
-            if (s.get("spec") or {}).get("driver") == driver and (s.get("spec") or {}).get("nodeName") == node
-        ]
+        return [s for s in self.store.list(SLICES, index={"node": node})
+                if (s.get("spec") or {}).get("driver") == driver]
 
     def _admit(self, obj: dict[str, Any], old_name: str | None) -> dict[str, Any]:
         """What kube-apiserver does to a write before storing it: drop the fields of gates it has
@@ -203,14 +199,14 @@ class StoreSliceBackend:
             # (the index prefix, which reconcile matches slices by, stays).
             other = self._free_name(name)
             log.warning(f"{problem}; it sits at this node's slice name {name}, so that slice is published as {other}",
-                        extra={"path": str(self.store.path_of(SLICES, None, name)), "slice": other})
+                        extra={"store": str(self.store.root), "slice": other})
             obj = {**obj, "metadata": {**obj["metadata"], "name": other}}
         return self.store.create(SLICES, obj)
 
     def _unreadable(self, name: str) -> str | None:
         """Why the file at slice `name` cannot be read, or None (nothing there, or a readable object:
         a real conflict, which reconcile settles by listing again)."""
-        if not os.path.lexists(self.store.path_of(SLICES, None, name)):
+        if not self.store.exists(SLICES, None, name):
             return None
         try:
             self.store.get(SLICES, None, name)
@@ -224,7 +220,7 @@ class StoreSliceBackend:
         for n in range(1, 1000):
             suffix = f"-{n}"
             candidate = name[:253 - len(suffix)].rstrip("-.") + suffix
-            if not os.path.lexists(self.store.path_of(SLICES, None, candidate)):
+            if not self.store.exists(SLICES, None, candidate):
                 return candidate
         raise InputError(f"local store {self.store.root}: no free name for slice {name}")
 
@@ -253,9 +249,9 @@ class StoreSliceBackend:
 
     def allocated_devices(self, driver: str, pool: str) -> set[str]:
         self.requests += 1
-        return allocated_from_claims(self.store.list("resourceclaims", all_namespaces=True), driver, pool)
+        return self.store.allocated_devices(driver, pool)
 
 
 def store_backend(store: ObjectStore) -> StoreSliceBackend:
-    """The embedded default backend (a directory of YAML objects)."""
+    """The embedded default backend (the local object store)."""
     return StoreSliceBackend(store)

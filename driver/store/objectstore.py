@@ -1,21 +1,23 @@
-"""A directory of YAML objects with API-server-like semantics, the embedded default backend.
+"""The local object store: kube-apiserver's storage semantics over one SQLite file, the embedded default.
 
-Layout: STORE/<resource>/<namespace>/<name>.yaml, `_cluster` for cluster-scoped objects. One object
-per file, written atomically (tmp + fsync + rename); ResourceSlices are one line of JSON (a YAML
-subset), everything else block YAML (driver.store.codec says why). `metadata.resourceVersion` comes
-from a store-wide counter that increases on every change, and writes that carry a resourceVersion
-are optimistic-concurrency checked, so the publisher and the plugin behave here as they do against
-kube-apiserver. Several processes may share one store: writers serialise on an flock of
-`STORE/.lock` (0600; every wait for it is bounded and names the holder, driver.flock).
+What it promises (docs/store.md), as the directory store before it did:
+- one object per key (resource, namespace, name); `metadata.resourceVersion` is the store's global
+  revision at the object's last change, which increases on every write, deletes included;
+- writes that carry a resourceVersion are optimistic-concurrency checked (ConflictError when
+  stale), so the publisher, the plugin and the controllers behave here as against kube-apiserver;
+- `locked()` / `batch()` make many writes one transaction: all or nothing, durable when it ends
+  (one fsync), with a process killed inside it leaving the store as it was; nested blocks are
+  savepoints, so an inner failure undoes only its own writes;
+- several processes share one store: readers never wait (WAL), writers queue on the writer lock
+  (driver.store.writelock), and every wait is bounded and names the holder;
+- a stored object that cannot be read (not JSON, the wrong shape, a row someone edited by hand) is
+  an error for that object, never for the command: `get` of it fails naming it, lists leave it out
+  with a warning; an object larger than kube-apiserver would store is refused at write.
 
-Bulk writers (a fleet of 1,000 nodes is ~7,000 objects; scheduling 10,000 pods is 20,000 writes)
-wrap their writes in `batch()`: one lock, the resourceVersion counter persisted once per 1,024
-versions instead of per write, and durability once at the end (one syncfs(2) of the store's
-filesystem, where Linux has it, instead of an fsync per file and directory: under a busy disk an
-fsync costs milliseconds). Each object is still written atomically (temp file + rename), so a
-process killed inside a batch leaves every object old or new, never torn, and the resourceVersion
-sequence with gaps, never a reused version; only a power loss before the batch ends may leave that
-batch's new objects empty, which readers report as unreadable objects.
+Reads cost what they return: `get` is one row, `find` uses the secondary indexes
+(driver.store.indexes: labels, owners, node, phase, reservedFor, events' involved object),
+`iter` streams (keys first, then objects in chunks), `names`/`keys` read no object at all.
+A watch (`changes`, `watch`; driver.store.watch) follows the change log by revision.
 
 Writes copy the object's top level and metadata (the only part the store changes); nested values
 are shared with the caller's object, which must not change them afterwards.
@@ -24,271 +26,424 @@ are shared with the caller's object, which must not change them afterwards.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import gc
+import json
 import logging
 import os
 import re
 import secrets
-import stat
+import sqlite3
 import threading
+import time
 import uuid
-from collections.abc import Iterator
+import zlib
+from collections.abc import Collection, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from driver import flock
 from driver.errors import ConflictError, InputError, NotFoundError
-from driver.fsutil import (
-    NotRegularFile, atomic_write, can_sync_filesystem, fsync_dir, make_dirs, read_regular, sync_filesystem,
-)
-from driver.store.codec import decode, encode
+from driver.store import database, indexes, shape
+from driver.store.codec import json_text
+from driver.store.watch import (BOOKMARK, BOOKMARK_S, COMPACT_EVERY, DELETED, KEEP_CHANGES, MODIFIED, POLL_S, ADDED,
+                                Change, Expired, Notifier)
+from driver.store.writelock import WriterLock
 
 log = logging.getLogger("fake-dra.store")
 
-CLUSTER_SCOPE = "_cluster"
-RESOURCE_VERSION_BLOCK = 1024  # versions a batch reserves per write of the counter file
+CLUSTER_SCOPE = "_cluster"  # the namespace directory of cluster-scoped objects in exports and old stores
+LOCK_WAIT_S = 10.0  # how long a writer waits for another writer by default
+# etcd's default --max-request-bytes (1.5 MiB), which every object kube-apiserver stores must fit.
+MAX_OBJECT_BYTES = 1536 * 1024
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _RESOURCE_RE = re.compile(r"^[a-z0-9]+$")
-_SUFFIX = ".yaml"
-# Hostile or broken store files must be an error for that object, never a crash or a stall:
-MAX_FILE_NAME = 255  # bytes (NAME_MAX): a valid 253-character object name does not fit with ".yaml"
-MAX_OBJECT_BYTES = 3 * 1024 * 1024  # twice etcd's default request limit (1.5 MiB): no real object is larger
-DIR_MODE = 0o755  # whatever the umask: readable by every local user of the store, writable by its owner
-FILE_MODE = 0o644
-LOCK_FILE = ".lock"
-LOCK_MODE = 0o600
-LOCK_WAIT_S = 10.0  # how long a writer waits for another process's writer lock by default
+# kube-apiserver's generateName suffix: 5 characters of k8s.io/apimachinery/pkg/util/rand's alphabet
+# (no vowels, no 0/1/3, so that no word or look-alike is ever spelled).
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_CHUNK = 200  # objects fetched per query when streaming
 
 
-def _check_segment(value: str, what: str, pattern: re.Pattern[str]) -> str:
+def _check_segment(value: Any, what: str, pattern: re.Pattern[str]) -> str:
     if not isinstance(value, str) or not pattern.fullmatch(value) or value in (".", ".."):
         raise InputError(f"local store: invalid {what} {value!r}")
     return value
 
 
+def generated_name(prefix: str) -> str:
+    """`prefix` + 5 random characters, as kube-apiserver names an object from its generateName."""
+    return prefix + "".join(secrets.choice(NAME_ALPHABET) for _ in range(5))
+
+
+def now_timestamp() -> str:
+    """Now as the API server writes timestamps (RFC 3339, UTC, whole seconds)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Tx:
+    """This thread's open transaction: nesting depth, the revision counter, what it touched."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.revision = 0
+        self.start = 0
+        self.reading = False  # inside snapshot()
+
+
 class ObjectStore:
-    """CRUD over a store directory. `namespace=None` means cluster-scoped."""
+    """CRUD, indexes and watch over one store directory. `namespace=None` means cluster-scoped."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
-        # Lock depth of this thread: `locked()` lets a caller (driver.store.apply) hold the store
-        # across several writes; the writes it makes then must not flock the file a second time.
-        self._depth = threading.local()
-        # The open batch of this thread, if any (see `batch`).
-        self._batch = threading.local()
+        self._db = database.Database(self.root)
+        self._state = threading.local()
+        self._legacy_checked = False
+        self._legacy_lock = threading.Lock()
 
-    # -- paths -----------------------------------------------------------------------------
+    # -- plumbing --------------------------------------------------------------------------
 
-    def _dir(self, resource: str, namespace: str | None) -> Path:
-        _check_segment(resource, "resource", _RESOURCE_RE)
-        ns = CLUSTER_SCOPE if namespace is None else _check_segment(namespace, "namespace", _NAME_RE)
-        return self.root / resource / ns
+    @property
+    def db_path(self) -> Path:
+        return self._db.path
 
-    def path_of(self, resource: str, namespace: str | None, name: str) -> Path:
-        file_name = f"{_check_segment(name, 'name', _NAME_RE)}{_SUFFIX}"
-        if len(file_name.encode()) > MAX_FILE_NAME:
-            raise InputError(f"local store: name {name[:40]!r}... is {len(name)} characters; the store keeps "
-                             f"objects in files named <name>{_SUFFIX}, so at most {MAX_FILE_NAME - len(_SUFFIX)} fit")
-        return self._dir(resource, namespace) / file_name
+    def _tx(self) -> _Tx:
+        tx = getattr(self._state, "tx", None)
+        if tx is None or getattr(self._state, "pid", None) != os.getpid():
+            tx = self._state.tx = _Tx()
+            self._state.pid = os.getpid()
+        return tx
+
+    def _conn(self, *, write: bool) -> sqlite3.Connection | None:
+        if not self._legacy_checked:
+            self._import_legacy()
+        return self._db.connection(create=write)
+
+    def _import_legacy(self) -> None:
+        with self._legacy_lock:
+            if self._legacy_checked:
+                return
+            self._legacy_checked = True
+            from driver.store import legacy  # import here: legacy uses this module's writer
+
+            if legacy.has_layout(self.root):
+                legacy.import_layout(self)
+
+    def close(self) -> None:
+        """Close this thread's connection (others close when their threads end)."""
+        self._db.close()
+
+    # -- transactions ----------------------------------------------------------------------
 
     @contextlib.contextmanager
     def locked(self, timeout_s: float | None = LOCK_WAIT_S) -> Iterator[None]:
-        """Hold the store's writer lock (re-entrant within a thread): reads and writes made inside
-        see and change the store as one step, as a multi-object apply needs. InputError naming the
-        holder when another process holds it for more than `timeout_s` (None: wait for ever):
-        a stuck or hostile process must never hang `run`, `apply` or a kubelet call."""
-        depth = getattr(self._depth, "n", 0)
-        if depth:
-            self._depth.n = depth + 1
+        """One transaction: every read and write inside sees and changes the store as one step, and
+        is undone whole if the block raises. Nested blocks are savepoints. InputError naming the
+        holder when another writer holds the store for more than `timeout_s` (None: forever)."""
+        tx = self._tx()
+        if tx.reading:
+            raise RuntimeError("local store: a write inside snapshot() (end the snapshot first)")
+        if tx.depth:
+            conn = self._db.connection(create=True)
+            assert conn is not None
+            point = f"sp{tx.depth}"
+            conn.execute(f"SAVEPOINT {point}")
+            tx.depth += 1
             try:
                 yield
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute(f"ROLLBACK TO {point}")
+                    conn.execute(f"RELEASE {point}")
+                raise
+            else:
+                conn.execute(f"RELEASE {point}")
             finally:
-                self._depth.n = depth
+                tx.depth -= 1
             return
-        fd = self._open_lock()
+        conn = self._conn(write=True)
+        assert conn is not None
+        lock = WriterLock.for_root(self.root)
+        lock.acquire(timeout_s)
+        changed = False
         try:
-            self._acquire(fd, timeout_s)
-            self._depth.n = 1
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                tx.revision = tx.start = self._revision(conn)
+            except sqlite3.Error as exc:
+                raise database.explain(exc, self.db_path, "starting a write") from None
+            tx.depth = 1
             try:
                 yield
+                if tx.revision != tx.start:
+                    changed = True
+                    self._finish(conn, tx)
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                changed = False
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, (sqlite3.Error, OSError)) and not isinstance(exc, FileNotFoundError):
+                    raise database.explain(exc, self.db_path, "writing") from None
+                raise
             finally:
-                self._depth.n = 0
-                fcntl.flock(fd, fcntl.LOCK_UN)
+                tx.depth = 0
         finally:
-            os.close(fd)
+            lock.release()
+        if changed:
+            Notifier.for_path(str(self.db_path)).committed()
 
-    def _open_lock(self) -> int:
-        """STORE/.lock, 0600 whatever the umask: whoever can open it can flock it and stall every
-        writer of the store, so only its owner may (writing the store needs that user anyway).
-        Never through a symlink, nor a FIFO or device in its place."""
-        path = self.root / LOCK_FILE
-        try:
-            make_dirs(self.root, DIR_MODE)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, LOCK_MODE)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise InputError(f"local store {self.root}: its lock file {path} is a symbolic link; remove it") from None
-            raise InputError(f"local store {self.root}: cannot write there ({exc.strerror or exc})") from None
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            os.close(fd)
-            raise InputError(f"local store {self.root}: its lock file {path} is not a regular file; remove it")
-        if st.st_uid == os.geteuid() and st.st_mode & 0o777 != LOCK_MODE:
-            os.fchmod(fd, LOCK_MODE)  # a lock file from before, or made under another umask
-        return fd
+    batch = locked  # the directory store's name for a long run of writes; now the same transaction
 
-    def _acquire(self, fd: int, timeout_s: float | None) -> None:
-        path = self.root / LOCK_FILE
+    def _revision(self, conn: sqlite3.Connection) -> int:
+        row = conn.execute("SELECT value FROM meta WHERE key='revision'").fetchone()
+        return int(row[0]) if row else 0
 
-        def busy(holder: str) -> None:
-            log.info("waiting for the local store's writer lock", extra={"lock": str(path), "holder": holder,
-                                                                          "timeout_s": timeout_s})
-        if not flock.lock(fd, timeout_s, on_busy=busy):
-            raise InputError(f"local store {self.root}: its writer lock {path} has been held by "
-                             f"{flock.describe_holder(fd)} for more than {timeout_s:g} s; stop that process "
-                             "(or remove the lock file: its holder then keeps a lock nobody waits for)")
-        flock.record_holder(fd)
+    def _finish(self, conn: sqlite3.Connection, tx: _Tx) -> None:
+        conn.execute("UPDATE meta SET value=? WHERE key='revision'", (str(tx.revision),))
+        if tx.revision // COMPACT_EVERY != tx.start // COMPACT_EVERY and tx.revision > KEEP_CHANGES:
+            floor = tx.revision - KEEP_CHANGES
+            conn.execute("DELETE FROM changes WHERE rv <= ?", (floor,))
+            conn.execute("UPDATE meta SET value=? WHERE key='compacted'", (str(floor),))
+
+    def _next_revision(self) -> int:
+        tx = self._tx()
+        tx.revision += 1
+        return tx.revision
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
-        """Many writes as one locked step with deferred durability (module docstring). Nested
-        batches join the outer one; a batch also holds the writer lock (`locked`)."""
-        if getattr(self._batch, "open", None) is not None:
-            yield
+    def snapshot(self) -> Iterator[int]:
+        """A consistent view for many reads (a list and the revision to watch from): yields the
+        store's revision; every read inside sees the store as of that revision."""
+        tx = self._tx()
+        conn = self._conn(write=False)
+        if conn is None or tx.depth or tx.reading:
+            yield self._revision(conn) if conn is not None else 0
             return
-        with self.locked():
-            state = self._batch.open = _Batch(self._read_counter())
-            try:
-                yield
-            finally:
-                self._batch.open = None
-                if state.files_synced_later:
-                    if not sync_filesystem(self.root):
-                        os.sync()  # syncfs refused (an odd filesystem): everything, then
-                else:
-                    for directory in sorted(state.dirs):
-                        fsync_dir(directory)
-                if state.last > state.first:
-                    self._write_counter(state.last)
-
-    def _read_counter(self) -> int:
+        conn.execute("BEGIN")
+        tx.reading = True
         try:
-            return int((self.root / ".resourceVersion").read_text().strip() or "0")
-        except (FileNotFoundError, ValueError):
-            return 0
+            yield self._revision(conn)
+        finally:
+            tx.reading = False
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("COMMIT")
 
-    def _write_counter(self, value: int) -> None:
-        atomic_write(self.root / ".resourceVersion", f"{value}\n".encode(), FILE_MODE)
-
-    def _next_resource_version(self) -> str:
-        state = getattr(self._batch, "open", None)
-        if state is None:
-            nxt = self._read_counter() + 1
-            self._write_counter(nxt)
-            return str(nxt)
-        state.last += 1
-        if state.last > state.reserved:
-            # Persist a block ahead: a crash mid-batch must never let the next writer reuse a version.
-            state.reserved = state.last + RESOURCE_VERSION_BLOCK
-            self._write_counter(state.reserved)
-        return str(state.last)
-
-    def _write_file(self, path: Path, data: bytes) -> None:
-        state = getattr(self._batch, "open", None)
-        if state is None:
-            atomic_write(path, data, FILE_MODE)
-            return
-        atomic_write(path, data, FILE_MODE, sync_dir=False, fsync=not state.files_synced_later)
-        state.dirs.add(path.parent)
+    def current_resource_version(self) -> str:
+        conn = self._conn(write=False)
+        return str(self._revision(conn)) if conn is not None else "0"
 
     # -- reads -----------------------------------------------------------------------------
 
-    def get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any]:
-        path = self.path_of(resource, namespace, name)
+    def _key(self, resource: str, namespace: str | None, name: str) -> tuple[str, str, str]:
+        _check_segment(resource, "resource", _RESOURCE_RE)
+        ns = "" if namespace is None else _check_segment(namespace, "namespace", _NAME_RE)
+        return resource, ns, _check_segment(name, "name", _NAME_RE)
+
+    def _row(self, resource: str, namespace: str | None, name: str) -> tuple | None:
+        key = self._key(resource, namespace, name)
+        conn = self._conn(write=False)
+        if conn is None:
+            return None
         try:
-            text = read_object_text(path)
-        except FileNotFoundError:
-            where = f"{namespace}/{name}" if namespace else name
-            raise NotFoundError(f"{resource} {where} not found in local store {self.root}") from None
-        return _load(path, text)
+            return conn.execute("SELECT id, rv, crc, value FROM objects WHERE resource=? AND namespace=? AND name=?",
+                                key).fetchone()
+        except sqlite3.Error as exc:
+            raise database.explain(exc, self.db_path, f"reading {resource} {name}") from None
 
-    def list(self, resource: str, namespace: str | None = None, all_namespaces: bool = False) -> list[dict[str, Any]]:
-        """Objects of one namespace (or cluster scope), or of every namespace, sorted by path.
+    def _missing(self, resource: str, namespace: str | None, name: str) -> NotFoundError:
+        where = f"{namespace}/{name}" if namespace else name
+        return NotFoundError(f"{resource} {where} not found in local store {self.root}")
 
-        A file that cannot be read or parsed is left out with a warning naming it (`get` of that
-        object still fails): one hostile or broken file must not hide every other object from the
-        publisher, the allocator or `fake-dra get`."""
-        base = self.root / _check_segment(resource, "resource", _RESOURCE_RE)
+    def get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any]:
+        row = self._row(resource, namespace, name)
+        if row is None:
+            raise self._missing(resource, namespace, name)
+        return shape.decode(resource, namespace, name, row[2], row[3], self.db_path)
+
+    def exists(self, resource: str, namespace: str | None, name: str) -> bool:
+        """Whether a row is stored under that key, readable or not."""
+        return self._row(resource, namespace, name) is not None
+
+    def get_text(self, resource: str, namespace: str | None, name: str) -> str | None:
+        """The stored JSON of one object, unparsed (None when absent): for callers that can tell an
+        unchanged object by its bytes (driver.fleet) before paying for a parse."""
+        row = self._row(resource, namespace, name)
+        return row[3] if row is not None and isinstance(row[3], str) else None
+
+    def _scope(self, resource: str, namespace: str | None, all_namespaces: bool) -> tuple[str, list[Any]]:
+        _check_segment(resource, "resource", _RESOURCE_RE)
         if all_namespaces:
-            dirs = sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
-        else:
-            dirs = [self._dir(resource, namespace)]
-        out = []
-        with _collector_paused():
-            for d in dirs:
-                if not d.is_dir():
+            return "resource=?", [resource]
+        ns = "" if namespace is None else _check_segment(namespace, "namespace", _NAME_RE)
+        return "resource=? AND namespace=?", [resource, ns]
+
+    def _ids(self, resource: str, namespace: str | None, all_namespaces: bool,
+             index: Mapping[str, str | Collection[str] | None] | None) -> list[int]:
+        where, params = self._scope(resource, namespace, all_namespaces)
+        for key, value in (index or {}).items():
+            if value is None:
+                where += " AND id IN (SELECT object FROM refs WHERE key=?)"
+                params.append(key)
+            elif isinstance(value, str):
+                where += " AND id IN (SELECT object FROM refs WHERE key=? AND value=?)"
+                params += [key, value]
+            else:
+                values = list(value)
+                where += f" AND id IN (SELECT object FROM refs WHERE key=? AND value IN ({','.join('?' * len(values))}))"
+                params += [key, *values]
+        conn = self._conn(write=False)
+        if conn is None:
+            return []
+        try:
+            return [r[0] for r in conn.execute(f"SELECT id FROM objects WHERE {where} ORDER BY namespace, name", params)]
+        except sqlite3.Error as exc:
+            raise database.explain(exc, self.db_path, f"listing {resource}") from None
+
+    def iter(self, resource: str, namespace: str | None = None, all_namespaces: bool = False, *,
+             index: Mapping[str, str | Collection[str] | None] | None = None) -> Iterator[dict[str, Any]]:
+        """The objects of one namespace (or cluster scope, or every namespace), in namespace and
+        name order, read in chunks: memory holds one chunk, not the kind. `index` narrows them by
+        index entries (`{"node": "n1"}`, `{"label/app": "x"}`; a collection: any of its values;
+        None: the entry exists). An unreadable object is left out with a warning naming it."""
+        ids = self._ids(resource, namespace, all_namespaces, index)
+        conn = self._conn(write=False)
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start:start + _CHUNK]
+            assert conn is not None
+            try:
+                found = {r[0]: r for r in conn.execute(
+                    f"SELECT id, namespace, name, crc, value FROM objects WHERE id IN ({','.join('?' * len(chunk))})",
+                    chunk)}
+            except sqlite3.Error as exc:
+                raise database.explain(exc, self.db_path, f"listing {resource}") from None
+            for i in chunk:
+                row = found.get(i)
+                if row is None:  # deleted since the keys were read
                     continue
-                for path in sorted(d.glob("*.yaml")):
-                    try:
-                        out.append(_load(path, read_object_text(path)))
-                    except FileNotFoundError:  # deleted between glob and read
-                        continue
-                    except InputError as exc:
-                        log.warning("leaving out an unreadable object: %s", exc)
+                try:
+                    yield shape.decode(resource, row[1] or None, row[2], row[3], row[4], self.db_path)
+                except InputError as exc:
+                    log.warning("leaving out an unreadable object: %s", exc)
+
+    def list(self, resource: str, namespace: str | None = None, all_namespaces: bool = False, *,
+             index: Mapping[str, str | Collection[str] | None] | None = None) -> list[dict[str, Any]]:
+        """`iter` as a list (for callers that need every object at once)."""
+        with _collector_paused():
+            return list(self.iter(resource, namespace, all_namespaces, index=index))
+
+    def find(self, resource: str, key: str, value: str | Collection[str] | None, *,
+             namespace: str | None = None) -> list[dict[str, Any]]:
+        """Objects of `resource` (every namespace, or `namespace`) whose index entry `key` has
+        `value` (driver.store.indexes)."""
+        return self.list(resource, namespace, all_namespaces=namespace is None, index={key: value})
+
+    def keys(self, resource: str, namespace: str | None = None, all_namespaces: bool = False, *,
+             index: Mapping[str, str | Collection[str] | None] | None = None) -> list[tuple[str | None, str]]:
+        """(namespace or None, name) of the objects `iter` would give, reading no object."""
+        ids = self._ids(resource, namespace, all_namespaces, index)
+        conn = self._conn(write=False)
+        out: list[tuple[str | None, str]] = []
+        for start in range(0, len(ids), 900):
+            chunk = ids[start:start + 900]
+            assert conn is not None
+            found = {r[0]: (r[1] or None, r[2]) for r in conn.execute(
+                f"SELECT id, namespace, name FROM objects WHERE id IN ({','.join('?' * len(chunk))})", chunk)}
+            out.extend(found[i] for i in chunk if i in found)
+        return out
+
+    def versions(self, resource: str, namespace: str | None = None, all_namespaces: bool = False, *,
+                 index: Mapping[str, str | Collection[str] | None] | None = None) -> list[tuple[str | None, str, int]]:
+        """(namespace or None, name, revision) of the objects `iter` would give, reading no object:
+        what a cache compares to tell whether anything changed."""
+        ids = self._ids(resource, namespace, all_namespaces, index)
+        conn = self._conn(write=False)
+        out: list[tuple[str | None, str, int]] = []
+        for start in range(0, len(ids), 900):
+            chunk = ids[start:start + 900]
+            assert conn is not None
+            found = {r[0]: (r[1] or None, r[2], r[3]) for r in conn.execute(
+                f"SELECT id, namespace, name, rv FROM objects WHERE id IN ({','.join('?' * len(chunk))})", chunk)}
+            out.extend(found[i] for i in chunk if i in found)
         return out
 
     def names(self, resource: str, namespace: str | None = None) -> list[str]:
-        """Names of the objects of one namespace (or cluster scope), from the file names alone."""
-        folder = self._dir(resource, namespace)
-        try:
-            return sorted(e.name[:-len(_SUFFIX)] for e in os.scandir(folder)
-                          if e.name.endswith(_SUFFIX) and not e.name.startswith("."))
-        except (FileNotFoundError, NotADirectoryError):
+        """Names of the objects of one namespace (or cluster scope), reading no object."""
+        where, params = self._scope(resource, namespace, False)
+        conn = self._conn(write=False)
+        if conn is None:
             return []
+        return [r[0] for r in conn.execute(f"SELECT name FROM objects WHERE {where} ORDER BY name", params)]
 
-    def get_text(self, resource: str, namespace: str | None, name: str) -> str | None:
-        """The stored text of one object, unparsed (None when absent): for callers that can tell an
-        unchanged object by its bytes (driver.fleet) before paying for a parse."""
-        try:
-            return read_object_text(self.path_of(resource, namespace, name))
-        except FileNotFoundError:
-            return None
+    def count(self, resource: str, namespace: str | None = None, all_namespaces: bool = True) -> int:
+        where, params = self._scope(resource, namespace, all_namespaces)
+        conn = self._conn(write=False)
+        return conn.execute(f"SELECT count(*) FROM objects WHERE {where}", params).fetchone()[0] if conn else 0
+
+    def dependents(self, owner_uid: str) -> list[tuple[str, str | None, str]]:
+        """(resource, namespace or None, name) of every object with an ownerReference to `owner_uid`."""
+        conn = self._conn(write=False)
+        if conn is None:
+            return []
+        return [(r[0], r[1] or None, r[2]) for r in conn.execute(
+            "SELECT o.resource, o.namespace, o.name FROM refs r JOIN objects o ON o.id = r.object "
+            "WHERE r.key='owner' AND r.value=? ORDER BY o.resource, o.namespace, o.name", (owner_uid,))]
+
+    def resources(self) -> list[str]:
+        """The resources that have at least one object."""
+        conn = self._conn(write=False)
+        return [r[0] for r in conn.execute("SELECT DISTINCT resource FROM objects ORDER BY resource")] if conn else []
 
     # -- writes ----------------------------------------------------------------------------
 
-    def create(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
+    def create(self, resource: str, obj: dict[str, Any], *, exclusive: bool = False) -> dict[str, Any]:
+        """Store a new object (ConflictError when its name is taken). A name from
+        metadata.generateName gets kube-apiserver's five random characters. `exclusive`: refuse
+        (ConflictError) a claim whose allocation holds a device another claim holds
+        (`indexes.allocation_entries`), as the schedulers write."""
         obj = _own_metadata(obj)
         meta = obj["metadata"]
-        if not meta.get("name"):
+        generated = not meta.get("name")
+        if generated:
             prefix = meta.get("generateName")
             if not prefix:
                 raise InputError(f"local store: {resource} object has neither metadata.name nor generateName")
-            meta["name"] = prefix + secrets.token_hex(3)[:5]
+            meta["name"] = generated_name(str(prefix))
         with self.locked():
-            path = self.path_of(resource, meta.get("namespace"), meta["name"])
-            if path.exists():
-                raise ConflictError(f"{resource} {meta['name']} already exists in local store")
+            conn = self._db.connection(create=True)
+            assert conn is not None
+            for _ in range(10 if generated else 1):
+                key = self._key(resource, meta.get("namespace"), meta["name"])
+                if conn.execute("SELECT 1 FROM objects WHERE resource=? AND namespace=? AND name=?", key).fetchone() is None:
+                    break
+                if not generated:
+                    raise ConflictError(f"{resource} {meta['name']} already exists in local store")
+                meta["name"] = generated_name(str(meta["generateName"]))
+            else:
+                raise ConflictError(f"{resource}: no free name for generateName {meta['generateName']!r} after 10 tries")
             meta["uid"] = meta.get("uid") or str(uuid.uuid4())
             meta["creationTimestamp"] = now_timestamp()
-            meta["resourceVersion"] = self._next_resource_version()
             meta.setdefault("generation", 1)
-            make_dirs(path.parent, DIR_MODE, DIR_MODE)
-            self._write_file(path, encode(resource, obj))
+            meta["resourceVersion"] = str(self._next_revision())
+            self._put(conn, resource, key, None, obj, ADDED, exclusive)
         return obj
 
-    def update(self, resource: str, obj: dict[str, Any], lock_timeout_s: float | None = None) -> dict[str, Any]:
+    def update(self, resource: str, obj: dict[str, Any], lock_timeout_s: float | None = LOCK_WAIT_S, *,
+               exclusive: bool = False) -> dict[str, Any]:
         """Replace an object. A set metadata.resourceVersion must match the stored one.
-        `lock_timeout_s`: see `locked`."""
+        `lock_timeout_s`: see `locked`; `exclusive`: see `create`."""
         obj = _own_metadata(obj)
         meta = obj["metadata"]
         with self.locked(lock_timeout_s):
-            current = self.get(resource, meta.get("namespace"), meta.get("name", ""))
+            key = self._key(resource, meta.get("namespace"), meta.get("name", ""))
+            conn = self._db.connection(create=True)
+            assert conn is not None
+            row = conn.execute("SELECT id, rv, crc, value FROM objects WHERE resource=? AND namespace=? AND name=?",
+                               key).fetchone()
+            if row is None:
+                raise self._missing(resource, meta.get("namespace"), meta.get("name", ""))
+            current = shape.decode(resource, meta.get("namespace"), key[2], row[2], row[3], self.db_path)
             cur_meta = current["metadata"]
             wanted = meta.get("resourceVersion")
-            if wanted and wanted != cur_meta.get("resourceVersion"):
+            if wanted and str(wanted) != str(cur_meta.get("resourceVersion")):
                 raise ConflictError(
                     f"{resource} {meta['name']}: resourceVersion {wanted} is stale "
                     f"(stored {cur_meta.get('resourceVersion')})"
@@ -299,28 +454,238 @@ class ObjectStore:
                 meta["generation"] = int(cur_meta.get("generation", 1)) + 1
             else:
                 meta["generation"] = cur_meta.get("generation", 1)
-            meta["resourceVersion"] = self._next_resource_version()
-            self._write_file(self.path_of(resource, meta.get("namespace"), meta["name"]), encode(resource, obj))
+            meta["resourceVersion"] = str(self._next_revision())
+            self._put(conn, resource, key, row[0], obj, MODIFIED, exclusive)
         return obj
 
-    def delete(self, resource: str, namespace: str | None, name: str, resource_version: str | None = None) -> None:
+    def delete(self, resource: str, namespace: str | None, name: str, resource_version: str | None = None,
+               *, uid: str | None = None) -> dict[str, Any]:
+        """Remove an object (preconditions: its resourceVersion and uid when given); returns what
+        was stored. An object that cannot be read can still be deleted (without preconditions)."""
         with self.locked():
-            current = self.get(resource, namespace, name)
-            if resource_version and resource_version != current["metadata"].get("resourceVersion"):
+            key = self._key(resource, namespace, name)
+            conn = self._db.connection(create=True)
+            assert conn is not None
+            row = conn.execute("SELECT id, rv, crc, value FROM objects WHERE resource=? AND namespace=? AND name=?",
+                               key).fetchone()
+            if row is None:
+                raise self._missing(resource, namespace, name)
+            try:
+                current = shape.decode(resource, namespace, name, row[2], row[3], self.db_path)
+            except InputError:
+                if resource_version or uid:
+                    raise
+                current = {"metadata": {"name": name, **({"namespace": namespace} if namespace else {})}}
+            cur_meta = current.get("metadata") or {}
+            if resource_version and str(resource_version) != str(cur_meta.get("resourceVersion")):
                 raise ConflictError(f"{resource} {name}: resourceVersion {resource_version} is stale")
-            self.path_of(resource, namespace, name).unlink()
-            self._next_resource_version()
+            if uid and uid != cur_meta.get("uid"):
+                raise ConflictError(f"{resource} {name}: uid precondition failed (stored {cur_meta.get('uid')})")
+            revision = self._next_revision()
+            conn.execute("DELETE FROM objects WHERE id=?", (row[0],))
+            conn.execute("DELETE FROM refs WHERE object=?", (row[0],))
+            conn.execute("DELETE FROM allocations WHERE object=?", (row[0],))
+            tomb = {k: current[k] for k in ("apiVersion", "kind") if k in current}
+            tomb["metadata"] = {k: v for k, v in cur_meta.items() if k != "managedFields"}
+            conn.execute("INSERT INTO changes(rv, type, resource, namespace, name, meta) VALUES (?,?,?,?,?,?)",
+                         (revision, DELETED, *key, json_text(tomb)))
+        return current
 
-    def current_resource_version(self) -> str:
-        try:
-            return (self.root / ".resourceVersion").read_text().strip() or "0"
-        except FileNotFoundError:
-            return "0"
+    def restore(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Store `obj` as it is (its uid, creationTimestamp and generation kept; a new
+        resourceVersion), replacing whatever is stored under its key: for imports and for undoing
+        a write, never for user input."""
+        obj = _own_metadata(obj)
+        meta = obj["metadata"]
+        with self.locked():
+            key = self._key(resource, meta.get("namespace"), meta.get("name", ""))
+            conn = self._db.connection(create=True)
+            assert conn is not None
+            row = conn.execute("SELECT id FROM objects WHERE resource=? AND namespace=? AND name=?", key).fetchone()
+            meta["uid"] = meta.get("uid") or str(uuid.uuid4())
+            meta.setdefault("creationTimestamp", now_timestamp())
+            meta.setdefault("generation", 1)
+            meta["resourceVersion"] = str(self._next_revision())
+            self._put(conn, resource, key, row[0] if row else None, obj, MODIFIED if row else ADDED, False)
+        return obj
+
+    def raise_revision(self, floor: int) -> None:
+        """Make the next revision larger than `floor` (an imported store's old counter: a client
+        holding one of its resourceVersions must never see it reused)."""
+        with self.locked():
+            tx = self._tx()
+            tx.revision = max(tx.revision, int(floor))
+
+    def _put(self, conn: sqlite3.Connection, resource: str, key: tuple[str, str, str], row_id: int | None,
+             obj: dict[str, Any], change: str, exclusive: bool) -> None:
+        text = json_text(obj)
+        if len(text) > MAX_OBJECT_BYTES // 4 and len(text.encode()) > MAX_OBJECT_BYTES:
+            where = f"{key[1]}/{key[2]}" if key[1] else key[2]
+            raise InputError(f"{resource} {where}: the object is {len(text.encode()):,} bytes of JSON, more than the "
+                             f"{MAX_OBJECT_BYTES:,} bytes (1.5 MiB) kube-apiserver stores per object (etcd's "
+                             "--max-request-bytes); nothing was written")
+        revision = int(obj["metadata"]["resourceVersion"])
+        crc = zlib.crc32(text.encode())
+        uid = obj["metadata"].get("uid")
+        if row_id is None:
+            row_id = conn.execute("INSERT INTO objects(resource, namespace, name, rv, uid, crc, value) "
+                                  "VALUES (?,?,?,?,?,?,?)", (*key, revision, uid, crc, text)).lastrowid
+        else:
+            conn.execute("UPDATE objects SET rv=?, uid=?, crc=?, value=? WHERE id=?", (revision, uid, crc, text, row_id))
+            conn.execute("DELETE FROM refs WHERE object=?", (row_id,))
+        conn.executemany("INSERT INTO refs(object, key, value) VALUES (?,?,?)",
+                         [(row_id, k, v) for k, v in indexes.entries(resource, obj)])
+        if resource == "resourceclaims":
+            self._index_allocation(conn, row_id, key, obj, revision, exclusive)
+        conn.execute("INSERT INTO changes(rv, type, resource, namespace, name, meta) VALUES (?,?,?,?,?,NULL)",
+                     (revision, change, *key))
+
+    def _index_allocation(self, conn: sqlite3.Connection, row_id: int, key: tuple[str, str, str],
+                          obj: Mapping[str, Any], revision: int, exclusive: bool) -> None:
+        new = indexes.allocation_entries(obj)
+        old = [(d, int(h)) for d, h in conn.execute("SELECT device, shared FROM allocations WHERE object=?", (row_id,))]
+        if sorted(new) == sorted(old):
+            return
+        if exclusive and new:
+            mine = dict(new)
+            for device, theirs, ns, name in conn.execute(
+                    "SELECT a.device, a.shared, o.namespace, o.name FROM allocations a JOIN objects o ON o.id = a.object "
+                    f"WHERE a.object != ? AND a.device IN ({','.join('?' * len(mine))})", (row_id, *mine)):
+                if indexes.conflicts(mine[device], int(theirs)):
+                    raise ConflictError(
+                        f"resourceclaim {key[1]}/{key[2]}: device {device} is already allocated to resourceclaim "
+                        f"{ns}/{name} (allocated meanwhile by another writer); nothing was written")
+        conn.execute("DELETE FROM allocations WHERE object=?", (row_id,))
+        conn.executemany("INSERT INTO allocations(device, object, shared) VALUES (?,?,?)",
+                         [(d, row_id, h) for d, h in new])
+        held_before = {d for d, _ in old}
+        added = {indexes.pool_of(d) for d, _ in new if d not in held_before}
+        conn.executemany("INSERT INTO pools(pool, rv) VALUES (?, ?) ON CONFLICT(pool) DO UPDATE SET rv=excluded.rv",
+                         [(p, revision) for p in sorted(added)])
+
+    def allocated_devices(self, driver: str, pool: str) -> set[str]:
+        """Names of the devices of (driver, pool) that allocated claims hold (adminAccess included),
+        from the allocation index: no claim is read."""
+        conn = self._conn(write=False)
+        if conn is None:
+            return set()
+        prefix = f"{driver}/{pool}/"
+        return {d[len(prefix):] for (d,) in conn.execute(
+            "SELECT DISTINCT device FROM allocations WHERE device >= ? AND device < ?", (prefix, prefix[:-1] + "0"))
+            if "/" not in d[len(prefix):]}
+
+    # -- allocation guard ------------------------------------------------------------------
+
+    def pool_revisions(self) -> dict[str, int]:
+        """The revision of the last allocation into each pool (`driver/pool`): what a scheduler
+        read its claims at, to check with `check_pools` before it writes."""
+        conn = self._conn(write=False)
+        return {r[0]: int(r[1]) for r in conn.execute("SELECT pool, rv FROM pools")} if conn else {}
+
+    def check_pools(self, known: Mapping[str, int], pools: Collection[str]) -> None:
+        """ConflictError when a claim was allocated from one of `pools` after the revision `known`
+        says (0 when absent): another writer allocated there since this one read its claims, so
+        an allocation computed from that read may over-commit the pool's counters. Call inside
+        `locked()`, before the write it guards."""
+        if not pools:
+            return
+        conn = self._db.connection(create=True)
+        assert conn is not None
+        wanted = sorted(set(pools))
+        for pool, rv in conn.execute(f"SELECT pool, rv FROM pools WHERE pool IN ({','.join('?' * len(wanted))})", wanted):
+            if int(rv) > known.get(pool, 0):
+                raise ConflictError(f"pool {pool}: allocated from at revision {rv} by another writer since this one read "
+                                    f"it (at {known.get(pool, 0)}); read the claims again")
+
+    # -- watch -----------------------------------------------------------------------------
+
+    def compacted_revision(self) -> int:
+        conn = self._conn(write=False)
+        if conn is None:
+            return 0
+        row = conn.execute("SELECT value FROM meta WHERE key='compacted'").fetchone()
+        return int(row[0]) if row else 0
+
+    def changes(self, since: int, resources: Collection[str] | None = None,
+                limit: int = 1000) -> tuple[list[Change], int]:
+        """The changes after revision `since` (at most `limit` log rows) and the revision read up
+        to. Expired when the log no longer reaches back to `since` (driver.store.watch)."""
+        conn = self._conn(write=False)
+        if conn is None:
+            return [], since
+        compacted = self.compacted_revision()
+        if since < compacted:
+            raise Expired(f"too old resource version: {since} ({compacted})")
+        top = self._revision(conn)  # read first: a change committed during the query waits for the next call
+        where, params = "c.rv > ? AND c.rv <= ?", [since, top]
+        if resources is not None:
+            wanted = sorted(set(resources))
+            where += f" AND c.resource IN ({','.join('?' * len(wanted))})"
+            params += wanted
+        out: list[Change] = []
+        rows = conn.execute(
+            "SELECT c.rv, c.type, c.resource, c.namespace, c.name, c.meta, o.rv, o.crc, o.value FROM changes c "
+            "LEFT JOIN objects o ON o.resource = c.resource AND o.namespace = c.namespace AND o.name = c.name "
+            f"WHERE {where} ORDER BY c.rv LIMIT ?", (*params, limit)).fetchall()
+        # Fewer rows than asked: every change up to `top` has been seen (those of other resources too).
+        last = top if len(rows) < limit else rows[-1][0]
+        for rv, kind, resource, ns, name, meta, obj_rv, crc, value in rows:
+            namespace = ns or None
+            if kind == DELETED:
+                try:
+                    tomb = json.loads(meta) if meta else {}
+                except ValueError:
+                    tomb = {}
+                out.append(Change(DELETED, rv, resource, namespace, name, tomb if isinstance(tomb, dict) else {}))
+                continue
+            if obj_rv != rv:  # changed again (or deleted) later: that later change carries it
+                continue
+            try:
+                obj = shape.decode(resource, namespace, name, crc, value, self.db_path)
+            except InputError as exc:
+                log.warning("leaving out an unreadable object: %s", exc)
+                continue
+            out.append(Change(kind, rv, resource, namespace, name, obj))
+        return out, last
+
+    def watch(self, since: int, resources: Collection[str] | None = None, *, timeout_s: float | None = None,
+              stop: threading.Event | None = None, bookmark_s: float = BOOKMARK_S,
+              poll_s: float = POLL_S) -> Iterator[Change]:
+        """Changes after `since` as they happen (see driver.store.watch), until `timeout_s` passes
+        with nothing new or `stop` is set; a BOOKMARK when quiet for `bookmark_s`."""
+        notifier = Notifier.for_path(str(self.db_path))
+        seen = notifier.commits
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        quiet_since = time.monotonic()
+        version = None
+        while True:
+            batch, since = self.changes(since, resources)
+            if batch:
+                yield from batch
+                quiet_since = time.monotonic()
+                if deadline is not None:
+                    deadline = time.monotonic() + timeout_s  # type: ignore[operator]
+                continue
+            now = time.monotonic()
+            if (stop is not None and stop.is_set()) or (deadline is not None and now >= deadline):
+                return
+            if now - quiet_since >= bookmark_s:
+                quiet_since = now
+                yield Change(BOOKMARK, since)
+            conn = self._conn(write=False)
+            if conn is not None:
+                current = conn.execute("PRAGMA data_version").fetchone()[0]
+                if version is not None and current != version:
+                    version = current
+                    continue
+                version = current
+            wait = poll_s if deadline is None else max(0.0, min(poll_s, deadline - now))
+            seen = notifier.wait(seen, wait)
 
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while a list builds objects: parsed files hold no cycles, yet
+    """Python's cycle collector off while a list builds objects: parsed objects hold no cycles, yet
     every few thousand new containers the collector walks all the young ones, which makes reading a
     fleet's slices (~1,000 containers per slice) three times slower."""
     enabled = gc.isenabled()
@@ -332,57 +697,13 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-class _Batch:
-    """Deferred work of an open batch: directories to fsync, the versions handed out and reserved."""
-
-    def __init__(self, counter: int) -> None:
-        self.first = self.last = self.reserved = counter
-        self.dirs: set[Path] = set()
-        self.files_synced_later = can_sync_filesystem()  # else each file is fsynced as it is written
-
-
 def _own_metadata(obj: dict[str, Any]) -> dict[str, Any]:
     """A copy of `obj` whose top level and metadata the store may change (nested values shared)."""
-    return {**obj, "metadata": dict(obj.get("metadata") or {})}
+    meta = obj.get("metadata")
+    return {**obj, "metadata": dict(meta) if isinstance(meta, Mapping) else {}}
 
 
 def _without_status(obj: dict[str, Any]) -> dict[str, Any]:
     body = {k: v for k, v in obj.items() if k not in ("status", "metadata")}
-    meta = {k: v for k, v in obj.get("metadata", {}).items() if k not in ("resourceVersion", "generation", "managedFields")}
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in ("resourceVersion", "generation", "managedFields")}
     return {"body": body, "meta": meta}
-
-
-def now_timestamp() -> str:
-    """Now as the API server writes timestamps (RFC 3339, UTC, whole seconds)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def read_object_text(path: Path) -> str:
-    """The text of one store file. FileNotFoundError passes through (the object does not exist);
-    any other problem (a directory, a path component that is a file, no permission, too large,
-    not UTF-8, not a regular file) is an InputError naming the file.
-
-    Opened non-blocking and checked to be a regular file before reading: a FIFO (or a symlink to
-    one) would otherwise block the reading thread forever, and each such claim would hold one of
-    the plugin's few state-gate slots until every prepare was refused."""
-    try:
-        data = read_regular(path, follow_links=True, limit=MAX_OBJECT_BYTES + 1)
-    except FileNotFoundError:
-        raise
-    except NotRegularFile as exc:
-        raise InputError(f"local store: {exc}") from None
-    except OSError as exc:
-        raise InputError(f"local store: cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_OBJECT_BYTES:
-        raise InputError(f"local store: {path} is larger than {MAX_OBJECT_BYTES} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"local store: {path} is not UTF-8 text (byte {exc.start})") from None
-
-
-def _load(path: Path, text: str) -> dict[str, Any]:
-    obj = decode(text, f"local store: {path}")
-    if not isinstance(obj, dict):
-        raise InputError(f"local store: {path} does not hold an object")
-    return obj
