@@ -81,8 +81,10 @@ def _files(resource_dir: Path) -> Iterator[Path]:
 def _read(path: Path, resource: str) -> tuple[str | None, dict[str, Any]]:
     """(namespace, object) of one file; InputError saying why it cannot be imported."""
     ns_dir = path.parent.name
-    if os.path.islink(path) and path.parent.parent.name == resource:
-        raise InputError(f"{path} is a symbolic link to a directory; the store never follows links")
+    if ns_dir == resource:  # an entry of the resource directory that is not a namespace directory
+        if os.path.islink(path):
+            raise InputError(f"{path} is a symbolic link; the store never follows links")
+        raise InputError(f"{path}: not a namespace directory")
     if not path.name.endswith(SUFFIX):
         raise InputError(f"{path}: not a {SUFFIX} file")
     name = path.name[:-len(SUFFIX)]
@@ -141,10 +143,12 @@ def import_layout(store: ObjectStore, source: Path | None = None) -> ImportRepor
                     report.refused.append(str(exc))
     if own:
         report.moved_to = _move_aside(root)
+        # Name refused files where they are now, so the warning points at something that exists.
+        report.refused = [why.replace(f"{root}/", f"{report.moved_to}/", 1) for why in report.refused]
     for why in report.refused:
         log.warning("local store %s: not imported: %s", root, why)
-    log.warning("local store %s: imported %d objects%s", root, report.imported,
-                f"; the files are now in {report.moved_to}" if report.moved_to else "")
+    (log.warning if own else log.info)("local store %s: imported %d objects%s", root, report.imported,
+                                       f"; the files are now in {report.moved_to}" if report.moved_to else "")
     return report
 
 
