@@ -93,9 +93,12 @@ class StoreSliceIndex:
         return self.store.list(SLICES, index={"node": node, "driver": driver})
 
     def for_node(self, node: str) -> list[dict[str, Any]]:
+        """Their heads (metadata) only: removing a slice needs its name and uid, not its devices."""
         out = []
         for driver in self.drivers:
-            out.extend(self.take(driver, node, []))
+            if (driver, node) not in self._taken:
+                self._taken.add((driver, node))
+                out.extend(self.store.heads(SLICES, index={"node": node, "driver": driver}))
         return out
 
 

@@ -28,7 +28,8 @@ from driver import schema
 from driver.errors import ConfigError, ConflictError, InputError, InvalidObjectError, NotFoundError
 from driver.features import Features, KNOWN_GATES, unknown_gate_error
 from driver.yamlio import load_one
-from driver.publish.fields import DETECTED_GATES, gates_used, strip_disabled
+from driver.publish.fields import (DETECTED_GATES, GROUPS, PARTITIONABLE, SHARED_CONSUMABLE, gates_present, gates_used,
+                                   strip_disabled)
 from driver.store.objectstore import ObjectStore
 
 log = logging.getLogger("fake-dra.publish")
@@ -172,14 +173,19 @@ class StoreSliceBackend:
         never stored for a later reader to trip over."""
         config = self.gate_config()
         off = config.disabled("apiserver")
-        # Read the old object only when something may be stripped: most stores have every gate on.
-        keep = gates_used(self.store.get(SLICES, None, old_name).get("spec") or {}) if off and old_name else set()
-        stripped = (off - keep) & gates_used(obj.get("spec") or {}) if off else set()
-        if off:
-            obj = {**obj, "spec": strip_disabled(obj.get("spec") or {}, off, keep)}  # strip_disabled copies
+        spec = obj.get("spec") or {}
+        keep: set[str] = set()
+        # gates_present looks only where gated fields can be; the stored object is read, and its
+        # gates found exactly, only when the new object has a field a disabled gate would drop.
+        if off and gates_present(spec) & _dropped(off):
+            if old_name:
+                keep = gates_used(self.store.get(SLICES, None, old_name).get("spec") or {})
+            obj = {**obj, "spec": strip_disabled(spec, off, keep)}  # strip_disabled copies
         known = config.apiserver_features().with_gates({g: True for g in keep})
         problems = schema.errors(obj, "ResourceSlice", known)
         if problems:
+            # Only a refusal pays for walking every field: which gates' fields were dropped.
+            stripped = (off - keep) & gates_used(spec) if off else set()
             name = (obj.get("metadata") or {}).get("name")
             why = (f" (it dropped the fields of {', '.join(sorted(stripped))}, off for the simulated kube-apiserver "
                    f"in {self.store.root / GATE_CONFIG_FILE})" if stripped else "")
@@ -250,6 +256,15 @@ class StoreSliceBackend:
     def allocated_devices(self, driver: str, pool: str) -> set[str]:
         self.requests += 1
         return self.store.allocated_devices(driver, pool)
+
+
+def _dropped(off: set[str] | frozenset[str]) -> set[str]:
+    """The gates whose fields a write loses when `off` are disabled (partitionable devices' fields
+    hold those of compatibility groups and KEP-5941, which go with them)."""
+    out = set(off)
+    if PARTITIONABLE in out:
+        out |= {GROUPS, SHARED_CONSUMABLE}
+    return out
 
 
 def store_backend(store: ObjectStore) -> StoreSliceBackend:

@@ -7,7 +7,7 @@ object on every write. The keys are what the commands and controllers ask:
 - `owner` -> uid, one per ownerReference (the garbage collector's dependents of an owner);
 - `node` -> spec.nodeName of Pods and ResourceSlices (`describe node`, a fleet node's slices,
   pod GC), `phase` -> status.phase of Pods (kubectl's field selectors);
-- `driver` -> spec.driver of ResourceSlices and DeviceTaintRules;
+- `driver` -> spec.driver of ResourceSlices and DeviceTaintRules, `pool` -> `driver/pool` of a slice;
 - `reserved` -> uid, one per status.reservedFor entry of a ResourceClaim (which claims a pod holds);
 - `involved` -> the involvedObject uid, or kind/namespace/name, of an Event (`describe`'s events).
 
@@ -63,6 +63,9 @@ def entries(resource: str, obj: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         driver = _get(obj, "spec", "driver")
         if isinstance(driver, str):
             yield "driver", driver
+            pool = _get(obj, "spec", "pool", "name")
+            if resource == "resourceslices" and isinstance(pool, str):
+                yield "pool", f"{driver}/{pool}"
     elif resource == "resourceclaims":
         reserved = _get(obj, "status", "reservedFor")
         for ref in reserved if isinstance(reserved, list) else ():

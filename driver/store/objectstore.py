@@ -365,6 +365,27 @@ class ObjectStore:
             out.extend(found[i] for i in chunk if i in found)
         return out
 
+    def heads(self, resource: str, namespace: str | None = None, all_namespaces: bool = False, *,
+              index: Mapping[str, str | Collection[str] | None] | None = None) -> list[dict[str, Any]]:
+        """apiVersion, kind and metadata of the objects `iter` would give, the rest left unparsed
+        (`get -o name`, owner references, deletions of a node's slices)."""
+        ids = self._ids(resource, namespace, all_namespaces, index)
+        conn = self._conn(write=False)
+        out: list[dict[str, Any]] = []
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start:start + _CHUNK]
+            assert conn is not None
+            found = {r[0]: r for r in conn.execute(
+                f"SELECT id, namespace, name, crc, value FROM objects WHERE id IN ({','.join('?' * len(chunk))})", chunk)}
+            for i in chunk:
+                if i in found:
+                    row = found[i]
+                    try:
+                        out.append(shape.head(resource, row[1] or None, row[2], row[3], row[4], self.db_path))
+                    except InputError as exc:
+                        log.warning("leaving out an unreadable object: %s", exc)
+        return out
+
     def names(self, resource: str, namespace: str | None = None) -> list[str]:
         """Names of the objects of one namespace (or cluster scope), reading no object."""
         where, params = self._scope(resource, namespace, False)
@@ -386,6 +407,14 @@ class ObjectStore:
         return [(r[0], r[1] or None, r[2]) for r in conn.execute(
             "SELECT o.resource, o.namespace, o.name FROM refs r JOIN objects o ON o.id = r.object "
             "WHERE r.key='owner' AND r.value=? ORDER BY o.resource, o.namespace, o.name", (owner_uid,))]
+
+    def index_values(self, resource: str, key: str) -> list[str]:
+        """The distinct values of one index entry over a resource (`("resourceslices", "node")`:
+        every node some slice names), reading no object."""
+        conn = self._conn(write=False)
+        return [r[0] for r in conn.execute(
+            "SELECT DISTINCT r.value FROM refs r JOIN objects o ON o.id = r.object WHERE o.resource=? AND r.key=? "
+            "ORDER BY r.value", (resource, key))] if conn else []
 
     def resources(self) -> list[str]:
         """The resources that have at least one object."""
@@ -460,8 +489,9 @@ class ObjectStore:
 
     def delete(self, resource: str, namespace: str | None, name: str, resource_version: str | None = None,
                *, uid: str | None = None) -> dict[str, Any]:
-        """Remove an object (preconditions: its resourceVersion and uid when given); returns what
-        was stored. An object that cannot be read can still be deleted (without preconditions)."""
+        """Remove an object (preconditions: its resourceVersion and uid when given); returns its
+        apiVersion, kind and metadata. An object that cannot be read can still be deleted (without
+        preconditions)."""
         with self.locked():
             key = self._key(resource, namespace, name)
             conn = self._db.connection(create=True)
@@ -470,8 +500,8 @@ class ObjectStore:
                                key).fetchone()
             if row is None:
                 raise self._missing(resource, namespace, name)
-            try:
-                current = shape.decode(resource, namespace, name, row[2], row[3], self.db_path)
+            try:  # apiVersion, kind and metadata are all a deletion needs: the rest is not parsed
+                current = shape.head(resource, namespace, name, row[2], row[3], self.db_path)
             except InputError:
                 if resource_version or uid:
                     raise
@@ -573,6 +603,27 @@ class ObjectStore:
         return {d[len(prefix):] for (d,) in conn.execute(
             "SELECT DISTINCT device FROM allocations WHERE device >= ? AND device < ?", (prefix, prefix[:-1] + "0"))
             if "/" not in d[len(prefix):]}
+
+    def claims_in_pools(self, pools: Collection[str]) -> list[dict[str, Any]]:
+        """The claims whose allocation holds a device of one of `pools` (`driver/pool`), from the
+        allocation index: what `describe node` needs, without reading every claim."""
+        conn = self._conn(write=False)
+        wanted = sorted(set(pools))
+        if conn is None or not wanted:
+            return []
+        ids: set[int] = set()
+        for pool in wanted:
+            prefix = f"{pool}/"
+            ids.update(r[0] for r in conn.execute(
+                "SELECT object FROM allocations WHERE device >= ? AND device < ?", (prefix, prefix[:-1] + "0")))
+        out = []
+        for row in conn.execute(f"SELECT namespace, name, crc, value FROM objects WHERE id IN "
+                                f"({','.join('?' * len(ids))}) ORDER BY namespace, name", sorted(ids)):
+            try:
+                out.append(shape.decode("resourceclaims", row[0] or None, row[1], row[2], row[3], self.db_path))
+            except InputError as exc:
+                log.warning("leaving out an unreadable object: %s", exc)
+        return out
 
     # -- allocation guard ------------------------------------------------------------------
 
