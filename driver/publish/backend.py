@@ -156,6 +156,8 @@ class StoreSliceBackend:
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
         self.requests = 0  # same meaning as the API backend's counter: calls made on the store
+        # Subtrees of slices already admitted (schema.Proven): a fleet's stamped slices share most.
+        self._proven: schema.Proven | None = None
 
     def gate_config(self) -> LocalGateConfig:
         return LocalGateConfig.load(self.store.root)
@@ -182,7 +184,10 @@ class StoreSliceBackend:
                 keep = gates_used(self.store.get(SLICES, None, old_name).get("spec") or {})
             obj = {**obj, "spec": strip_disabled(spec, off, keep)}  # strip_disabled copies
         known = config.apiserver_features().with_gates({g: True for g in keep})
-        problems = schema.errors(obj, "ResourceSlice", known)
+        on = schema.gates_on(known)
+        if self._proven is None or self._proven.gates_on != on:
+            self._proven = schema.Proven(on)
+        problems = schema.errors(obj, "ResourceSlice", known, proven=self._proven)
         if problems:
             # Only a refusal pays for walking every field: which gates' fields were dropped.
             stripped = (off - keep) & gates_used(spec) if off else set()
