@@ -237,7 +237,10 @@ class StoreSliceBackend:
 
     def update_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
         self.requests += 1
-        return self.store.update(SLICES, self._admit(obj, obj["metadata"]["name"]))
+        name = obj["metadata"]["name"]
+        if not self.store.exists(SLICES, None, name):  # kube-apiserver reads the old object before validating
+            self.store.get(SLICES, None, name)  # raises the store's NotFoundError
+        return self.store.update(SLICES, self._admit(obj, name))
 
     def delete_slice(self, name: str, *, uid: str | None = None, resource_version: str | None = None) -> None:
         self.requests += 1

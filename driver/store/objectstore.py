@@ -53,8 +53,7 @@ log = logging.getLogger("fake-dra.store")
 
 CLUSTER_SCOPE = "_cluster"  # the namespace directory of cluster-scoped objects in exports and old stores
 LOCK_WAIT_S = 10.0  # how long a writer waits for another writer by default
-# etcd's default --max-request-bytes (1.5 MiB), which every object kube-apiserver stores must fit.
-MAX_OBJECT_BYTES = 1536 * 1024
+MAX_OBJECT_BYTES = shape.MAX_OBJECT_BYTES
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _RESOURCE_RE = re.compile(r"^[a-z0-9]+$")
 # kube-apiserver's generateName suffix: 5 characters of k8s.io/apimachinery/pkg/util/rand's alphabet

@@ -21,6 +21,8 @@ from driver.features import Features
 from driver.store.codec import deeper_than
 from driver.yamlio import MAX_NESTING
 
+# etcd's default --max-request-bytes (1.5 MiB), which every object kube-apiserver stores must fit.
+MAX_OBJECT_BYTES = 1536 * 1024
 # Only what every reader assumes of every object; each kind's schema says the rest.
 _MAPS = ("labels", "annotations")
 
@@ -35,6 +37,9 @@ def decode(resource: str, namespace: str | None, name: str, crc: Any, value: Any
     if not isinstance(value, str):
         raise InputError(f"{where}: its stored value is not text ({type(value).__name__})")
     checked = isinstance(crc, int) and zlib.crc32(value.encode()) == crc
+    if not checked and len(value) > MAX_OBJECT_BYTES:
+        raise InputError(f"{where}: {len(value):,} characters, larger than the {MAX_OBJECT_BYTES:,} bytes an object "
+                         "may have; changed outside the store")
     try:
         obj = json.loads(value)
     except (ValueError, RecursionError) as exc:
