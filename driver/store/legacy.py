@@ -147,8 +147,9 @@ def import_layout(store: ObjectStore, source: Path | None = None) -> ImportRepor
         report.refused = [why.replace(f"{root}/", f"{report.moved_to}/", 1) for why in report.refused]
     for why in report.refused:
         log.warning("local store %s: not imported: %s", root, why)
-    (log.warning if own else log.info)("local store %s: imported %d objects%s", root, report.imported,
-                                       f"; the files are now in {report.moved_to}" if report.moved_to else "")
+    if own:  # an explicit `fake-dra store import` says it itself
+        log.warning("local store %s: imported %d objects; the files are now in %s", root, report.imported,
+                    report.moved_to)
     return report
 
 
