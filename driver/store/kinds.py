@@ -81,6 +81,12 @@ KINDS: tuple[Kind, ...] = (
     Kind("Namespace", "namespaces", namespaced=False, group="", short_names=("ns",)),
 )
 _BY_KIND = {k.kind: k for k in KINDS}
+_BY_PLURAL = {k.plural: k for k in KINDS}
+
+
+def by_plural(plural: str) -> Kind | None:
+    """The Kind stored under a resource name (`resourceclaims`), None for one the store does not keep."""
+    return _BY_PLURAL.get(plural)
 
 
 def known_kinds() -> str:

@@ -114,6 +114,12 @@ CASES = [
     Case(("delete", "resourceclaims", "-A"), ("--all-namespaces goes with --all or --selector",)),
     Case(("delete", "resourceclaims", "-l", "!"), ("--selector '!'",)),
     Case(("delete", "-f", "adir", "-R"), ("-f adir", "or below it")),
+    # store
+    Case(("store",), ("required: action",)),
+    Case(("store", "export", "--store", "store"), ("store export: DIR is required",)),
+    Case(("store", "import", "afile", "--store", "store"), ("store import: afile is not a directory",)),
+    Case(("store", "import", "adir", "--store", "store"), ("store import: adir holds no",)),
+    Case(("store", "export", "adir", "--store", "afile"), ("--store", "afile", "not a directory")),
     # completion
     Case(("completion",), ("required: shell",)),
     Case(("completion", "fish"), ("invalid choice: 'fish'", "bash", "zsh")),
