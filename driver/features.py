@@ -38,7 +38,7 @@ _GATES: tuple[Gate, ...] = (
     Gate("DRAResourceClaimDeviceStatus", True, "GA", locked=True, attr="device_status"),
     Gate("DRAExtendedResource", True, "GA", locked=True),
     Gate("DRADeviceTaints", True, "GA", attr="device_taints"),
-    Gate("DRADeviceTaintRules", True, "GA"),
+    Gate("DRADeviceTaintRules", True, "GA", attr="device_taint_rules"),
     Gate("DRAPartitionableDevices", True, "beta", attr="partitionable_devices"),
     Gate("DRAConsumableCapacity", True, "beta", attr="consumable_capacity"),
     Gate("DRADeviceBindingConditions", True, "beta", attr="binding_conditions"),
@@ -51,7 +51,7 @@ _GATES: tuple[Gate, ...] = (
     Gate("GenericWorkload", False, "beta"),
     Gate("DRADeviceCompatibilityGroups", False, "alpha", attr="compatibility_groups"),
     Gate("DRAListTypeAttributes", False, "alpha", attr="list_type_attributes"),
-    Gate("DRADerivedAttributes", False, "alpha"),
+    Gate("DRADerivedAttributes", False, "alpha", attr="derived_attributes"),
     Gate("DRANodeAllocatableResources", False, "alpha"),
     Gate("DRAOptionalNodeOperations", False, "alpha"),
     Gate("ResourceHealthStatus", False, "alpha"),
@@ -85,7 +85,7 @@ class Features:
     (None) rather than off: publishing treats unset as off, while the allocator (`for_scheduler`)
     follows the slices it is given, because only a cluster whose apiserver has the gate can hold
     slices that carry its fields (a 1.37 apiserver drops `valueFrom` and counter `requestPolicy`). Alpha gates the project is
-    about (compatibility groups, list-typed attributes, fractional capacity ranges) are on: the bundled
+    about (compatibility groups, list-typed attributes, fractional capacity ranges, derived attributes) are on: the bundled
     kind config enables them.
     `other` records accepted gates that change nothing here, as sorted (name, enabled) pairs.
     """
@@ -97,10 +97,12 @@ class Features:
     prioritized_list: bool = True
     admin_access: bool = True
     device_taints: bool = True
+    device_taint_rules: bool = True
     binding_conditions: bool = True
     device_status: bool = True
     list_type_attributes: bool = True
     fractional_capacity_range: bool = True
+    derived_attributes: bool = True
     other: tuple[tuple[str, bool], ...] = ()
 
     @classmethod

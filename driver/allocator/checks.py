@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from driver.allocator.taintrules import first_untolerated
 from driver.allocator.devices import Capacity, DeviceInfo, consumed_amount, qualify
 from driver.allocator.inputs import Constraint, Request
 from driver.allocator.rules import request_driven_counters
@@ -212,24 +213,10 @@ def status_capacity_name(qualified: str, device: DeviceInfo) -> str:
     return qualified if qualified in device.capacity else qualified.split("/", 1)[1]
 
 
-def _tolerates(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    if tol.get("effect") and tol.get("effect") != taint.get("effect"):
-        return False
-    if tol.get("key") and tol.get("key") != taint.get("key"):
-        return False
-    if tol.get("operator", "Equal") == "Exists":
-        return True
-    return (tol.get("value") or "") == (taint.get("value") or "")
-
-
 def taint_blocks(device: DeviceInfo, request: Request) -> Mapping[str, Any] | None:
-    """The first NoSchedule/NoExecute taint the request does not tolerate, if any."""
-    for taint in device.taints:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(
-            _tolerates(t, taint) for t in request.tolerations
-        ):
-            return taint
-    return None
+    """The first NoSchedule/NoExecute taint the device's slice lists that the request does not
+    tolerate, if any (DeviceTaintRule taints: `Allocator.blocking_taint`)."""
+    return first_untolerated(device.taints, request.tolerations) if device.taints else None
 
 
 def lookup_attribute(device: DeviceInfo, fq_name: str) -> Mapping[str, Any] | None:

@@ -24,7 +24,6 @@ from driver.allocator.checks import (
     ConstraintState,
     FatalRequestError,
     capacity_consumption,
-    taint_blocks,
 )
 from driver.allocator.devices import CounterKey, DeviceInfo, DeviceKey, qualify
 from driver.allocator.inputs import MAX_RESULTS, Claim, Request
@@ -288,7 +287,7 @@ class Search:
             blocked = self.alloc.charge_counters(dev, pool, request_counters, not skip_counters, undo_steps)
             if blocked is not None:
                 return fail(f"counters:{blocked}")
-        if feats.device_taints and taint_blocks(dev, req) is not None:
+        if feats.device_taints and self.alloc.blocking_taint(dev, req) is not None:
             return fail("taint")
         for state in self.constraints[ci]:
             if not state.add(req, dev):
