@@ -142,7 +142,7 @@ class Scheduler:
         self.dra = DraFilter(slices=store.list("resourceslices"), classes=classes,
                              labels={n.name: n.labels for n in self.nodes},
                              allocated=[c for c in claims if (c.get("status") or {}).get("allocation")],
-                             features=self.features)
+                             features=self.features, taint_rules=store.list("devicetaintrules"))
         self.held = {n.name: 0 for n in self.nodes}
         for claim in claims:
             self._count_held(claim)
