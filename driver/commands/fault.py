@@ -55,8 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--effect", default="NoExecute", choices=("NoExecute", "NoSchedule", "None"),
                         help="fleet mode: the taint's effect (default NoExecute: evict and fence)")
     parser.add_argument("--all", action="store_true", help="with --clear in fleet mode: every fault rule")
-    parser.add_argument("--message", help=f"fault message (one line, at most {MAX_MESSAGE} characters)")
-    parser.add_argument("--clear", action="store_true", help="remove the fault")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--message", help=f"fault message (one line, at most {MAX_MESSAGE} characters)")
+    group.add_argument("--clear", action="store_true", help="remove the fault")
     _store.add_store_flag(parser)
     parser.set_defaults(func=run)
 
@@ -118,6 +119,8 @@ def _target(args: argparse.Namespace):
         raise InputError(f"{'--device' if args.device else '--gpu'}: needs --node in fleet mode")
     if args.device and args.gpu:
         raise InputError("--gpu: not with --device (one device, or one GPU with its partitions)")
+    if args.fraction is not None and not 0 < args.fraction <= 1:
+        raise InputError(f"--fraction: must be in (0, 1], got {args.fraction:g}")
     return Target(node=args.node, device=args.device, gpu=args.gpu, group=args.node_group,
                   fraction=args.fraction, seed=args.seed)
 
@@ -129,6 +132,10 @@ def _run_fleet(args: argparse.Namespace) -> int:
     message = _message(args)
     if args.all and not args.clear:
         raise InputError("--all: only with --clear (remove every fault rule)")
+    target = None if args.all else _target(args)
+    root = common.store_dir(args, write=False)
+    if not root.is_dir():
+        raise InputError(f"--store {root}: no local store there (apply a fleet or run a node first)")
     store = _store.open_store(args, write=True)
     # /sys is the default: only a fake tree named on purpose is mirrored (never the host's).
     explicit_sysfs = bool(args.sysfs_root) and os.path.realpath(args.sysfs_root) != "/sys"
@@ -139,7 +146,7 @@ def _run_fleet(args: argparse.Namespace) -> int:
                 store.delete("devicetaintrules", None, name)
             print(f"removed {len(names)} fault rule(s)", file=sys.stderr)
             return 0
-        target = _target(args)
+        assert target is not None
         selected = select(target, store.list("resourceslices"), store.list("nodes"))
         if args.clear:
             removed = 0

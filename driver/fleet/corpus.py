@@ -118,6 +118,9 @@ def _dump(objs: Any) -> str:
 def export(out: Path, *, driver_name: str, generator: str, profiles: Sequence[str] | None = None,
            features: Features = Features(), force: bool = False) -> dict[str, Any]:
     """Write the corpus into `out` (InputError if it holds anything and `force` is not set)."""
+    for profile in profiles or ():
+        if profile not in PROFILES:
+            raise InputError(f"--profile {profile!r}: unknown; known: {', '.join(sorted(PROFILES))}")
     if out.exists() and any(out.iterdir()):
         if not force:
             raise InputError(f"{out}: not empty (give --force to replace the corpus there)")
