@@ -139,3 +139,43 @@ def test_derived_attributes_dropped_when_the_apiserver_gate_is_off(store):
         (on,) = plan(store, [("c.yaml", 1, claim)])
     assert "derivedAttributes" not in off.obj["spec"]["devices"]["requests"][0]["exactly"]
     assert on.obj["spec"]["devices"]["requests"][0]["exactly"]["derivedAttributes"][0]["name"] == "derived/numa"
+
+
+def _group(name="train", template="mig-1g"):
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"schedulingPolicy": {"basic": {}},
+                     "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}]}}
+
+
+def _group_pod(name, group="train"):
+    p = pod(name)
+    p["spec"]["schedulingGroup"] = {"podGroupName": group}
+    return p
+
+
+def test_podgroup_template_claim_is_made_once_and_shared_by_the_group(store, fleet, schedule):
+    from driver.features import parse_features
+
+    fleet({"name": "a100", "count": 2, "profile": "dgx-a100"})
+    _apply(store, _group())
+    add(store, mig_template(), *(_group_pod(f"w{i}") for i in range(3)), pod("solo"))
+    report = schedule(features=parse_features("DRAWorkloadResourceClaims=true"))
+    assert len(report.scheduled) == 4
+    claims = store.list("resourceclaims", all_namespaces=True)
+    group_claims = [c for c in claims if c["metadata"]["ownerReferences"][0]["kind"] == "PodGroup"]
+    assert len(claims) == 2 and len(group_claims) == 1
+    (shared,) = group_claims
+    assert shared["metadata"]["name"].startswith("train-gpu-")
+    assert [r["resource"] for r in shared["status"]["reservedFor"]] == ["podgroups"]
+    group = store.get("podgroups", "default", "train")
+    assert group["status"]["resourceClaimStatuses"] == [{"name": "gpu", "resourceClaimName": shared["metadata"]["name"]}]
+    nodes = {store.get("pods", "default", f"w{i}")["spec"]["nodeName"] for i in range(3)}
+    assert len(nodes) == 1  # the shared allocation pins the group to its node
+
+
+def test_podgroup_claims_need_the_gate(store, fleet, schedule):
+    fleet({"name": "a100", "count": 1, "profile": "dgx-a100"})
+    _apply(store, _group())
+    add(store, mig_template(), *(_group_pod(f"w{i}") for i in range(2)))
+    assert len(schedule().scheduled) == 2  # DRAWorkloadResourceClaims is off by default in 1.37
+    assert len(store.list("resourceclaims", all_namespaces=True)) == 2
