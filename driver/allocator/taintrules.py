@@ -15,8 +15,10 @@ valid when rules change, and a rule costs nothing for the devices it does not se
 
 Selector semantics follow the 1.37 API type (k8s.io/api resource/v1 DeviceTaintSelector): every set
 field must match, the empty selector `{}` matches every device, and a rule without a selector
-matches none. (Older tracker code treated a missing selector as "all devices"; the 1.37 type's
-documentation says "Without a selector, no devices are matched", and that is what is modelled.)
+matches none: the 1.37 type's documentation says "Without a selector, no devices are matched", and
+the eviction controller's `ruleMatchesDevice` returns false for a nil selector. (Older tracker code,
+and the comment of scheduler_perf's v1alpha3 template `devicetaintrule.yaml`, read a missing
+selector as "all devices"; the 1.37 line does not.)
 
 Rules apply while `DRADeviceTaints` and `DRADeviceTaintRules` are on (both GA in 1.37); the tracker
 is not started otherwise.
