@@ -149,17 +149,25 @@ class TaintRules:
     def __init__(self, rules: Iterable[RuleTaint] = ()):
         self.by_name: dict[str, RuleTaint] = {}
         self._exact: dict[tuple[str, str, str], list[RuleTaint]] = {}
+        self._pool: dict[tuple[str, str], list[RuleTaint]] = {}
+        self._pool_name: dict[str, list[RuleTaint]] = {}
         self._wide: list[RuleTaint] = []
         for rule in rules:
             self.by_name[rule.rule] = rule
         self._index()
 
     def _index(self) -> None:
-        self._exact, self._wide = {}, []
+        # A fleet's fault rules name driver and pool (and maybe a device): found by key, so a taint
+        # check costs the rules of the device's pool, not every rule of the cluster.
+        self._exact, self._pool, self._pool_name, self._wide = {}, {}, {}, []
         for name in sorted(self.by_name):
             rule = self.by_name[name]
             if rule.driver is not None and rule.pool is not None and rule.device is not None:
                 self._exact.setdefault((rule.driver, rule.pool, rule.device), []).append(rule)
+            elif rule.driver is not None and rule.pool is not None:
+                self._pool.setdefault((rule.driver, rule.pool), []).append(rule)
+            elif rule.pool is not None:
+                self._pool_name.setdefault(rule.pool, []).append(rule)
             else:
                 self._wide.append(rule)
 
@@ -185,10 +193,13 @@ class TaintRules:
     def for_device(self, driver: str, pool: str, device: str) -> list[RuleTaint]:
         """The rule taints a device carries, in rule-name order."""
         hits = [r for r in self._wide if r.selects(driver, pool, device)]
-        exact = self._exact.get((driver, pool, device))
-        if exact:
-            hits = sorted(hits + exact, key=lambda r: r.rule)
-        return hits
+        parts = [hits]
+        for found in (self._pool.get((driver, pool)), self._pool_name.get(pool), self._exact.get((driver, pool, device))):
+            if found:
+                parts.append([r for r in found if r.selects(driver, pool, device)])
+        if len(parts) == 1:
+            return hits
+        return sorted((r for part in parts for r in part), key=lambda r: r.rule)
 
 
 def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
