@@ -179,3 +179,19 @@ def test_podgroup_claims_need_the_gate(store, fleet, schedule):
     add(store, mig_template(), *(_group_pod(f"w{i}") for i in range(2)))
     assert len(schedule().scheduled) == 2  # DRAWorkloadResourceClaims is off by default in 1.37
     assert len(store.list("resourceclaims", all_namespaces=True)) == 2
+
+
+def test_apply_allocate_honours_taint_rules(store, fleet, tmp_path, capsys):
+    import yaml as _yaml
+
+    from driver.cli import main
+
+    fleet({"name": "a100", "count": 1, "profile": "dgx-a100"})
+    _apply(store, rule("down", {"driver": DRIVER}))
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "default"},
+             "spec": mig_template()["spec"]["spec"]}
+    (tmp_path / "c.yaml").write_text(_yaml.safe_dump(claim))
+    assert main(["apply", "-f", str(tmp_path / "c.yaml"), "--allocate", "--node-name", "a100-0000",
+                 "--store", str(store.root)]) == 1
+    assert "DeviceTaintRule down" in capsys.readouterr().err
+    assert store.list("resourceclaims", all_namespaces=True) == []
