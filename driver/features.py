@@ -55,6 +55,7 @@ class Gate:
         return dict(self.versions).get(version)
 
 
+<<<<<<< HEAD
 # The releases the tables below describe; TARGET_VERSION is the one fake-dra is built against.
 KUBERNETES_VERSIONS: tuple[str, ...] = ("1.36", "1.37", "1.38")
 TARGET_VERSION = "1.37"
@@ -137,6 +138,33 @@ _GATE_TABLE: tuple[tuple[str, bool, str, bool, str | None, tuple[GateSpec | None
 _GATES: tuple[Gate, ...] = tuple(
     Gate(name, default, stage, locked, attr, tuple(zip(KUBERNETES_VERSIONS, specs)), source)
     for name, default, stage, locked, attr, specs, source in _GATE_TABLE
+=======
+_GATES: tuple[Gate, ...] = (
+    Gate("DynamicResourceAllocation", True, "GA", locked=True),
+    Gate("DRAAdminAccess", True, "GA", locked=True, attr="admin_access"),
+    Gate("DRAPrioritizedList", True, "GA", locked=True, attr="prioritized_list"),
+    Gate("DRAResourceClaimDeviceStatus", True, "GA", locked=True, attr="device_status"),
+    Gate("DRAExtendedResource", True, "GA", locked=True),
+    Gate("DRADeviceTaints", True, "GA", attr="device_taints"),
+    Gate("DRADeviceTaintRules", True, "GA", attr="device_taint_rules"),
+    Gate("DRAPartitionableDevices", True, "beta", attr="partitionable_devices"),
+    Gate("DRAConsumableCapacity", True, "beta", attr="consumable_capacity"),
+    Gate("DRADeviceBindingConditions", True, "beta", attr="binding_conditions"),
+    # Added in 1.37 by kubernetes PR #140161 (milli-unit validRange arithmetic for consumable
+    # capacity) and off by default there: kubernetes issue #140594 plans "on-by-default" for 1.38.
+    Gate("DRAFractionalCapacityRange", False, "alpha", attr="fractional_capacity_range"),
+    Gate("DRASchedulerFilterTimeout", True, "beta"),
+    Gate("DRAResourceClaimGranularStatusAuthorization", True, "beta"),
+    Gate("DRAWorkloadResourceClaims", False, "beta"),
+    Gate("GenericWorkload", False, "beta"),
+    Gate("DRADeviceCompatibilityGroups", False, "alpha", attr="compatibility_groups"),
+    Gate("DRAListTypeAttributes", False, "alpha", attr="list_type_attributes"),
+    Gate("DRADerivedAttributes", False, "alpha", attr="derived_attributes"),
+    Gate("DRANodeAllocatableResources", False, "alpha"),
+    Gate("DRAOptionalNodeOperations", False, "alpha"),
+    Gate("ResourceHealthStatus", False, "alpha"),
+    Gate("DRASharedConsumableCapacity", False, "not in 1.37", attr="shared_consumable_capacity"),
+>>>>>>> api137
 )
 
 KNOWN_GATES: dict[str, Gate] = {g.name: g for g in _GATES}
@@ -202,7 +230,7 @@ class Features:
     (None) rather than off: publishing treats unset as off, while the allocator (`for_scheduler`)
     follows the slices it is given, because only a cluster whose apiserver has the gate can hold
     slices that carry its fields (a 1.37 apiserver drops `valueFrom` and counter `requestPolicy`). Alpha gates the project is
-    about (compatibility groups, list-typed attributes, fractional capacity ranges) are on: the bundled
+    about (compatibility groups, list-typed attributes, fractional capacity ranges, derived attributes) are on: the bundled
     kind config enables them.
     `other` records accepted gates that change nothing here, as sorted (name, enabled) pairs.
     """
@@ -214,10 +242,12 @@ class Features:
     prioritized_list: bool = True
     admin_access: bool = True
     device_taints: bool = True
+    device_taint_rules: bool = True
     binding_conditions: bool = True
     device_status: bool = True
     list_type_attributes: bool = True
     fractional_capacity_range: bool = True
+    derived_attributes: bool = True
     other: tuple[tuple[str, bool], ...] = ()
 
     @classmethod

@@ -12,7 +12,11 @@ What the API server does, and so what happens here:
   creationTimestamp is ignored;
 - the spec of a ResourceClaim or ResourceClaimTemplate is immutable; `status.allocation`, once set,
   may be cleared but not changed to another allocation;
-- a document without `status` keeps the stored status (kubectl apply never touches status).
+- a document without `status` keeps the stored status (kubectl apply never touches status);
+- what kube-apiserver's strategies do per kind (driver/store/server_defaults.py): fields of gates the
+  simulated apiserver has off are dropped (a claim's `derivedAttributes` without
+  DRADerivedAttributes), a DeviceTaintRule's `timeAdded` is set, a completed
+  ResourcePoolStatusRequest is immutable.
 
 Unlike kube-apiserver, a document may carry a claim `status`: the local store is also the
 scheduler's stand-in, so writing an allocation by hand is how a claim gets one without
@@ -30,7 +34,7 @@ from driver import schema
 from driver.errors import ConflictError, FakeDraError, InputError, NotFoundError
 from driver.features import Features
 from driver.slices.names import is_dns_label, is_dns_subdomain
-from driver.store import validate
+from driver.store import server_defaults, validate
 from driver.store.kinds import Kind, for_object
 from driver.store.objectstore import ObjectStore
 from driver.yamlio import load_all
@@ -129,7 +133,8 @@ def _check_preconditions(doc: Mapping[str, Any], current: dict[str, Any] | None,
                             f'{cur.get("resourceVersion")}); please apply your changes to the latest version and try again')
 
 
-def _merge(doc: dict[str, Any], current: dict[str, Any] | None, planned: Planned, where: str) -> dict[str, Any]:
+def _merge(doc: dict[str, Any], current: dict[str, Any] | None, planned: Planned, where: str,
+           now: Callable[[], str] = lambda: "") -> dict[str, Any]:
     new = _strip_server_fields(doc)
     meta = new["metadata"]
     if planned.kind.namespaced:
@@ -138,6 +143,10 @@ def _merge(doc: dict[str, Any], current: dict[str, Any] | None, planned: Planned
         meta.pop("namespace", None)
     if planned.kind.kind == "Namespace":
         _namespace_defaults(new)
+    if planned.kind.kind == "DeviceTaintRule":
+        server_defaults.taint_rule_time_added(new, current, now())
+    if planned.kind.kind == "ResourcePoolStatusRequest":
+        server_defaults.pool_status_request(new, current, where)
     if current is None:
         return new
     if planned.kind.immutable_spec and new.get("spec") != current.get("spec"):
@@ -166,7 +175,7 @@ def _namespace_defaults(obj: dict[str, Any]) -> None:
 
 def plan(store: ObjectStore, documents: Sequence[tuple[str, int, Any]], *, namespace: str = "default",
          explicit_namespace: bool = False, features: Features = Features(),
-         gate_hint: str | None = None) -> list[Planned]:
+         gate_hint: str | None = None, clock: Callable[[], str] | None = None) -> list[Planned]:
     """Check every (source, document number, object) against the store; call inside `store.locked()`
     and hand the result to `commit` so nothing changes in between.
 
@@ -192,7 +201,8 @@ def plan(store: ObjectStore, documents: Sequence[tuple[str, int, Any]], *, names
         planned = Planned(index, kind, ns, name, {}, current)
         _check_preconditions(doc, current, planned, where)
         schema.validate(doc, kind.kind, features, where, gate_hint, old=current)
-        planned.obj = _merge(dict(doc), current, planned, where)
+        doc = server_defaults.drop_disabled_fields(dict(doc), kind.kind, features, current)
+        planned.obj = _merge(doc, current, planned, where, clock or server_defaults.now)
         try:
             validate.check_object(kind.kind, planned.obj)
         except InputError as exc:

@@ -14,6 +14,13 @@ why a claim or pod is pending (driver.store.events). Namespaces (core/v1, `ns`) 
 written for a cluster (NVIDIA's quickstart files open with one) apply unchanged; deleting one
 deletes what it holds, as the namespace controller does. Kubernetes prints core objects without a
 group (`pod/x created`).
+
+The rest of the 1.37 DRA API is stored too (docs/allocator.md, "Device taint rules" and "Pool
+status"): DeviceTaintRules (resource.k8s.io/v1, cluster-scoped), which the scheduler stand-ins apply
+as device taints; ResourcePoolStatusRequests (KEP-5677, alpha, so only resource.k8s.io/v1alpha3
+serves them; cluster-scoped; the spec is immutable, and the whole object once its status is set),
+answered from the allocator's usage; and PodGroups (scheduling.k8s.io/v1beta1, KEP-5729's shared
+claims belong to them), so kube-scheduler's and dra-example-driver's workload objects apply.
 """
 
 from __future__ import annotations
@@ -79,6 +86,10 @@ KINDS: tuple[Kind, ...] = (
     Kind("Pod", "pods", namespaced=True, group="", short_names=("po",)),
     Kind("Event", "events", namespaced=True, group="", short_names=("ev",)),
     Kind("Namespace", "namespaces", namespaced=False, group="", short_names=("ns",)),
+    Kind("DeviceTaintRule", "devicetaintrules", namespaced=False),
+    Kind("ResourcePoolStatusRequest", "resourcepoolstatusrequests", namespaced=False, immutable_spec=True,
+         version="v1alpha3"),
+    Kind("PodGroup", "podgroups", namespaced=True, group="scheduling.k8s.io", version="v1beta1"),
 )
 _BY_KIND = {k.kind: k for k in KINDS}
 _BY_PLURAL = {k.plural: k for k in KINDS}

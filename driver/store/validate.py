@@ -14,6 +14,8 @@ from typing import Any
 
 from driver.allocator.inputs import allocated_results, parse_claim, parse_class
 from driver.allocator.parsed import index_slices
+from driver.allocator.poolstatus import parse_pool_status_request
+from driver.allocator.taintrules import parse_rule
 from driver.errors import InputError
 from driver.slices.names import is_dns_label
 
@@ -34,6 +36,12 @@ def check_object(kind: str, obj: Mapping[str, Any]) -> None:
         _check_pod(obj)
     elif kind == "Namespace":
         _check_namespace(obj)
+    elif kind == "DeviceTaintRule":
+        parse_rule(obj)
+    elif kind == "ResourcePoolStatusRequest":
+        parse_pool_status_request(obj)
+    elif kind == "PodGroup":
+        _check_pod_group(obj)
 
 
 def _check_namespace(obj: Mapping[str, Any]) -> None:
@@ -80,6 +88,26 @@ def _check_pod(obj: Mapping[str, Any]) -> None:
         if entry["name"] in seen:
             raise InputError(f"{where}.name: Duplicate value: {entry['name']!r}")
         seen.add(entry["name"])
+        sources = [k for k in ("resourceClaimName", "resourceClaimTemplateName") if entry.get(k)]
+        if len(sources) != 1:
+            raise InputError(f"{where}: must specify exactly one of resourceClaimName, resourceClaimTemplateName")
+
+
+def _check_pod_group(obj: Mapping[str, Any]) -> None:
+    """scheduling.k8s.io/v1beta1 PodGroup, the part DRA reads: spec.resourceClaims entries each a
+    DNS-label name, unique, with exactly one of resourceClaimName / resourceClaimTemplateName
+    (k8s.io/api scheduling/v1beta1 PodGroupResourceClaim)."""
+    meta = obj.get("metadata") or {}
+    label = f"PodGroup {meta.get('namespace') or 'default'}/{meta.get('name')}"
+    seen: set[str] = set()
+    for i, entry in enumerate(((obj.get("spec") or {}).get("resourceClaims")) or ()):
+        where = f"{label}: spec.resourceClaims[{i}]"
+        name = entry.get("name") if isinstance(entry, Mapping) else None
+        if not isinstance(name, str) or not is_dns_label(name):
+            raise InputError(f"{where}.name: {name!r} must be a DNS label")
+        if name in seen:
+            raise InputError(f"{where}.name: Duplicate value: {name!r}")
+        seen.add(name)
         sources = [k for k in ("resourceClaimName", "resourceClaimTemplateName") if entry.get(k)]
         if len(sources) != 1:
             raise InputError(f"{where}: must specify exactly one of resourceClaimName, resourceClaimTemplateName")

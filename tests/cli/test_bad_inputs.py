@@ -161,6 +161,11 @@ CASES = [
     Case(("e2e", "--list"), ("FAKE_DRA_BACKEND", "kind"), env={"FAKE_DRA_BACKEND": "cloud"}),
     # fault
     Case(("fault", "--sysfs-root", "sys", "--device", "0000:07:00.0", "--message", "x" * 1025), ("--message", "1024")),
+    Case(("fault", "--store", "store", "--node", "nowhere"), ("--store", "no local store there")),
+    Case(("fault", "--store", "store", "--fraction", "2"), ("--fraction", "(0, 1]")),
+    Case(("fault", "--store", "store", "--gpu", "gpu-0", "--device", "0000:07:00.0"), ("--gpu", "only in fleet mode")),
+    Case(("corpus", "export", "new-corpus", "--profile", "nope"), ("--profile 'nope'", "unknown")),
+    Case(("corpus", "check", "missing"), ("missing", "not a directory")),
     Case(("fault", "--sysfs-root", "sys", "--device", "07:00", "--clear"), ("--device", "07:00")),
     Case(("fault", "--sysfs-root", "sys", "--device", "0000:07:20.0", "--clear"), ("--device", "above 1f")),
     Case(("fault", "--sysfs-root", "sys", "--device", "0000:99:00.0", "--clear"), ("0000:99:00.0",)),
