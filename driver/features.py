@@ -55,7 +55,6 @@ class Gate:
         return dict(self.versions).get(version)
 
 
-<<<<<<< HEAD
 # The releases the tables below describe; TARGET_VERSION is the one fake-dra is built against.
 KUBERNETES_VERSIONS: tuple[str, ...] = ("1.36", "1.37", "1.38")
 TARGET_VERSION = "1.37"
@@ -86,7 +85,7 @@ _GATE_TABLE: tuple[tuple[str, bool, str, bool, str | None, tuple[GateSpec | None
     ("DRADeviceTaints", True, _GA, False, "device_taints",
      (GateSpec(_B, True), GateSpec(_GA, True), GateSpec(_GA, True, True)),
      f"{_K8S}: beta 1.36, GA 1.37 (not locked); locked in 1.38 by kubernetes/kubernetes#140256"),
-    ("DRADeviceTaintRules", True, _GA, False, None,
+    ("DRADeviceTaintRules", True, _GA, False, "device_taint_rules",
      (GateSpec(_B, False), GateSpec(_GA, True), GateSpec(_GA, True, True)),
      f"{_K8S}: beta off 1.36 (beta API), GA 1.37 (not locked); locked in 1.38 by kubernetes/kubernetes#140256"),
     ("DRAPartitionableDevices", True, _B, False, "partitionable_devices",
@@ -119,7 +118,7 @@ _GATE_TABLE: tuple[tuple[str, bool, str, bool, str | None, tuple[GateSpec | None
     ("DRAListTypeAttributes", False, _A, False, "list_type_attributes",
      (GateSpec(_A, False), GateSpec(_A, False), GateSpec(_B, True, planned=True)),
      f"{_K8S}: alpha 1.36; beta proposed for 1.38 (kubernetes/enhancements#6354, open)"),
-    ("DRADerivedAttributes", False, _A, False, None,
+    ("DRADerivedAttributes", False, _A, False, "derived_attributes",
      (None, GateSpec(_A, False), GateSpec(_A, False)), f"{_K8S}: new alpha in 1.37 (KEP-6080)"),
     ("DRANodeAllocatableResources", False, _A, False, None,
      (GateSpec(_A, False), GateSpec(_A, False), GateSpec(_A, False)),
@@ -138,33 +137,6 @@ _GATE_TABLE: tuple[tuple[str, bool, str, bool, str | None, tuple[GateSpec | None
 _GATES: tuple[Gate, ...] = tuple(
     Gate(name, default, stage, locked, attr, tuple(zip(KUBERNETES_VERSIONS, specs)), source)
     for name, default, stage, locked, attr, specs, source in _GATE_TABLE
-=======
-_GATES: tuple[Gate, ...] = (
-    Gate("DynamicResourceAllocation", True, "GA", locked=True),
-    Gate("DRAAdminAccess", True, "GA", locked=True, attr="admin_access"),
-    Gate("DRAPrioritizedList", True, "GA", locked=True, attr="prioritized_list"),
-    Gate("DRAResourceClaimDeviceStatus", True, "GA", locked=True, attr="device_status"),
-    Gate("DRAExtendedResource", True, "GA", locked=True),
-    Gate("DRADeviceTaints", True, "GA", attr="device_taints"),
-    Gate("DRADeviceTaintRules", True, "GA", attr="device_taint_rules"),
-    Gate("DRAPartitionableDevices", True, "beta", attr="partitionable_devices"),
-    Gate("DRAConsumableCapacity", True, "beta", attr="consumable_capacity"),
-    Gate("DRADeviceBindingConditions", True, "beta", attr="binding_conditions"),
-    # Added in 1.37 by kubernetes PR #140161 (milli-unit validRange arithmetic for consumable
-    # capacity) and off by default there: kubernetes issue #140594 plans "on-by-default" for 1.38.
-    Gate("DRAFractionalCapacityRange", False, "alpha", attr="fractional_capacity_range"),
-    Gate("DRASchedulerFilterTimeout", True, "beta"),
-    Gate("DRAResourceClaimGranularStatusAuthorization", True, "beta"),
-    Gate("DRAWorkloadResourceClaims", False, "beta"),
-    Gate("GenericWorkload", False, "beta"),
-    Gate("DRADeviceCompatibilityGroups", False, "alpha", attr="compatibility_groups"),
-    Gate("DRAListTypeAttributes", False, "alpha", attr="list_type_attributes"),
-    Gate("DRADerivedAttributes", False, "alpha", attr="derived_attributes"),
-    Gate("DRANodeAllocatableResources", False, "alpha"),
-    Gate("DRAOptionalNodeOperations", False, "alpha"),
-    Gate("ResourceHealthStatus", False, "alpha"),
-    Gate("DRASharedConsumableCapacity", False, "not in 1.37", attr="shared_consumable_capacity"),
->>>>>>> api137
 )
 
 KNOWN_GATES: dict[str, Gate] = {g.name: g for g in _GATES}
