@@ -6,7 +6,8 @@ validateEnvVarValueFrom, validateObjectFieldSelector, validateContainerResourceF
 ValidateEnvFrom, validateConfigMapKeySelector / validateSecretKeySelector, ValidateVolumeMounts,
 ValidateVolumeDevices, validatePullPolicy, validateResizePolicy, ValidateSecurityContext,
 validateLifecycle / validateHandler / validateProbe and their liveness/readiness/startup variants,
-validateInitContainerRestartPolicy, checkHostPortConflicts, validateContainerOnlyForPod.
+validateInitContainerRestartPolicy, checkHostPortConflicts, validateContainerOnlyForPod (probes and
+hooks: probes.py; security contexts: security.py).
 
 Not ported (docs/validation.md): the fields of volume sources, mountPropagation and
 recursiveReadOnly, resourceFieldRef divisors, Windows security options, AppArmor/seccomp
@@ -20,9 +21,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from driver.store.admission import names, resources
+from driver.store.admission.probes import lifecycle, probe
+from driver.store.admission.security import security_context
 from driver.store.admission.field import (FieldError, child, duplicate, forbidden, index, invalid, invalid_each,
                                           not_found, not_supported, required)
-from driver.store.admission.meta import nonnegative
 
 
 def _m(value: Any) -> Mapping[str, Any]:
@@ -240,72 +242,6 @@ def volume_devices(items: Any, mounts: Mapping[str, str], volumes: Mapping[str, 
     return errs
 
 
-def _port_num_or_name(port: Any, path: str) -> list[FieldError]:
-    if isinstance(port, int):
-        return invalid_each(path, port, names.is_valid_port_num(port))
-    if isinstance(port, str):
-        return invalid_each(path, port, names.is_valid_port_name(port))
-    return []
-
-
-def _handler(handler: Mapping[str, Any], grace: Any, path: str, kinds: tuple[str, ...]) -> list[FieldError]:
-    errs: list[FieldError] = []
-    count = 0
-    for kind in kinds:
-        body = handler.get(kind)
-        if body is None:
-            continue
-        if count:
-            errs.append(forbidden(child(path, kind), "may not specify more than 1 handler type"))
-            continue
-        count += 1
-        body, at = _m(body), child(path, kind)
-        if kind == "exec" and not body.get("command"):
-            errs.append(required(child(at, "command")))
-        elif kind == "httpGet":
-            if not body.get("path"):
-                errs.append(required(child(at, "path")))
-            errs += _port_num_or_name(body.get("port"), child(at, "port"))
-            if body.get("scheme") not in ("HTTP", "HTTPS"):
-                errs.append(not_supported(child(at, "scheme"), body.get("scheme") or "", ["HTTP", "HTTPS"]))
-        elif kind in ("tcpSocket", "grpc"):
-            errs += _port_num_or_name(body.get("port"), child(at, "port"))
-        elif kind == "sleep":
-            seconds = body.get("seconds")
-            if isinstance(grace, int) and isinstance(seconds, int) and not 0 <= seconds <= grace:
-                errs.append(invalid(at, seconds, "must be non-negative and less than terminationGracePeriodSeconds "
-                                                 f"({grace})"))
-    if count == 0:
-        errs.append(required(path, "must specify a handler type"))
-    return errs
-
-
-def lifecycle(value: Any, grace: Any, path: str) -> list[FieldError]:
-    errs: list[FieldError] = []
-    for hook in ("postStart", "preStop"):
-        if _m(value).get(hook) is not None:
-            errs += _handler(_m(value)[hook], grace, child(path, hook), ("exec", "httpGet", "tcpSocket", "sleep"))
-    return errs
-
-
-def probe(value: Any, grace: Any, path: str, kind: str) -> list[FieldError]:
-    """validateLivenessProbe / validateReadinessProbe / validateStartupProbe."""
-    if value is None:
-        return []
-    value = _m(value)
-    errs = _handler(value, grace, path, ("exec", "httpGet", "tcpSocket", "grpc"))
-    for f in ("initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"):
-        errs += nonnegative(value.get(f), child(path, f))
-    tgps = value.get("terminationGracePeriodSeconds")
-    if isinstance(tgps, int) and tgps <= 0:
-        errs.append(invalid(child(path, "terminationGracePeriodSeconds"), tgps, "must be greater than 0"))
-    if kind in ("liveness", "startup") and value.get("successThreshold", 1) != 1:
-        errs.append(invalid(child(path, "successThreshold"), value.get("successThreshold"), "must be 1"))
-    if kind == "readiness" and tgps is not None:
-        errs.append(invalid(child(path, "terminationGracePeriodSeconds"), tgps, "must not be set for readinessProbes"))
-    return errs
-
-
 def _pull_policy(value: Any, path: str) -> list[FieldError]:
     if not value:
         return [required(path)]
@@ -331,52 +267,6 @@ def _resize_policy(items: Any, path: str, restart_policy: Any) -> list[FieldErro
             errs.append(not_supported(path, policy, ["NotRequired", "RestartContainer"]))
         if restart_policy == "Never" and policy != "NotRequired":
             errs.append(invalid(path, policy, "must be 'NotRequired' when `restartPolicy` is 'Never'"))
-    return errs
-
-
-def _id_range(value: Any, path: str) -> list[FieldError]:
-    if isinstance(value, int) and not 0 <= value <= 2**31 - 1:
-        return [invalid(path, value, names.inclusive_range(0, 2**31 - 1))]
-    return []
-
-
-def security_context(sc: Any, path: str, host_users: bool) -> list[FieldError]:
-    if sc is None:
-        return []
-    sc = _m(sc)
-    errs = _id_range(sc.get("runAsUser"), child(path, "runAsUser")) + _id_range(sc.get("runAsGroup"),
-                                                                                 child(path, "runAsGroup"))
-    proc = sc.get("procMount")
-    if proc is not None:
-        if proc not in ("Default", "Unmasked"):
-            errs.append(not_supported(child(path, "procMount"), proc, ["Default", "Unmasked"]))
-        if host_users and proc == "Unmasked":
-            errs.append(invalid(child(path, "procMount"), proc, "`hostUsers` must be false to use `Unmasked`"))
-    errs += seccomp_profile(sc.get("seccompProfile"), child(path, "seccompProfile"))
-    if sc.get("allowPrivilegeEscalation") is False:
-        if sc.get("privileged") is True:
-            errs.append(invalid(path, dict(sc), "cannot set `allowPrivilegeEscalation` to false and `privileged` to true"))
-        if "CAP_SYS_ADMIN" in _l(_m(sc.get("capabilities")).get("add")):
-            errs.append(invalid(path, dict(sc), "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` "
-                                                "CAP_SYS_ADMIN"))
-    return errs
-
-
-def seccomp_profile(sp: Any, path: str) -> list[FieldError]:
-    if sp is None:
-        return []
-    sp = _m(sp)
-    kind = sp.get("type") or ""
-    errs: list[FieldError] = []
-    if not kind:
-        errs.append(required(child(path, "type"), "type is required when seccompProfile is set"))
-    elif kind not in ("Localhost", "RuntimeDefault", "Unconfined"):
-        errs.append(not_supported(child(path, "type"), kind, ["Localhost", "RuntimeDefault", "Unconfined"]))
-    if kind == "Localhost":
-        if sp.get("localhostProfile") is None:
-            errs.append(required(child(path, "localhostProfile"), "must be set when seccomp type is Localhost"))
-    elif sp.get("localhostProfile") is not None:
-        errs.append(invalid(child(path, "localhostProfile"), dict(sp), "can only be set when seccomp type is Localhost"))
     return errs
 
 

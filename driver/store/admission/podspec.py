@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from driver.store.admission import containers, meta, names, resources, scheduling
+from driver.store.admission import containers, meta, names, resources, scheduling, security
 from driver.store.admission.field import (FieldError, child, duplicate, forbidden, index, invalid, invalid_each,
                                           not_supported, required)
 
@@ -166,7 +166,7 @@ def _pod_security_context(spec: Mapping[str, Any], path: str) -> list[FieldError
         value = sc.get(field_name)
         if value is not None and value not in allowed:
             errs.append(not_supported(child(path, field_name), value, allowed))
-    return errs + containers.seccomp_profile(sc.get("seccompProfile"), child(path, "seccompProfile"))
+    return errs + security.seccomp_profile(sc.get("seccompProfile"), child(path, "seccompProfile"))
 
 
 def _dns_config(spec: Mapping[str, Any], path: str) -> list[FieldError]:
