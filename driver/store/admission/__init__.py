@@ -84,6 +84,9 @@ def admit(kind: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = Non
         mutate.prepare_create(kind, out)
     else:
         mutate.prepare_update(kind, out, stored)
+    # Reads from storage default again: a job's labels default to its template's, generated ones
+    # included, so that is what a client sees (and stores here).
+    defaults.apply(kind, out)
     problems = errors(kind, out, stored)
     if problems:
         raise InputError(invalid_message(kind, name, problems))

@@ -32,7 +32,8 @@ def compile_error(expression: str) -> str | None:
     try:
         celexpr.compile_selector(expression, "")
     except InputError as exc:
-        return str(exc).removeprefix(": ")
+        # cel-go's message spans lines (the expression with a caret under the error): one line here.
+        return " ".join(line.strip() for line in str(exc).removeprefix(": ").splitlines() if line.strip())
     return None
 
 

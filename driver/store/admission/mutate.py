@@ -194,7 +194,11 @@ def _namespace(obj: MutableMapping[str, Any]) -> None:
 
 def prepare_update(kind: str, obj: MutableMapping[str, Any], old: Mapping[str, Any]) -> None:
     """PrepareForUpdate: pods and workloads keep their stored status; namespaces keep their
-    finalizers and status."""
+    finalizers and status. The server-owned uid is the stored object's (a job's generated selector
+    is checked against it)."""
+    meta, old_meta = obj.setdefault("metadata", {}), _d(old.get("metadata"))
+    if isinstance(meta, MutableMapping) and old_meta.get("uid"):
+        meta["uid"] = old_meta["uid"]
     if kind in ("Pod", *_WORKLOADS):
         obj.pop("status", None)
         if old.get("status") is not None:
@@ -212,9 +216,13 @@ def carry_over(kind: str, obj: MutableMapping[str, Any], old: Mapping[str, Any])
     spec, old_spec = obj.get("spec"), _d(old.get("spec"))
     if not isinstance(spec, MutableMapping):
         return
-    if kind == "Pod" and not spec.get("nodeName") and old_spec.get("nodeName"):
-        spec["nodeName"] = old_spec["nodeName"]
-    elif kind == "Job" and spec.get("manualSelector") is not True:
+    if kind == "Pod":
+        if not spec.get("nodeName") and old_spec.get("nodeName"):
+            spec["nodeName"] = old_spec["nodeName"]
+        _pull_policies(spec, old_spec)
+    elif kind in _WORKLOADS:
+        _pull_policies(_d(_d(spec.get("template")).get("spec")), _d(_d(old_spec.get("template")).get("spec")))
+    if kind == "Job" and spec.get("manualSelector") is not True:
         if spec.get("selector") is None and old_spec.get("selector") is not None:
             spec["selector"] = copy.deepcopy(old_spec["selector"])
         labels = _d(_d(_d(spec.get("template")).get("metadata")).get("labels"))
@@ -237,3 +245,13 @@ def carry_over(kind: str, obj: MutableMapping[str, Any], old: Mapping[str, Any])
                                         taint.get("effect")))
                     if stamp is not None:
                         taint["timeAdded"] = stamp
+
+
+def _pull_policies(spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> None:
+    """A container's defaulted imagePullPolicy stays what it was when the document does not set it
+    (it was defaulted from the image tag at create; a merge patch of a new image keeps it)."""
+    for field_name in ("containers", "initContainers"):
+        old_policies = {_d(c).get("name"): _d(c).get("imagePullPolicy") for c in _l(old_spec.get(field_name))}
+        for ctr in _l(spec.get(field_name)):
+            if isinstance(ctr, MutableMapping) and not ctr.get("imagePullPolicy") and old_policies.get(ctr.get("name")):
+                ctr["imagePullPolicy"] = old_policies[ctr.get("name")]

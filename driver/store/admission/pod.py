@@ -131,12 +131,17 @@ def _only_added_tolerations(new: list[Any], old: list[Any]) -> list[FieldError]:
     return scheduling.tolerations(new, "spec.tolerations")
 
 
-def _changed(new: Mapping[str, Any], old: Mapping[str, Any], path: str = "spec") -> list[str]:
-    out = []
-    for k in sorted(set(new) | set(old), key=str):
-        if new.get(k) != old.get(k):
-            out.append(f"{path}.{k}")
-    return out
+def _changed(new: Any, old: Any, path: str = "spec") -> list[str]:
+    """The paths where two specs differ, as deep as both sides have the same shape."""
+    if isinstance(new, Mapping) and isinstance(old, Mapping):
+        out: list[str] = []
+        for k in sorted(set(new) | set(old), key=str):
+            if new.get(k) != old.get(k):
+                out += _changed(new.get(k), old.get(k), f"{path}.{k}")
+        return out
+    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
+        return [p for i, (a, b) in enumerate(zip(new, old)) if a != b for p in _changed(a, b, f"{path}[{i}]")]
+    return [path]
 
 
 def validate_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
@@ -193,7 +198,7 @@ def validate_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Fiel
             munged["nodeSelector"] = old_spec["nodeSelector"]
     if munged != dict(old_spec):
         errs.append(forbidden("spec", f"pod updates may not change fields other than {','.join(_UPDATABLE)} "
-                                      f"(changed: {', '.join(_changed(munged, old_spec))})"))
+                                      f"(changed: {', '.join(_changed(munged, old_spec)[:5])})"))
     return errs
 
 
