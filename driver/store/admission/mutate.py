@@ -20,7 +20,8 @@ Sources:
 
 `carry_over` is what `kubectl apply`'s merge patch keeps on an update although the document does not
 say it: fields a controller or the apiserver set (a pod's spec.nodeName from its binding, a job's
-generated selector and labels, a device taint's timeAdded).
+generated selector and labels, a workload's defaulted or scaled counts, a container's defaulted
+imagePullPolicy, a device taint's timeAdded).
 """
 
 from __future__ import annotations
@@ -39,6 +40,14 @@ DEFAULT_TOLERATION_SECONDS = 300
 SYSTEM_PRIORITIES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"
 _WORKLOADS = ("Deployment", "ReplicaSet", "Job")
+# Spec fields a document may omit while the stored object has them (defaulted, or set by `kubectl
+# scale`): apply's merge patch leaves them as stored, so defaulting never sees them missing.
+_KEPT_WHEN_OMITTED = {
+    "Deployment": ("replicas", "strategy", "revisionHistoryLimit", "progressDeadlineSeconds"),
+    "ReplicaSet": ("replicas",),
+    "Job": ("completions", "parallelism", "backoffLimit", "completionMode", "suspend", "podReplacementPolicy",
+            "manualSelector"),
+}
 
 
 class AdmissionForbidden(Exception):
@@ -222,6 +231,9 @@ def carry_over(kind: str, obj: MutableMapping[str, Any], old: Mapping[str, Any])
         _pull_policies(spec, old_spec)
     elif kind in _WORKLOADS:
         _pull_policies(_d(_d(spec.get("template")).get("spec")), _d(_d(old_spec.get("template")).get("spec")))
+        for field_name in _KEPT_WHEN_OMITTED[kind]:
+            if spec.get(field_name) is None and old_spec.get(field_name) is not None:
+                spec[field_name] = copy.deepcopy(old_spec[field_name])
     if kind == "Job" and spec.get("manualSelector") is not True:
         if spec.get("selector") is None and old_spec.get("selector") is not None:
             spec["selector"] = copy.deepcopy(old_spec["selector"])
