@@ -122,11 +122,9 @@ def _refuse(kind: Kind, name: str, where: str, problems: list[Any]) -> None:
 
 
 def _strip_server_fields(obj: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(obj)
-    meta = out.setdefault("metadata", {})
-    for key in SERVER_FIELDS:
-        meta.pop(key, None)
-    return out
+    """`obj` without the server's metadata fields: a new top level and metadata, the rest shared."""
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_FIELDS}
+    return {**obj, "metadata": meta}
 
 
 def _check_preconditions(doc: Mapping[str, Any], current: dict[str, Any] | None, planned: Planned, where: str) -> None:
@@ -147,7 +145,10 @@ def _check_preconditions(doc: Mapping[str, Any], current: dict[str, Any] | None,
 
 
 def _merge(doc: dict[str, Any], current: dict[str, Any] | None, planned: Planned) -> dict[str, Any]:
-    new = _strip_server_fields(doc)
+    """The object to store: `doc` (the caller's copy, changed in place) without server fields, in
+    its namespace, with the stored status when it gives none."""
+    new = doc
+    new["metadata"] = {k: v for k, v in (doc.get("metadata") or {}).items() if k not in SERVER_FIELDS}
     meta = new["metadata"]
     if planned.kind.namespaced:
         meta["namespace"] = planned.namespace
@@ -188,7 +189,7 @@ def plan(store: ObjectStore, documents: Sequence[tuple[str, int, Any]], *, names
         decoded = admission.decode(kind.kind, doc, current)
         schema.validate(decoded, kind.kind, features, where, gate_hint, old=current)
         try:
-            planned.obj = admission.admit(kind.kind, _merge(decoded, current, planned), current)
+            planned.obj = admission.admit(kind.kind, _merge(decoded, current, planned), current, copy=False)
             validate.check_object(kind.kind, planned.obj)
         except InputError as exc:
             raise InputError(f"{where}: {exc}") from None
@@ -218,8 +219,9 @@ def commit(store: ObjectStore, planned: Sequence[Planned],
                 written = store.create(p.kind.plural, p.obj)
                 action = "created"
             else:
-                obj = copy.deepcopy(p.obj)
-                obj["metadata"]["resourceVersion"] = p.current["metadata"].get("resourceVersion")
+                # update() sets only metadata fields, so a new top level and metadata suffice.
+                obj = {**p.obj, "metadata": {**p.obj["metadata"],
+                                             "resourceVersion": p.current["metadata"].get("resourceVersion")}}
                 written = store.update(p.kind.plural, obj)
                 action = "configured"
             done.append((p, p.current))

@@ -13,8 +13,9 @@ Public API
     A copy of `obj` as kube-apiserver decodes it: with the kind's defaults and, for an update, the
     fields `kubectl apply` keeps from the stored object `old` (mutate.carry_over). The schema check
     runs on this (a slice without `pool.generation` is generation 0, not "Required value").
-`admit(kind, obj, old=None) -> dict`
-    A copy of a decoded `obj` after the admission plugins and the strategy, checked by the kind's
+`admit(kind, obj, old=None, copy=True) -> dict`
+    A copy (`obj` itself with copy=False) of a decoded `obj` after the admission plugins and the
+    strategy, checked by the kind's
     validation (`old`: the stored object of an update). InputError `The Pod "x" is invalid: <field
     errors>` (kubectl's wording of a 422) or `pods "x" is forbidden: ...` (an admission plugin's 403).
 `errors(kind, obj, old=None) -> list[FieldError]`
@@ -23,13 +24,12 @@ Public API
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from driver.errors import InputError
 from driver.store.admission import claims, corekinds, defaults, mutate, pod, slices, workloads
-from driver.store.admission.field import FieldError, invalid_message
+from driver.store.admission.field import FieldError, copy_json, invalid_message
 
 __all__ = ["FieldError", "admit", "decode", "errors"]
 
@@ -58,7 +58,7 @@ _RESOURCES = {"Pod": "pods"}
 
 
 def decode(kind: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    out = copy.deepcopy(dict(obj))
+    out = copy_json(obj)
     if old is not None:
         mutate.carry_over(kind, out, old)
     defaults.apply(kind, out)
@@ -70,8 +70,8 @@ def errors(kind: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = No
     return validator(obj, old) if validator is not None else []
 
 
-def admit(kind: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    out = copy.deepcopy(dict(obj))
+def admit(kind: str, obj: dict[str, Any], old: Mapping[str, Any] | None = None, *, copy: bool = True) -> dict[str, Any]:
+    out = copy_json(obj) if copy else obj
     stored = decode(kind, old) if old is not None else None  # reading from storage applies defaults too
     name = str((out.get("metadata") or {}).get("name") or "")
     if kind == "Pod":

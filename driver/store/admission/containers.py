@@ -4,10 +4,9 @@ Sources (k8s.io/kubernetes pkg/apis/core/validation/validation.go): validateCont
 validateInitContainers, validateContainerCommon, validateContainerPorts, ValidateEnv,
 validateEnvVarValueFrom, validateObjectFieldSelector, validateContainerResourceFieldSelector,
 ValidateEnvFrom, validateConfigMapKeySelector / validateSecretKeySelector, ValidateVolumeMounts,
-ValidateVolumeDevices, validatePullPolicy, validateResizePolicy, ValidateSecurityContext,
-validateLifecycle / validateHandler / validateProbe and their liveness/readiness/startup variants,
-validateInitContainerRestartPolicy, checkHostPortConflicts, validateContainerOnlyForPod (probes and
-hooks: probes.py; security contexts: security.py).
+ValidateVolumeDevices, validatePullPolicy, validateResizePolicy, validateInitContainerRestartPolicy,
+checkHostPortConflicts, validateContainerOnlyForPod. Probes and lifecycle hooks are probes.py's,
+security contexts security.py's.
 
 Not ported (docs/validation.md): the fields of volume sources, mountPropagation and
 recursiveReadOnly, resourceFieldRef divisors, Windows security options, AppArmor/seccomp
@@ -21,10 +20,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from driver.store.admission import names, resources
-from driver.store.admission.probes import lifecycle, probe
-from driver.store.admission.security import security_context
 from driver.store.admission.field import (FieldError, child, duplicate, forbidden, index, invalid, invalid_each,
                                           not_found, not_supported, required)
+from driver.store.admission.probes import lifecycle, probe
+from driver.store.admission.security import security_context
 
 
 def _m(value: Any) -> Mapping[str, Any]:

@@ -14,8 +14,10 @@ short show no value. Paths are plain strings built with `child`, `index` and `ke
 
 from __future__ import annotations
 
+import copy
 import json
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +33,23 @@ TOO_LONG = "Too long"
 TOO_MANY = "Too many"
 _NO_VALUE = {REQUIRED, FORBIDDEN, TOO_LONG}
 SHOWN = 10  # errors one message lists before "and N more"
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of decoded YAML/JSON (dicts, lists, scalars): several times faster than
+    copy.deepcopy, which matters for a file of hundreds of ResourceSlices."""
+    cls = value.__class__
+    if cls is dict:
+        return {k: copy_json(v) for k, v in value.items()}
+    if cls is list:
+        return [copy_json(v) for v in value]
+    if cls in (str, int, float, bool) or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return {k: copy_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [copy_json(v) for v in value]
+    return copy.deepcopy(value)
 
 
 def child(path: str, *names: str) -> str:

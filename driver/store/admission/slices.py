@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from driver.store.admission import meta, names
@@ -41,12 +42,31 @@ _LIST_KINDS = ("bools", "ints", "strings", "versions")
 _SCALAR_KINDS = ("bool", "int", "string", "version")
 
 
+# A fleet's slices repeat the same few names thousands of times: each name is checked once per
+# process (bounded caches), and a field path is built only for a name that fails.
+_label_problems = lru_cache(maxsize=8192)(lambda name: tuple(names.is_dns1123_label(name)))
+_qualified_problems = lru_cache(maxsize=8192)(lambda name: tuple(qualified_name(name, "")))
+
+
 def _m(value: Any) -> Mapping[str, Any]:
+    if value.__class__ is dict:
+        return value
     return value if isinstance(value, Mapping) else {}
 
 
 def _l(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def _dns_label(value: str, path: str) -> list[FieldError]:
+    problems = _label_problems(value)
+    return [invalid(path, value, m) for m in problems] if problems else []
+
+
+def _qualified(name: str, path: str) -> list[FieldError]:
+    """claims.qualified_name (validateQualifiedName) at `path`, from the cache."""
+    problems = _qualified_problems(name)
+    return [FieldError(e.type, path, e.value, e.detail) for e in problems] if problems else []
 
 
 def _counter_map(counters: Any, maximum: int, path: str) -> list[FieldError]:
@@ -55,7 +75,8 @@ def _counter_map(counters: Any, maximum: int, path: str) -> list[FieldError]:
         return [too_many(path, len(counters), maximum)]
     errs: list[FieldError] = []
     for name in sorted(counters):
-        errs += invalid_each(path, str(name), names.is_dns1123_label(str(name)))
+        if _label_problems(str(name)):
+            errs += _dns_label(str(name), path)
     return errs
 
 
@@ -70,8 +91,8 @@ def _counter_set(cs: Any, path: str) -> list[FieldError]:
 
 def _consumption(c: Any, path: str) -> list[FieldError]:
     c = _m(c)
-    errs = [required(child(path, "counterSet"))] if not c.get("counterSet") else invalid_each(
-        child(path, "counterSet"), str(c["counterSet"]), names.is_dns1123_label(str(c["counterSet"])))
+    errs = [required(child(path, "counterSet"))] if not c.get("counterSet") else _dns_label(
+        str(c["counterSet"]), child(path, "counterSet"))
     if not _m(c.get("counters")):
         return errs + [required(child(path, "counters"))]
     return errs + _counter_map(c.get("counters"), MAX_COUNTERS, child(path, "counters"))
@@ -88,7 +109,13 @@ def _version_value(value: Any, path: str) -> list[FieldError]:
 
 
 def _attribute(attr: Any, path: str) -> list[FieldError]:
-    attr, errs, count = _m(attr), [], 0
+    attr = _m(attr)
+    if len(attr) == 1:  # the common case: one plain value
+        if "int" in attr or "bool" in attr:
+            return []
+        if "string" in attr and attr["string"] is not None and len(str(attr["string"])) <= MAX_VALUE_LENGTH // 4:
+            return []
+    errs, count = [], 0
     for kind in _SCALAR_KINDS:
         if attr.get(kind) is not None:
             count += 1
@@ -150,24 +177,29 @@ def _binding(device: Mapping[str, Any], path: str) -> list[FieldError]:
 
 def _device(device: Any, path: str, per_device: bool, old: Mapping[str, Any] | None) -> list[FieldError]:
     device = _m(device)
-    errs = invalid_each(child(path, "name"), str(device.get("name") or ""), names.is_dns1123_label(str(device.get("name") or "")))
+    name = str(device.get("name") or "")
+    errs = _dns_label(name, f"{path}.name") if _label_problems(name) else []
     attrs, caps = _m(device.get("attributes")), _m(device.get("capacity"))
     if len(attrs) + len(caps) > MAX_ATTRIBUTES_AND_CAPACITIES:
         errs.append(invalid(path, len(attrs) + len(caps), "the total number of attributes and capacities must not "
                                                           f"exceed {MAX_ATTRIBUTES_AND_CAPACITIES}"))
-    for name in sorted(attrs):
-        errs += qualified_name(str(name), child(path, "attributes"))
-        errs += _attribute(attrs[name], key(child(path, "attributes"), str(name)))
+    for attr_name in sorted(attrs):
+        if _qualified_problems(str(attr_name)):
+            errs += _qualified(str(attr_name), f"{path}.attributes")
+        errs += _attribute(attrs[attr_name], f"{path}.attributes[{attr_name}]")
     if old is None or _m(old.get("capacity")) != caps:
-        for name in sorted(caps):
-            errs += qualified_name(str(name), child(path, "capacity"))
-            if _m(caps[name]).get("requestPolicy") is not None and device.get("allowMultipleAllocations") is not True:
+        for cap_name in sorted(caps):
+            if _qualified_problems(str(cap_name)):
+                errs += _qualified(str(cap_name), f"{path}.capacity")
+            name = str(cap_name)
+            if _m(caps[cap_name]).get("requestPolicy") is not None and device.get("allowMultipleAllocations") is not True:
                 errs.append(forbidden(child(key(child(path, "capacity"), str(name)), "requestPolicy"),
                                       "allowMultipleAllocations must be true"))
-    if old is None or old.get("taints") != device.get("taints"):
+    if device.get("taints") and (old is None or old.get("taints") != device.get("taints")):
         errs += each(device.get("taints"), MAX_TAINTS, _taint, child(path, "taints"))
-    errs += each(device.get("consumesCounters"), MAX_CONSUMPTIONS, _consumption, child(path, "consumesCounters"),
-                 lambda c: str(_m(c).get("counterSet")))
+    if device.get("consumesCounters"):
+        errs += each(device["consumesCounters"], MAX_CONSUMPTIONS, _consumption, child(path, "consumesCounters"),
+                     lambda c: str(_m(c).get("counterSet")))
     own = [f for f in ("nodeName", "nodeSelector", "allNodes") if device.get(f) is not None]
     if per_device:
         chosen: list[str] = []
@@ -195,7 +227,9 @@ def _device(device: Any, path: str, per_device: bool, old: Mapping[str, Any] | N
     elif own:
         errs.append(invalid(path, None, "`nodeName`, `nodeSelector` and `allNodes` can only be set if "
                                         "`perDeviceNodeSelection` is set to true in the ResourceSlice spec"))
-    return errs + _binding(device, path)
+    if device.get("bindingConditions") or device.get("bindingFailureConditions"):
+        errs += _binding(device, path)
+    return errs
 
 
 def _advanced(devices: list[Any]) -> bool:
