@@ -15,8 +15,7 @@ Public API
     runs on this (a slice without `pool.generation` is generation 0, not "Required value").
 `admit(kind, obj, old=None, copy=True) -> dict`
     A copy (`obj` itself with copy=False) of a decoded `obj` after the admission plugins and the
-    strategy, checked by the kind's
-    validation (`old`: the stored object of an update). InputError `The Pod "x" is invalid: <field
+    strategy, checked by the kind's validation (`old`: the stored object of an update). InputError `The Pod "x" is invalid: <field
     errors>` (kubectl's wording of a 422) or `pods "x" is forbidden: ...` (an admission plugin's 403).
 `errors(kind, obj, old=None) -> list[FieldError]`
     The validation alone, as data.
