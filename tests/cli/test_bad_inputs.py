@@ -92,9 +92,9 @@ CASES = [
     Case(("apply", "-f", "classes-only.yaml", "--store", "/proc/store"), ("--store", "/proc/store", "cannot write")),
     Case(("apply", "-f", "classes-only.yaml", "--store", "store"), ("FAKE_DRA_OUTPUT", "table"),
          env={"FAKE_DRA_OUTPUT": "table"}),
-    Case(("apply", "-f", "deploy.yaml", "--store", "store"), ("deploy.yaml: document 1 (Deployment d)", "kind")),
+    Case(("apply", "-f", "sts.yaml", "--store", "store"), ("sts.yaml: document 1 (StatefulSet d)", "kind")),
     Case(("apply", "-f", "badpod.yaml", "--store", "store"),
-         ("badpod.yaml: document 1 (Pod p)", "spec.resourceClaims[0]: must specify exactly one of resourceClaimName",)),
+         ("badpod.yaml: document 1 (Pod p)", "spec.resourceClaims[0]: Invalid value: {\"name\":\"gpu\"}: must specify one of: `resourceClaimName`, `resourceClaimTemplateName`",)),
     Case(("get", "rc"), ('resource type "rc"',)),
     Case(("get",), ("required: KIND\n",)),  # not "KIND, NAME": the names are optional
     Case(("get", "resourceclaims", "--store", "afile"), ("--store", "afile", "not a directory")),
@@ -304,7 +304,7 @@ def world(tmp_path_factory) -> Path:
     (root / "binary-store").mkdir()
     (root / "binary-store" / "featuregates.yaml").write_bytes(b"apiserver: \xff\n")
     (root / "classes-only.yaml").write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: c}\n")
-    (root / "deploy.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
+    (root / "sts.yaml").write_text("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: d}\n")
     (root / "badpod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
                                       "spec: {containers: [{name: c, image: busybox}], resourceClaims: [{name: gpu}]}\n")
     (root / "broken.yaml").write_text("a: [\n")
