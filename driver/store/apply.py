@@ -194,7 +194,7 @@ def plan(store: ObjectStore, documents: Sequence[tuple[str, int, Any]], *, names
         schema.validate(doc, kind.kind, features, where, gate_hint, old=current)
         planned.obj = _merge(dict(doc), current, planned, where)
         try:
-            validate.check_object(kind.kind, planned.obj)
+            validate.check_object(kind.kind, planned.obj, planned.current)
         except InputError as exc:
             raise InputError(f"{where}: {exc}") from None
         out.append(planned)
