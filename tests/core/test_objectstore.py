@@ -4,6 +4,7 @@ import pytest
 
 from driver.errors import ConflictError, InputError, NotFoundError
 from driver.store import ObjectStore
+from waiting import GENEROUS_S
 
 
 def claim(name="c1", ns="default"):
@@ -135,7 +136,7 @@ def test_a_file_that_is_not_regular_is_an_error_and_never_blocks(tmp_path, kind)
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    reader.join(5)
+    reader.join(GENEROUS_S)
     if reader.is_alive():  # unblock the stuck reader so the test process can exit
         with open(path, "wb"):
             pass
