@@ -36,7 +36,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from driver.celexpr.syntax import ACCU, Node
+from driver.celexpr.tree import ACCU, Node
 
 MAX_U64 = 2**64 - 1
 Range = tuple[int, int]  # (min, max), both saturating at MAX_U64

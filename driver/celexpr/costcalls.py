@@ -35,7 +35,7 @@ from driver.celexpr.cost import (
     r_union,
     size_of_path,
 )
-from driver.celexpr.syntax import ACCU, Node
+from driver.celexpr.tree import ACCU, Node
 
 if TYPE_CHECKING:
     from driver.celexpr.cost import Coster

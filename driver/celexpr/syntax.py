@@ -4,7 +4,7 @@ Why: the CEL library we evaluate with (common-expression-language, a Rust core) 
 expressions but exposes no syntax tree and no cost estimate, while kube-apiserver refuses a DRA
 selector whose worst-case cost cel-go estimates above the limit. Estimating needs the tree, so
 this module parses the same grammar (cel-spec langdef.md; cel-go parser/gen/CEL.g4) into small
-`Node`s, with macros expanded the way cel-go's parser expands them (parser/macro.go:
+`Node`s (tree.py), with macros expanded the way cel-go's parser expands them (parser/macro.go:
 `all`, `exists`, `exists_one`, `map` with 2 or 3 arguments, `filter`, `has`) because the expanded
 comprehension is what cel-go costs.
 
@@ -19,49 +19,16 @@ It only ever sees text the library already compiled, so it is lenient where that
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-MAX_DEPTH = 250  # cel-go parser/parser.go NewParser: maxRecursionDepth defaults to 250
-ACCU = "@result"  # cel-go parser.HiddenAccumulatorName
+from driver.celexpr.tree import CelSyntaxError, Node, global_call, member_call, qualified_name
 
-NAMESPACES = frozenset({"lists", "sets", "math", "strings", "base64", "cel"})  # of namespaced functions
+__all__ = ["MAX_DEPTH", "CelSyntaxError", "Node", "parse"]
+
+MAX_DEPTH = 250  # cel-go parser/parser.go NewParser: maxRecursionDepth defaults to 250
 RESERVED = frozenset({"as", "break", "const", "continue", "else", "for", "function", "if", "import", "let",
                       "loop", "package", "namespace", "return", "var", "void", "while"})
-
-
-class CelSyntaxError(Exception):
-    """The text is not CEL this parser understands, or nests too deeply."""
-
-
-@dataclass(eq=False)
-class Node:
-    """One expression. `kind`: lit, ident, select, call, list, map, struct, comp.
-
-    lit: `value` (Python value; str for string, bytes for bytes), `lit_type` (int, uint, double,
-    string, bytes, bool, null). ident: `name`. select: `operand` (args[0]), `name` (field),
-    `test_only` (has()). call: `name` (function or operator such as `_+_`), `target` (member
-    calls) and `args`. list: `args`. map: `entries` [(key, value)]. struct: `name`, `entries`
-    [(field, value)]. comp: `iter_var`, `accu_var`, and `args` = [range, init, condition, step,
-    result]. `start`/`end` are offsets of the node's text in the expression.
-    """
-
-    kind: str
-    start: int = 0
-    end: int = 0
-    name: str = ""
-    value: Any = None
-    lit_type: str = ""
-    target: Node | None = None
-    args: list[Node] = field(default_factory=list)
-    entries: list[tuple[Any, Node]] = field(default_factory=list)
-    test_only: bool = False
-    iter_var: str = ""
-    accu_var: str = ""
-
-    @property
-    def operand(self) -> Node:
-        return self.args[0]
 
 
 _TOKEN = re.compile(r"""
@@ -242,7 +209,7 @@ class _Parser:
                     self.take()
                     args = self.arguments(")")
                     end = self.expect(")").end
-                    node = _member_call(node, name.text, args, end)
+                    node = member_call(node, name.text, args, end)
                 else:
                     node = Node("select", node.start, name.end, name=name.text, args=[node])
             elif self.at("[") or self.at("[?"):
@@ -252,7 +219,7 @@ class _Parser:
                 index = self.expr()
                 end = self.expect("]").end
                 node = Node("call", node.start, end, name="_[_]", args=[node, index])
-            elif self.at("{") and _qualified_name(node) is not None:
+            elif self.at("{") and qualified_name(node) is not None:
                 node = self.struct(node)
             else:
                 break
@@ -279,7 +246,7 @@ class _Parser:
                 self.take()
                 args = self.arguments(")")
                 end = self.expect(")").end
-                return _global_call(tok, args, end)
+                return global_call(tok.text, tok.start, args, end)
             return Node("ident", tok.start, tok.end, name=tok.text)
         if tok.kind == "op" and tok.text == ".":
             name = self.take()
@@ -289,7 +256,7 @@ class _Parser:
                 self.take()
                 args = self.arguments(")")
                 end = self.expect(")").end
-                return _global_call(name, args, end, leading_dot=True)
+                return global_call(name.text, tok.start, args, end, leading_dot=True)
             return Node("ident", tok.start, name.end, name="." + name.text)
         if tok.kind == "op" and tok.text == "(":
             inner = self.expr()
@@ -325,7 +292,7 @@ class _Parser:
                 break
             self.take()
         end = self.expect("}").end
-        return Node("struct", name_node.start, end, name=_qualified_name(name_node) or "", entries=entries)
+        return Node("struct", name_node.start, end, name=qualified_name(name_node) or "", entries=entries)
 
     def arguments(self, close: str) -> list[Node]:
         args: list[Node] = []
@@ -355,67 +322,6 @@ def _number(tok: _Tok) -> Node:
     if any(c in text for c in ".eE"):
         return Node("lit", tok.start, tok.end, value=float(text), lit_type="double")
     return Node("lit", tok.start, tok.end, value=int(text), lit_type="int")
-
-
-def _qualified_name(node: Node) -> str | None:
-    if node.kind == "ident":
-        return node.name
-    if node.kind == "select" and not node.test_only:
-        base = _qualified_name(node.operand)
-        return None if base is None else f"{base}.{node.name}"
-    return None
-
-
-def _global_call(tok: _Tok, args: list[Node], end: int, leading_dot: bool = False) -> Node:
-    if tok.text == "has" and not leading_dot:
-        if len(args) != 1 or args[0].kind != "select":
-            raise CelSyntaxError("invalid argument to has() macro")
-        sel = args[0]
-        return Node("select", tok.start, end, name=sel.name, args=[sel.operand], test_only=True)
-    return Node("call", tok.start, end, name=("." if leading_dot else "") + tok.text, args=args)
-
-
-def _member_call(target: Node, name: str, args: list[Node], end: int) -> Node:
-    """A receiver-style call, or the comprehension a macro expands to (cel-go parser/macro.go)."""
-    start = target.start
-    if _qualified_name(target) in NAMESPACES:  # `lists.range(n)`: one function, as cel-go resolves it
-        return Node("call", start, end, name=f"{_qualified_name(target)}.{name}", args=args)
-    quantifier = name in ("all", "exists", "exists_one") and len(args) == 2
-    mapping = (name == "map" and len(args) in (2, 3)) or (name == "filter" and len(args) == 2)
-    if not (quantifier or mapping):
-        return Node("call", start, end, name=name, target=target, args=args)
-    if args[0].kind != "ident":
-        raise CelSyntaxError(f"{name}() macro: the first argument must be a simple name")
-    var = args[0].name
-    if var == ACCU:
-        raise CelSyntaxError("iteration variable overwrites accumulator variable")
-
-    def accu() -> Node:
-        return Node("ident", start, end, name=ACCU)
-
-    def call(fn: str, *xs: Node) -> Node:
-        return Node("call", start, end, name=fn, args=list(xs))
-
-    def lit(value: Any, lit_type: str) -> Node:
-        return Node("lit", start, end, value=value, lit_type=lit_type)
-
-    if name == "all":
-        init, cond = lit(True, "bool"), call("@not_strictly_false", accu())
-        step, result = call("_&&_", accu(), args[1]), accu()
-    elif name == "exists":
-        init, cond = lit(False, "bool"), call("@not_strictly_false", call("!_", accu()))
-        step, result = call("_||_", accu(), args[1]), accu()
-    elif name == "exists_one":
-        init, cond = lit(0, "int"), lit(True, "bool")
-        step = call("_?_:_", args[1], call("_+_", accu(), lit(1, "int")), accu())
-        result = call("_==_", accu(), lit(1, "int"))
-    else:
-        transform = args[0] if name == "filter" else args[-1]
-        init, cond, result = Node("list", start, end), lit(True, "bool"), accu()
-        step = call("_+_", accu(), Node("list", start, end, args=[transform]))
-        if name == "filter" or len(args) == 3:
-            step = call("_?_:_", args[1], step, accu())
-    return Node("comp", start, end, iter_var=var, accu_var=ACCU, args=[target, init, cond, step, result])
 
 
 def parse(text: str) -> Node:

@@ -52,7 +52,6 @@ class RetryPolicy:
     budget_s: float  # from the first attempt to the last answer
 
 
-
 BULK = RetryPolicy(attempts=8, first_backoff_s=0.2, max_backoff_s=30.0, max_retry_after_s=30.0,
                    request_timeout_s=30.0, budget_s=120.0)
 CLAIM_READ = RetryPolicy(attempts=None, first_backoff_s=0.1, max_backoff_s=5.0, max_retry_after_s=5.0,
@@ -74,9 +73,10 @@ def call_with_retries(attempt: Callable[[float, float], T], policy: RetryPolicy,
                       on_retry: Callable[[int, KubeApiError, float], None] | None = None) -> T:
     """`attempt(timeout_s, until)` -> the answer, raising KubeApiError; retried under `policy`.
 
-    `until` is the clock() time by which the attempt must have read its answer. Raises the final
-    KubeApiError itself when it is not retryable, RetriesExhausted when the policy gives up, and
-    driver.errors.CallAborted (from `deadline.check`) when the caller's call ended."""
+    `until` is the time.monotonic() by which the attempt must have read its answer. Raises the
+    final KubeApiError itself when it is not retryable, RetriesExhausted when the policy gives up,
+    and driver.errors.CallAborted when the caller's call ended (cancelled, or its deadline came
+    before an answer did)."""
     start = clock()
     until = start + policy.budget_s
     by_call = deadline is not None and deadline.remaining() < policy.budget_s  # the caller's end comes first
