@@ -177,7 +177,8 @@ class Coster:
 
     `strict` adds what our evaluator does beyond cel-go's units (measured, see limits.py): it
     copies every element of a list or map literal each time it builds one, copies both lists of a
-    list `+`, and grows a `map()`/`filter()` result by copying it once per item (quadratic)."""
+    list `+`, grows a `map()`/`filter()` result by copying it once per item (quadratic), and calls
+    Python for every function outside the CEL core (costcalls.PYTHON_CALL units a call)."""
 
     def __init__(self, bounds: Bounds = API_BOUNDS, strict: bool = False) -> None:
         self.bounds = bounds

@@ -120,7 +120,7 @@ class Selector:
     def check_budget(self, device: Mapping[str, Any]) -> None:
         """The runtime cost limit (limits.py): CelRuntimeError with cel-go's message when this
         selector could spend more than the limit on `device`, before anything is evaluated."""
-        if self.costs.runtime <= MAX_COST and within_api_bounds(device):
+        if self.costs.runtime <= MAX_COST and (getattr(device, "within", False) or within_api_bounds(device)):
             return
         bounds = getattr(device, "bounds", None) or device_bounds(device)
         if self.costs.error or runtime_bound(self.expression, bounds) > MAX_COST:

@@ -25,10 +25,11 @@ everything kube-scheduler stops is stopped here too. Approximations, all on the 
 - strict charges the work our evaluator does beyond cel-go's units (measured on this library,
   0.10.0): it copies each element of a list or map literal whenever it builds one, copies both
   lists of a list `+`, and copies the growing result of `map()`/`filter()` at every item (a map
-  over 5,000 items took 4 s, over 40,000 two minutes), and passes lists to Python functions item
-  by item. Constant factors remain: a cost unit takes 0.1-0.3 us in loops over literals and up to
-  ~5 us in calls to Python functions (quantity(), semver()), so an expression at the limit runs
-  0.1-5 s here where cel-go takes ~0.1 s.
+  over 5,000 items took 4 s, over 40,000 two minutes); and every function outside the CEL core is
+  a Python call of 2-110 us (quantity() and semver() the dearest: their values travel as maps),
+  charged 100 units, plus the items of the lists it is handed. What remains are constant factors:
+  a unit takes 0.1-0.4 us in our evaluator's loops (cel-go: ~0.1 us), so a selector at the limit
+  runs up to about a second here.
 """
 
 from __future__ import annotations
