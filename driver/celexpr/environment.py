@@ -36,7 +36,7 @@ from driver.celexpr.limits import (
     selector_costs,
     within_api_bounds,
 )
-from driver.celexpr.syntax import CelSyntaxError
+from driver.celexpr.syntax import MAX_CODE_POINTS, CelSyntaxError
 from driver.celexpr.values import FUNCTIONS, CelValueError, quantity_value, semver_value
 from driver.errors import InputError
 from driver.model.quantity import parse_quantity
@@ -201,6 +201,9 @@ def _compile(expression: str) -> Selector | str:
     """Compiled selector, or the error text (cached too, so a bad expression is parsed once)."""
     if not expression.strip():
         return "expression is empty"
+    if len(expression) > MAX_CODE_POINTS:  # cel-go's parser refuses it before parsing (parser.go Parse)
+        return (f"compilation failed: expression code point size exceeds limit: size: {len(expression)}, "
+                f"limit {MAX_CODE_POINTS}")
     try:
         program = _library()[0].compile(expression)
     except (ValueError, RuntimeError) as exc:

@@ -13,7 +13,8 @@ It only ever sees text the library already compiled, so it is lenient where that
 - `&&` and `||` chains become balanced trees (its parser's logic manager), and runs of `!` or
   unary `-` collapse in pairs, so neither counts towards the nesting depth;
 - a `-` directly before a number literal is part of the literal;
-- nesting deeper than 250 levels (`parser.MaxRecursionDepth`'s default) is an error.
+- nesting deeper than 250 levels (`parser.MaxRecursionDepth`'s default) is an error, and so is
+  an expression over 100,000 code points (`expressionSizeCodePointLimit`; environment.py checks).
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from typing import Any
 
 from driver.celexpr.tree import CelSyntaxError, Node, global_call, member_call, qualified_name
 
-__all__ = ["MAX_DEPTH", "CelSyntaxError", "Node", "parse"]
+__all__ = ["MAX_CODE_POINTS", "MAX_DEPTH", "CelSyntaxError", "Node", "parse"]
 
 MAX_DEPTH = 250  # cel-go parser/parser.go NewParser: maxRecursionDepth defaults to 250
+MAX_CODE_POINTS = 100_000  # cel-go parser/parser.go NewParser: expressionSizeCodePointLimit's default
 RESERVED = frozenset({"as", "break", "const", "continue", "else", "for", "function", "if", "import", "let",
                       "loop", "package", "namespace", "return", "var", "void", "while"})
 
@@ -108,16 +110,16 @@ class _Parser:
         self.depth = 0
 
     # -- token helpers ---------------------------------------------------------------------
-    def peek(self, ahead: int = 0) -> _Tok:
-        return self.toks[min(self.i + ahead, len(self.toks) - 1)]
+    def peek(self) -> _Tok:
+        return self.toks[self.i]  # never past the end token: take() stops there
 
     def at(self, text: str) -> bool:
-        tok = self.peek()
-        return tok.kind in ("op", "id") and tok.text == text
+        return self.toks[self.i].text == text  # only op and id tokens have these texts unquoted
 
     def take(self) -> _Tok:
-        tok = self.peek()
-        self.i += 1
+        tok = self.toks[self.i]
+        if tok.kind != "end":
+            self.i += 1
         return tok
 
     def expect(self, text: str) -> _Tok:
