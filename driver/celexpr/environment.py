@@ -13,6 +13,10 @@ functions and unbound variables are rejected at compile time by inspecting the p
 type errors surface at evaluation time. The empty-map default for unknown domains is provided for
 domains written as string literals in the expression (the way selectors are written in practice).
 `cel.bind` is not available in the library.
+
+Compiling also estimates the selector's worst-case cost (limits.py, cost.py), and every evaluation
+first checks kube-scheduler's runtime cost limit against it for the device at hand
+(`Selector.check_budget`); `device_variable` works out each device's sizes once for that check.
 """
 
 from __future__ import annotations
