@@ -11,7 +11,7 @@ alone decides, for every caller:
   read that timed out: status 0), 408, 429, 500, 502, 503, 504. Any other answer is final;
 - how long to wait: capped exponential backoff with jitter, and at least what a Retry-After header
   asks, but never more than `max_retry_after_s` (client-go's rest client waits out Retry-After;
-  k8s.io/client-go rest/request.go `checkWait`, capped here because a server may ask for an hour).
+  k8s.io/client-go rest/with_retry.go `checkWait`, capped here because a server may ask for an hour).
   A Retry-After longer than what is left of the call's time ends the call at once: the server has
   said it will not answer in time;
 - how long in all: at most `attempts` attempts (None: as many as fit) within the caller's time:
