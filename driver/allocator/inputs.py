@@ -3,7 +3,11 @@
 Every shape error becomes an InputError naming the object and the field path, e.g.
 `ResourceClaim default/c1: spec.devices.requests[0].exactly.selectors[1].cel.expression: ...`.
 Selectors are compiled here (once, cached by expression) so a bad expression is reported before
-any search starts.
+any search starts. With `limits=True` (an object being written: the store's admission) each
+selector must also pass kube-apiserver's length and estimated-cost limits
+(driver.celexpr.check_selector_limits); readers (allocate, schedule) compile without them, as
+kube-scheduler does (dynamic-resource-allocation cel/cache.go compiles with
+`DisableCostEstimation`), and the runtime cost limit stops an expensive selector when it runs.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from functools import cached_property
 from fractions import Fraction
 from typing import Any
 
-from driver.celexpr import Selector, compile_selector
+from driver.celexpr import Selector, check_selector_limits, compile_selector
 from driver.errors import InputError
 from driver.model.dnsnames import is_c_identifier, is_dns_subdomain
 from driver.model.quantity import parse_quantity
@@ -34,16 +38,17 @@ class DeviceClass:
     config: tuple[Mapping[str, Any], ...]
 
 
-def parse_class(obj: Mapping[str, Any]) -> DeviceClass:
+def parse_class(obj: Mapping[str, Any], *, limits: bool = False) -> DeviceClass:
+    """`limits`: apply kube-apiserver's selector limits (the object is being written)."""
     name = (obj.get("metadata") or {}).get("name")
     if not name:
         raise InputError("DeviceClass: metadata.name: required")
     spec = obj.get("spec") or {}
-    selectors = _parse_selectors(spec.get("selectors"), f"DeviceClass {name}: spec.selectors")
+    selectors = _parse_selectors(spec.get("selectors"), f"DeviceClass {name}: spec.selectors", limits)
     return DeviceClass(str(name), selectors, tuple(spec.get("config") or ()))
 
 
-def _parse_selectors(raw: Sequence[Any] | None, where: str) -> tuple[Selector, ...]:
+def _parse_selectors(raw: Sequence[Any] | None, where: str, limits: bool = False) -> tuple[Selector, ...]:
     """Compile the CEL selectors of a class or request; `where` is the path of the selectors list."""
     selectors = []
     for i, sel in enumerate(raw or ()):
@@ -52,6 +57,8 @@ def _parse_selectors(raw: Sequence[Any] | None, where: str) -> tuple[Selector, .
         if not isinstance(expr, str):
             # upstream: "CEL expression empty (unsupported selector type?)"
             raise InputError(f"{at}: required (only CEL selectors are supported; CEL expression empty (unsupported selector type?))")
+        if limits:
+            check_selector_limits(expr, at)
         selectors.append(compile_selector(expr, at))
     return tuple(selectors)
 
@@ -103,13 +110,13 @@ class Claim:
     has_first_available: bool = False
 
 
-def _parse_exact(raw: Mapping[str, Any], name: str, top: str, where: str) -> Request:
+def _parse_exact(raw: Mapping[str, Any], name: str, top: str, where: str, limits: bool = False) -> Request:
     if not isinstance(raw, Mapping):
         raise InputError(f"{where}: must be an object")
     class_name = raw.get("deviceClassName")
     if not class_name:
         raise InputError(f"{where}.deviceClassName: required (missing device class name)")
-    selectors = _parse_selectors(raw.get("selectors"), f"{where}.selectors")
+    selectors = _parse_selectors(raw.get("selectors"), f"{where}.selectors", limits)
     mode = raw.get("allocationMode") or "ExactCount"
     if mode not in ("ExactCount", "All"):
         raise InputError(f"{where}.allocationMode: must be ExactCount or All, got {mode!r} (unsupported count mode {mode})")
@@ -173,7 +180,8 @@ def _parse_derived(raw: Any, where: str) -> tuple[tuple[str, Selector], ...]:
     return tuple(out)
 
 
-def parse_claim(obj: Mapping[str, Any]) -> Claim:
+def parse_claim(obj: Mapping[str, Any], *, limits: bool = False) -> Claim:
+    """`limits`: apply kube-apiserver's selector limits (the object is being written)."""
     label = claim_label(obj)
     base = f"ResourceClaim {label}: spec.devices"
     devices = (obj.get("spec") or {}).get("devices")
@@ -197,11 +205,11 @@ def parse_claim(obj: Mapping[str, Any]) -> Claim:
         if (exactly is None) == (subs is None):
             # Older shape: exactly's fields inline on the request (resource.k8s.io/v1beta1).
             if exactly is None and subs is None and req.get("deviceClassName"):
-                requests.append((_parse_exact(req, name, name, where),))
+                requests.append((_parse_exact(req, name, name, where, limits),))
                 continue
             raise InputError(f"{where}: set exactly one of exactly and firstAvailable")
         if exactly is not None:
-            requests.append((_parse_exact(exactly, name, name, f"{where}.exactly"),))
+            requests.append((_parse_exact(exactly, name, name, f"{where}.exactly", limits),))
             continue
         if not isinstance(subs, list) or not subs:
             raise InputError(f"{where}.firstAvailable: must be a non-empty list")
@@ -212,7 +220,7 @@ def parse_claim(obj: Mapping[str, Any]) -> Claim:
             sub_name = (sub or {}).get("name")
             if not sub_name:
                 raise InputError(f"{at}.name: required")
-            alternatives.append(_parse_exact(sub, f"{name}/{sub_name}", name, at))
+            alternatives.append(_parse_exact(sub, f"{name}/{sub_name}", name, at, limits))
         requests.append(tuple(alternatives))
     constraints = []
     for i, con in enumerate(devices.get("constraints") or ()):

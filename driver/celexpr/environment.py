@@ -13,6 +13,10 @@ functions and unbound variables are rejected at compile time by inspecting the p
 type errors surface at evaluation time. The empty-map default for unknown domains is provided for
 domains written as string literals in the expression (the way selectors are written in practice).
 `cel.bind` is not available in the library.
+
+Compiling also estimates the selector's worst-case cost (limits.py, cost.py), and every evaluation
+first checks kube-scheduler's runtime cost limit against it for the device at hand
+(`Selector.check_budget`); `device_variable` works out each device's sizes once for that check.
 """
 
 from __future__ import annotations
@@ -25,7 +29,18 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from driver.celexpr.cost import API_BOUNDS
 from driver.celexpr.fastpath import Declined, FastNoSuchKey, compile_fast
+from driver.celexpr.limits import (
+    COST_LIMIT_EXCEEDED,
+    MAX_COST,
+    Costs,
+    device_bounds,
+    runtime_bound,
+    selector_costs,
+    within_api_bounds,
+)
+from driver.celexpr.syntax import MAX_CODE_POINTS, CelSyntaxError
 from driver.celexpr.values import FUNCTIONS, SEMVER_KEY, CelValueError, quantity_value, semver_value
 from driver.errors import InputError
 from driver.model.quantity import parse_quantity
@@ -104,12 +119,23 @@ class Selector:
     domains: tuple[str, ...]  # string literals: candidate domains that default to an empty map
     fast: Any = None  # direct evaluator for simple conjunctions (fastpath.py), same semantics
     fast_raw: Any = None  # the same, reading the published device instead of the CEL variable
+    costs: Costs = Costs(0, 0)  # worst-case costs (limits.py), for a device within the API's limits
+
+    def check_budget(self, device: Mapping[str, Any]) -> None:
+        """The runtime cost limit (limits.py): CelRuntimeError with cel-go's message when this
+        selector could spend more than the limit on `device`, before anything is evaluated."""
+        if self.costs.runtime <= MAX_COST and (getattr(device, "within", False) or within_api_bounds(device)):
+            return
+        bounds = getattr(device, "bounds", None) or device_bounds(device)
+        if self.costs.error or runtime_bound(self.expression, bounds) > MAX_COST:
+            raise CelRuntimeError(COST_LIMIT_EXCEEDED)
 
     def matches_published(self, driver: str, raw: Mapping[str, Any]) -> bool | None:
         """Evaluate against a device as published, without building its CEL variable; None when
         only the CEL variable can decide (call `matches`). Only for devices whose attributes are
-        all plain scalars (`plain_attributes`), so no conversion error is skipped."""
-        if self.fast_raw is None:
+        all plain scalars (`plain_attributes`), so no conversion error is skipped. The simple
+        shapes it decides cost the same on any device, so only the selector's own cost matters."""
+        if self.fast_raw is None or self.costs.runtime > MAX_COST:
             return None
         try:
             return self.fast_raw(driver, raw)
@@ -119,7 +145,9 @@ class Selector:
             return None
 
     def matches(self, device: Mapping[str, Any]) -> bool:
-        """Evaluate against a `device` variable built by `device_variable`."""
+        """Evaluate against a `device` variable built by `device_variable` (CelRuntimeError on
+        evaluation errors, and when the runtime cost limit stops it: check_budget)."""
+        self.check_budget(device)
         if self.fast is not None:
             try:
                 return self.fast(device)
@@ -127,14 +155,20 @@ class Selector:
                 raise CelRuntimeError(f"no such key: {exc.args[0]}") from None
             except Declined:
                 pass
-        result = self.evaluate(device)
+        result = self._evaluate(device)
         if not isinstance(result, bool):
             raise CelRuntimeError(f"must evaluate to bool, got {type(result).__name__} {result!r}")
         return result
 
     def evaluate(self, device: Mapping[str, Any]) -> Any:
-        """The expression's value for a `device` variable (any CEL type; CelRuntimeError on errors).
-        KEP-6080 derived attributes use it: their expressions yield the attribute's value."""
+        """The expression's value for a `device` variable (any CEL type; CelRuntimeError on errors,
+        and when the runtime cost limit stops it, as for selectors: kube-scheduler runs every DRA
+        expression with the same limit). KEP-6080 derived attributes use it: their expressions
+        yield the attribute's value."""
+        self.check_budget(device)
+        return self._evaluate(device)
+
+    def _evaluate(self, device: Mapping[str, Any]) -> Any:
         variable = device
         missing = [d for d in self.domains if d not in device["attributes"] or d not in device["capacity"]]
         if missing:
@@ -217,6 +251,9 @@ def _compile(expression: str) -> Selector | str:
     """Compiled selector, or the error text (cached too, so a bad expression is parsed once)."""
     if not expression.strip():
         return "expression is empty"
+    if len(expression) > MAX_CODE_POINTS:  # cel-go's parser refuses it before parsing (parser.go Parse)
+        return (f"compilation failed: expression code point size exceeds limit: size: {len(expression)}, "
+                f"limit {MAX_CODE_POINTS}")
     try:
         program = _library()[0].compile(expression)
     except (ValueError, RuntimeError) as exc:
@@ -231,9 +268,13 @@ def _compile(expression: str) -> Selector | str:
     unbound = sorted(v for v in program.variables() if v != "device" and v not in binders)
     if unbound:
         return f"compilation failed: undeclared reference to {', '.join(unbound)} (only `device` is defined)"
+    try:
+        costs = selector_costs(expression)
+    except CelSyntaxError as exc:  # cel-go's parser refuses nesting this deep
+        return f"compilation failed: {exc}"
     literals = tuple(sorted({a or b for a, b in _STRING_LITERAL.findall(expression) if (a or b)}))
     fast = compile_fast(expression)
-    return Selector(expression, program, literals, *(fast or (None, None)))
+    return Selector(expression, program, literals, *(fast or (None, None)), costs=costs)
 
 
 def compile_selector(expression: str, where: str) -> Selector:
@@ -276,6 +317,13 @@ def _attribute_value(value: Mapping[str, Any]) -> Any:
                           "or a non-empty bools, ints, strings, versions list)")
 
 
+class DeviceVariable(dict):  # type: ignore[type-arg]
+    """The `device` variable, with its sizes worked out once (`bounds`, and `within` the API's
+    limits) for the runtime cost limit."""
+
+    __slots__ = ("bounds", "within")
+
+
 def device_variable(driver: str, device: Mapping[str, Any]) -> dict[str, Any]:
     """The CEL `device` variable for a ResourceSlice device (v1 JSON shape)."""
     attributes: dict[str, dict[str, Any]] = {}
@@ -289,9 +337,12 @@ def device_variable(driver: str, device: Mapping[str, Any]) -> dict[str, Any]:
     for name, cap in (device.get("capacity") or {}).items():
         domain, ident = _split_name(str(name), driver)
         capacity.setdefault(domain, {})[ident] = quantity_value(parse_quantity((cap or {}).get("value", 0)))
-    return {
-        "driver": driver,
-        "attributes": attributes,
-        "capacity": capacity,
-        "allowMultipleAllocations": bool(device.get("allowMultipleAllocations")),
-    }
+    variable = DeviceVariable(
+        driver=driver,
+        attributes=attributes,
+        capacity=capacity,
+        allowMultipleAllocations=bool(device.get("allowMultipleAllocations")),
+    )
+    variable.bounds = device_bounds(variable)
+    variable.within = API_BOUNDS.covers(variable.bounds)
+    return variable

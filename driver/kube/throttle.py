@@ -2,28 +2,30 @@
 
 A publisher of one node makes a few requests a minute; a fleet publisher makes thousands in a row,
 so it behaves like client-go's clients do: a token bucket (`--qps` requests per second on average,
-`--burst` at once; client-go's rest.Config QPS/Burst), and transient failures retried with capped
-exponential backoff and jitter: connection errors, 408, 429 (waiting at least what Retry-After
-asks), 500, 502, 503, 504. Conflicts (409) are not retried here: the caller re-reads and decides
-(driver.publish.reconcile re-lists; the fleet re-reads a Node). Any other 4xx fails at once, with
-the object named: `create resourceslice 00000-gpu.example.com-a100-0001: HTTP 422: ...`.
+`--burst` at once; client-go's rest.Config QPS/Burst), and transient failures retried under the
+project's one retry policy (driver.kube.retry, `BULK`: 8 attempts within 120 s, capped backoff
+and Retry-After): connection errors and timeouts, 408, 429, 500, 502, 503, 504. Conflicts (409)
+are not retried here: the caller re-reads and decides (driver.publish.reconcile re-lists; the fleet
+re-reads a Node). Any other 4xx fails at once, with the object named:
+`create resourceslice 00000-gpu.example.com-a100-0001: HTTP 422: ...`.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from driver.errors import InputError
 from driver.kube.rawapi import KubeApiError, RawApi
+from driver.kube.retry import BULK, RETRYABLE_STATUS, RetryPolicy, call_with_retries
 
 log = logging.getLogger("fake-dra.kube")
 
-RETRYABLE_STATUS = frozenset({0, 408, 429, 500, 502, 503, 504})
+__all__ = ["RETRYABLE_STATUS", "ThrottledApi", "TokenBucket"]
 _VERBS = {"POST": "create", "PUT": "update", "DELETE": "delete", "GET": "get", "PATCH": "patch"}
 
 
@@ -66,15 +68,20 @@ def _what(method: str, path: str, body: Mapping[str, Any] | None) -> str:
 
 
 class ThrottledApi:
-    """RawApi's `request` behind a token bucket and retries (same signature, same errors)."""
+    """RawApi's `request` behind a token bucket and the BULK retry policy (same signature, same errors)."""
 
-    def __init__(self, api: RawApi, *, qps: float, burst: int, attempts: int = 8, max_backoff_s: float = 30.0,
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, api: RawApi, *, qps: float, burst: int, policy: RetryPolicy = BULK, attempts: int | None = None,
+                 max_backoff_s: float | None = None, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.api = api
         self.bucket = TokenBucket(qps, burst, clock=clock, sleep=sleep)
-        self.attempts = attempts
-        self.max_backoff_s = max_backoff_s
+        if attempts is not None:
+            policy = replace(policy, attempts=attempts)
+        if max_backoff_s is not None:
+            policy = replace(policy, max_backoff_s=max_backoff_s, max_retry_after_s=max_backoff_s)
+        self.policy = replace(policy, request_timeout_s=min(policy.request_timeout_s, api.timeout_s))
         self.sleep = sleep
+        self.clock = clock
         self.retries = 0
 
     @property
@@ -83,23 +90,21 @@ class ThrottledApi:
 
     def request(self, method: str, path: str, query: Sequence[tuple[str, str]] | None = None,
                 body: Mapping[str, Any] | None = None, content_type: str = "application/json") -> dict[str, Any]:
-        delay = 0.2
-        for attempt in range(1, self.attempts + 1):
+        what = _what(method, path, body)
+
+        def attempt(timeout_s: float, until: float) -> dict[str, Any]:
             self.bucket.take()
-            try:
-                return self.api.request(method, path, query, body, content_type=content_type)
-            except KubeApiError as exc:
-                if exc.status not in RETRYABLE_STATUS or attempt == self.attempts:
-                    raise KubeApiError(f"{_what(method, path, body)}: {exc}", exc.status) from None
-                pause = min(self.max_backoff_s, delay * (0.5 + random.random() / 2))
-                if exc.retry_after is not None:
-                    pause = max(pause, min(exc.retry_after, self.max_backoff_s))
-                self.retries += 1
-                log.warning("API request failed, retrying", extra={"request": _what(method, path, body),
-                            "attempt": attempt, "problem": str(exc), "retry_in_s": round(pause, 2)})
-                self.sleep(pause)
-                delay = min(delay * 2, self.max_backoff_s)
-        raise AssertionError("unreachable")  # the loop returns or raises
+            return self.api.request(method, path, query, body, content_type=content_type, timeout_s=timeout_s, until=until)
+
+        def retrying(attempt_no: int, exc: KubeApiError, pause: float) -> None:
+            self.retries += 1
+            log.warning("API request failed, retrying", extra={"request": what, "attempt": attempt_no,
+                        "problem": str(exc), "retry_in_s": round(pause, 2)})
+
+        try:
+            return call_with_retries(attempt, self.policy, what, sleep=self.sleep, clock=self.clock, on_retry=retrying)
+        except KubeApiError as exc:  # (404 and 409 are NotFoundError / ConflictError: the caller's)
+            raise KubeApiError(f"{what}: {exc}", exc.status) from None
 
     def request_text(self, *args: Any, **kw: Any) -> str:
         self.bucket.take()

@@ -203,7 +203,7 @@ def plan(store: ObjectStore, documents: Sequence[tuple[str, int, Any]], *, names
         merged = _merge(decoded, current, planned, where, clock or server_defaults.now)  # its errors name `where`
         try:
             planned.obj = admission.admit(kind.kind, merged, current, copy=False)
-            validate.check_object(kind.kind, planned.obj)
+            validate.check_object(kind.kind, planned.obj, planned.current)
         except InputError as exc:
             raise InputError(f"{where}: {exc}") from None
         out.append(planned)

@@ -20,16 +20,21 @@ from driver.errors import InputError
 from driver.slices.names import is_dns_label
 
 
-def check_object(kind: str, obj: Mapping[str, Any]) -> None:
+def check_object(kind: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
     """InputError naming the field when `obj` (of `kind`, already valid against the 1.37 schema,
-    driver.schema) is not something its readers accept."""
+    driver.schema) is not something its readers accept. `old`: the stored object it replaces.
+
+    CEL selectors must also pass kube-apiserver's length and cost limits
+    (driver.celexpr.check_selector_limits), as validation.go checks them: on every write of a
+    DeviceClass, on the creation of a claim or claim template (their spec is immutable, and
+    ValidateResourceClaimUpdate / ValidateResourceClaimTemplateUpdate do not validate it again)."""
     if kind == "ResourceClaim":
-        parse_claim(obj)
+        parse_claim(obj, limits=old is None)
         allocated_results(obj)
     elif kind == "ResourceClaimTemplate":
-        _check_template(obj)
+        _check_template(obj, limits=old is None)
     elif kind == "DeviceClass":
-        parse_class(obj)
+        parse_class(obj, limits=True)
     elif kind == "ResourceSlice":
         _check_slice(obj)
     elif kind == "DeviceTaintRule":
@@ -40,14 +45,14 @@ def check_object(kind: str, obj: Mapping[str, Any]) -> None:
         _check_pod_group(obj)
 
 
-def _check_template(obj: Mapping[str, Any]) -> None:
+def _check_template(obj: Mapping[str, Any], limits: bool = False) -> None:
     meta = obj.get("metadata") or {}
     label = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
     inner = (obj.get("spec") or {}).get("spec")
     if not isinstance(inner, Mapping):
         raise InputError(f"ResourceClaimTemplate {label}: spec.spec: required (the claim spec to stamp out)")
     try:
-        parse_claim({"metadata": meta, "spec": inner})
+        parse_claim({"metadata": meta, "spec": inner}, limits=limits)
     except InputError as exc:
         raise InputError(str(exc).replace(f"ResourceClaim {label}: spec.", f"ResourceClaimTemplate {label}: spec.spec.", 1)) from None
 

@@ -42,6 +42,7 @@ from adversarial.workload import Workload
 from driver.commands.run import CALL_STEPS, RECOVERY_STEPS
 from driver.plugin.client import KubeletClient
 from plugin.harness import Plugin
+from waiting import GENEROUS_S
 
 KILLS = ("sigkill", "crash-at-step", "handover", "recovery")
 DAMAGE = ("corrupt", "deleted", "newer-version")  # what a recovery kill does to checkpoint.json
@@ -253,10 +254,10 @@ class Soak:
             plugin.proc.send_signal(signal.SIGTERM)
             successor = self._plugin()
             successor.spawn(env=self._env_for(nxt))  # waits for the state lock, then serves
-        rc = _wait_dead(plugin, 4 * self.config.grace_s + 30)
+        rc = _wait_dead(plugin, 4 * self.config.grace_s + GENEROUS_S)
         stop.set()
         for w in workers:
-            w.join(60)
+            w.join(GENEROUS_S)
         if rc is None:
             self.figures.problems.append(f"cycle {cycle}: {kill}: the process did not exit")
             plugin.proc.kill()
@@ -312,13 +313,13 @@ class Soak:
         served = armed.log_text().count("kubelet plugin serving")
         armed.spawn(env={"FAKE_DRA_TEST_MODE": "1", "FAKE_DRA_CRASH_AT": step})
         assert armed.proc is not None
-        give_up = time.monotonic() + 30
+        give_up = time.monotonic() + GENEROUS_S
         while armed.proc.poll() is None and time.monotonic() < give_up:
             if armed.log_text().count("kubelet plugin serving") > served:
                 armed.proc.kill()  # nothing to recover (no evidence on disk): it serves; killed all the same
                 break
             time.sleep(0.05)
-        rc = _wait_dead(armed, 10)
+        rc = _wait_dead(armed, GENEROUS_S)
         if rc != -signal.SIGKILL:
             self.figures.problems.append(f"cycle {cycle}: the process armed at {step} exited {rc}")
         armed.proc = None

@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from waiting import GENEROUS_S, wait_until
+
 _CLAIM_PATH = re.compile(r"^/apis/resource\.k8s\.io/v1/namespaces/([^/]+)/resourceclaims/([^/?]+)$")
 
 
@@ -100,12 +102,8 @@ class StandInApi:
         with self._lock:
             return [(t, status) for t, n, status in self.reads if n == name]
 
-    def wait_read(self, name: str, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not self.reads_of(name):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the plugin never read claim {name}")
-            time.sleep(0.02)
+    def wait_read(self, name: str, timeout: float = GENEROUS_S) -> None:
+        wait_until(lambda: self.reads_of(name), f"the plugin to read claim {name}", timeout)
 
     def close(self) -> None:
         self.server.shutdown()

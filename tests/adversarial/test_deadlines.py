@@ -17,6 +17,7 @@ from driver.state.pool import PoolCache
 from driver.state.prepare import DeviceState
 from driver.state.types import ClaimRef
 from plugin.harness import DRIVER, NODE
+from waiting import GENEROUS_S, wait_until
 
 
 def test_claim_read_retries_end_with_the_grpc_deadline(make_plugin, api, tmp_path):
@@ -31,9 +32,32 @@ def test_claim_read_retries_end_with_the_grpc_deadline(make_plugin, api, tmp_pat
         answer = kubelet.prepare([ref(x)])[ref(x)[2]]  # before the fix: DEADLINE_EXCEEDED, the read went on
         took = time.monotonic() - t0
     assert took < 3.0 and "deadline passed" in answer.error
-    time.sleep(1.0)
+    # The reads run in the call; once it has logged the claim's failure nothing reads for it any more.
+    wait_until(lambda: "prepare failed for claim" in plugin.log_text(), "the call to end")
     assert max(t for t, _ in api.reads_of("x")) < t0 + 3.0, "the plugin kept reading after the caller gave up"
     assert not (plugin.state / "checkpoint.json").exists() and plugin.cdi_uids() == set()
+    assert plugin.stop() == 0
+
+
+def test_a_hung_claim_read_is_sent_once_and_ends_with_the_grpc_deadline(make_plugin, api, tmp_path):
+    # Issue 29 MED 6: urllib3 read a hung claim 3 more times under the plugin's own retries, and
+    # each attempt's timeout was at least 0.5 s, so a kubelet call overran its deadline.
+    plugin = make_plugin(extra_args=("--kubeconfig", str(api.kubeconfig(tmp_path / "kc")), "--no-publish",
+                                     "--api-deadline", "30"))
+    plugin.start()
+    x = allocated_claim("x", ["gpu-0"])
+    api.add(x)
+    api.stall("x")  # the API server accepts the read and never answers it
+    try:
+        with KubeletClient(plugin.registry, DRIVER, timeout_s=3.0) as kubelet:
+            t0 = time.monotonic()
+            answer = kubelet.prepare([ref(x)])[ref(x)[2]]
+            took = time.monotonic() - t0
+        assert took < 3.0 and "deadline passed" in answer.error, answer.error
+        assert len(api.reads_of("x")) == 1, "a hung read was sent again"
+    finally:
+        api.release("x")
+    assert plugin.cdi_uids() == set()
     assert plugin.stop() == 0
 
 
@@ -48,7 +72,7 @@ def test_no_call_runs_longer_than_its_cap_even_without_a_grpc_deadline(api, tmp_
     api.hold("x")
     t0 = time.monotonic()
     (out,) = state.prepare([ClaimRef(*ref(x))]).values()
-    assert time.monotonic() - t0 < 2.5
+    assert time.monotonic() - t0 < 15.0, "the read kept retrying for its --api-deadline (30 s)"
     assert "deadline passed" in out.error and "default/x" in out.error
     assert state.prepared() == {}
     state.close()
@@ -65,19 +89,14 @@ def test_a_call_refused_as_busy_reaches_the_kubelet_before_its_deadline(make_plu
     stalled = [threading.Thread(target=plugin.client().prepare, args=([ref(c)],), daemon=True) for c in holders]
     for t in stalled:
         t.start()
-    give_up = time.monotonic() + 6
-    while not _both_paused(plugin) and time.monotonic() < give_up:
-        time.sleep(0.05)
+    wait_until(lambda: _both_paused(plugin), "both holders to pause at prepare-started")
     late = allocated_claim("late", ["nic-0-vf-0"])
     plugin.store.create("resourceclaims", late)
     with KubeletClient(plugin.registry, DRIVER, timeout_s=3.0) as kubelet:
-        t0 = time.monotonic()
         answer = kubelet.prepare([ref(late)])[ref(late)[2]]  # before the fix: DEADLINE_EXCEEDED
-        took = time.monotonic() - t0
-    assert "timed out waiting for other calls to finish; retry" in answer.error
-    assert took < 3.0 - 1.0
+    assert "timed out waiting for other calls to finish; retry" in answer.error  # it arrived in time
     for t in stalled:
-        t.join(20)
+        t.join(GENEROUS_S)
     assert plugin.stop() == 0
 
 
@@ -100,12 +119,13 @@ def test_two_slow_claim_reads_stall_no_other_call_on_the_node(make_plugin, api, 
         api.wait_read(c["metadata"]["name"])
     fast = allocated_claim("fast", ["nic-0-vf-0"])
     api.add(fast)
-    with KubeletClient(plugin.registry, DRIVER, timeout_s=5.0) as other:
+    with KubeletClient(plugin.registry, DRIVER, timeout_s=GENEROUS_S) as other:
         t0 = time.monotonic()
         assert other.prepare([ref(fast)])[ref(fast)[2]].error == ""
         assert other.unprepare([ref(fast)]) == {ref(fast)[2]: ""}
-        assert time.monotonic() - t0 < 3.0, "a call waited for the slow reads of other claims"
+        # The slow reads are held for 30 s by the stand-in: a call that waited for them took that long.
+        assert time.monotonic() - t0 < 20.0, "a call waited for the slow reads of other claims"
     for c in slow:
         api.release(c["metadata"]["name"])
-    assert all(kubelet.prepare_result(f.result(timeout=20))[ref(c)[2]].error == "" for f, c in zip(stalled, slow))
+    assert all(kubelet.prepare_result(f.result(timeout=GENEROUS_S))[ref(c)[2]].error == "" for f, c in zip(stalled, slow))
     assert plugin.stop() == 0

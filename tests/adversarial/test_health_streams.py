@@ -12,6 +12,7 @@ from driver.plugin.client import KubeletClient
 from driver.plugin.protos import HEALTH
 from driver.plugin.services import MAX_HEALTH_STREAMS
 from plugin.harness import DRIVER, request
+from waiting import GENEROUS_S
 
 pytestmark = pytest.mark.slow
 
@@ -28,18 +29,16 @@ def test_prepare_is_answered_promptly_with_40_health_streams_open(make_plugin):
     plugin = make_plugin()
     plugin.start()
     ref = plugin.allocate("g", [request("gpu", "gpu")])
-    kubelet = KubeletClient(plugin.registry, DRIVER, timeout_s=5.0)
+    kubelet = KubeletClient(plugin.registry, DRIVER, timeout_s=GENEROUS_S)
     plugin.clients.append(kubelet)
     kubelet.register()
     channel, streams = _open_streams(kubelet.endpoint, 40)  # more than the 32 DRA workers
     try:
-        time.sleep(1.0)  # let the server start every stream handler
-        t0 = time.monotonic()
-        answer = kubelet.prepare([ref])[ref[2]]  # before the fix: DEADLINE_EXCEEDED, no worker left
-        assert answer.error == "" and time.monotonic() - t0 < 5.0
-        assert kubelet.unprepare([ref]) == {ref[2]: ""}
-        for s in streams:
+        for s in streams:  # each stream's handler runs (holds a server thread) once it has sent this
             assert next(s).devices, "every stream is served too"
+        answer = kubelet.prepare([ref])[ref[2]]  # before the fix: DEADLINE_EXCEEDED, no worker left
+        assert answer.error == ""
+        assert kubelet.unprepare([ref]) == {ref[2]: ""}
     finally:
         for s in streams:
             s.cancel()
@@ -63,19 +62,18 @@ def test_streams_beyond_their_budget_are_refused_and_slots_come_back(make_plugin
                 assert "too many open health streams" in exc.details()
                 refused += 1
         assert served == MAX_HEALTH_STREAMS and refused == 8
-        t0 = time.monotonic()
-        answer = client.prepare([ref])[ref[2]]
-        assert answer.error == "" and time.monotonic() - t0 < 5.0
+        answer = client.prepare([ref])[ref[2]]  # within the client's deadline: a DRA worker was free
+        assert answer.error == ""
     finally:
         for s in streams:
             s.cancel()
         channel.close()
 
-    # The slots of streams whose client went away are free again at once (not after an interval).
+    # The slots of streams whose client went away are free again (as soon as gRPC ends their calls).
     channel, _ = _open_streams(client.endpoint, 0)
     pb2, grpc_mod = HEALTH["v1"]
     stub = grpc_mod.DRAResourceHealthStub(channel)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + GENEROUS_S
     reopened = []
     try:
         while len(reopened) < MAX_HEALTH_STREAMS:

@@ -58,7 +58,7 @@ def test_a_checkpoint_that_is_a_fifo_or_a_link_is_moved_aside_without_blocking(m
         os.mkfifo(cp)
     else:
         cp.symlink_to("/dev/zero")
-    client = plugin.start(timeout=30)  # used to block (FIFO) or read /dev/zero until out of memory
+    client = plugin.start()  # used to block (FIFO) or read /dev/zero until out of memory
     assert client.prepare([]) == {}
     assert "is corrupt" in plugin.log_text()
     moved = list(plugin.state.glob("checkpoint.json.corrupt-*"))
@@ -75,7 +75,7 @@ def test_rebuilding_from_cdi_specs_skips_a_fifo_and_a_link_to_dev_zero(make_plug
     prefix = f"k8s.{DRIVER}_device_"
     os.mkfifo(plugin.cdi / f"{prefix}aaaaaaaa-0000-0000-0000-000000000001.json")
     (plugin.cdi / f"{prefix}aaaaaaaa-0000-0000-0000-000000000002.json").symlink_to("/dev/zero")
-    client = plugin.start(timeout=30)
+    client = plugin.start()
     assert client.prepare([]) == {}
     text = plugin.log_text()
     assert text.count("skipping unreadable CDI spec while rebuilding state") == 2, text

@@ -21,6 +21,7 @@ from adversarial.claims import allocated_claim, ref
 from driver.errors import InputError
 from plugin.harness import Plugin
 from state.conftest import env  # noqa: F401 (the in-process fixture of tests/state)
+from waiting import GENEROUS_S
 
 pytestmark = pytest.mark.slow
 
@@ -65,7 +66,7 @@ def test_a_kill_at_each_recovery_step_loses_nothing(make_plugin, step, damage):
         cp.write_text(json.dumps(newer))
     before = cp.read_bytes() if cp.exists() else None
     proc = plugin.spawn(env={"FAKE_DRA_TEST_MODE": "1", "FAKE_DRA_CRASH_AT": step})
-    assert proc.wait(60) == -signal.SIGKILL, plugin.log_text()
+    assert proc.wait(GENEROUS_S) == -signal.SIGKILL, plugin.log_text()
     plugin.proc = None
     if step == "recover-read":  # nothing written yet: the damaged file (or its absence) is untouched
         assert (cp.read_bytes() if cp.exists() else None) == before

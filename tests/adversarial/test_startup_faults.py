@@ -9,13 +9,13 @@ import signal
 import socket
 import stat
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
 from driver.state.checkpoint import CheckpointStore
 from plugin.harness import DRIVER, Plugin, request
+from waiting import GENEROUS_S, wait_for_text
 
 
 def _fails_cleanly(plugin: Plugin, *needles: str, env: dict[str, str] | None = None, preexec=None) -> str:
@@ -81,7 +81,7 @@ def _can_unshare_mounts() -> bool:
     d = tempfile.mkdtemp(prefix="fda-ro-", dir="/tmp")
     try:
         probe = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind {d} {d} && mount -o remount,bind,ro {d}"],
-                               capture_output=True, timeout=10)
+                               capture_output=True, timeout=GENEROUS_S)
         return probe.returncode == 0
     finally:
         os.rmdir(d)
@@ -165,11 +165,12 @@ def test_a_socket_staged_by_another_container_under_our_pid_is_left_alone(tmp_pa
                               metrics=PluginMetrics.create())
         starting = threading.Thread(target=server.start)
         starting.start()
-        starting.join(30)
+        starting.join(GENEROUS_S)
+        assert not starting.is_alive(), "the server never finished starting"
         try:
             assert theirs.lstat().st_ino == inode and stat.S_ISSOCK(theirs.lstat().st_mode), \
                 "the other process's staged socket was replaced"
-            with KubeletClient(root / "r", DRIVER, timeout_s=5) as kubelet:
+            with KubeletClient(root / "r", DRIVER, timeout_s=GENEROUS_S) as kubelet:
                 assert kubelet.register().endpoint == str(paths.dra)
             assert sorted(p.name for p in (root / "r").iterdir()) == sorted([theirs.name, paths.registration.name])
         finally:
@@ -189,11 +190,8 @@ def test_bad_pause_hook_is_rejected(make_plugin, value, message):
 
 # -- signals -------------------------------------------------------------------------------------
 
-def _wait_log(plugin: Plugin, needle: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while needle not in plugin.log_text() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert needle in plugin.log_text(), plugin.log_text()
+def _wait_log(plugin: Plugin, needle: str) -> None:
+    wait_for_text(plugin.log_text, needle)
 
 
 def test_sighup_with_no_publish_rescans_and_keeps_serving(make_plugin):

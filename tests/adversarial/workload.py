@@ -24,6 +24,7 @@ import grpc
 from adversarial.ledger import ClaimTuple, Ledger
 from driver.errors import AllocationError
 from plugin.harness import DRIVER, Plugin, request
+from waiting import GENEROUS_S
 
 
 def _profile(profile: str) -> list[dict]:
@@ -170,7 +171,7 @@ class Workload:
 
     # -- wind-down ----------------------------------------------------------------------------
 
-    def drain(self, timeout_s: float = 60.0) -> None:
+    def drain(self, timeout_s: float = GENEROUS_S) -> None:
         """Let every pod go (unprepare until acknowledged), single-threaded, against self.plugin."""
         deadline = time.monotonic() + timeout_s
         for pods in self._pods:

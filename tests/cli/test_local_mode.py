@@ -17,6 +17,7 @@ import pytest
 
 from driver.commands import common
 from driver.errors import InputError
+from waiting import GENEROUS_S
 
 DRIVER = "fake-dra.example.com"
 
@@ -92,7 +93,7 @@ def test_run_without_directory_flags_stays_in_the_state_directory(short_state_ho
                                  "--no-publish"], stdout=out, stderr=subprocess.STDOUT, env=env)
     node_dir = short_state_home / "fake-dra" / "nodes" / "n1"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + GENEROUS_S
         while not (node_dir / "plugins_registry" / f"{DRIVER}-reg.sock").exists():
             assert proc.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
@@ -102,7 +103,7 @@ def test_run_without_directory_flags_stays_in_the_state_directory(short_state_ho
         assert probe.returncode == 0, probe.stderr
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
+        assert proc.wait(GENEROUS_S) == 0
     text = log.read_text()
     assert f"local mode: sockets, CDI specs and checkpoint under {node_dir}" in text
     assert "inventory: 2 GPUs, 1 SR-IOV NIC with 8 VFs; devices by mode: 2 gpu," in text

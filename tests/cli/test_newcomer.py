@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from waiting import GENEROUS_S
+
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = "fake-dra.example.com"
 
@@ -62,7 +64,7 @@ class Shell:
                                     stderr=subprocess.STDOUT), log
 
 
-def _wait(what, log: Path, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+def _wait(what, log: Path, proc: subprocess.Popen, timeout: float = GENEROUS_S) -> None:
     deadline = time.monotonic() + timeout
     while not what():
         assert proc.poll() is None, log.read_text()
@@ -123,7 +125,7 @@ def test_the_tour_from_a_fresh_clone(newcomer):
         _wait(lambda: "devices healthy again" in log.read_text(), log, proc)
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0, log.read_text()
+        assert proc.wait(GENEROUS_S) == 0, log.read_text()
     text = log.read_text()
     assert "Traceback" not in text
     assert f"local mode: sockets, CDI specs and checkpoint under {node_dir}" in text

@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass
 
 from driver.discovery.udev import HotplugEvent, HotplugWatcher, udev_usable
+from waiting import GENEROUS_S
 
 
 @dataclass
@@ -47,7 +48,7 @@ def test_watcher_reports_watched_subsystems_only_and_survives_callback_errors() 
     ])
     watcher = HotplugWatcher(on_event, monitor=monitor, poll_interval_s=0.01)
     watcher.start()
-    assert done.wait(5)
+    assert done.wait(GENEROUS_S)
     watcher.stop()
     assert seen == [HotplugEvent("add", "pci", "0000:0c:00.2"), HotplugEvent("add", "net", "ens3f0v0")]
 
@@ -60,7 +61,7 @@ def test_watcher_stops_when_the_monitor_breaks(caplog) -> None:
     watcher = HotplugWatcher(lambda e: None, monitor=Broken(), poll_interval_s=0.01)
     watcher.start()
     assert watcher._thread is not None
-    watcher._thread.join(5)  # ends on its own after the monitor error
+    watcher._thread.join(GENEROUS_S)  # ends on its own after the monitor error
     assert not watcher._thread.is_alive()
     watcher.stop()
     assert any("hotplug watching stopped" in r.getMessage() for r in caplog.records)

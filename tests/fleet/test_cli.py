@@ -12,6 +12,7 @@ import time
 from driver.cli import main
 from driver.store import ObjectStore
 from fleet.conftest import fleet_doc, group
+from waiting import GENEROUS_S
 
 
 def test_ctrl_c_says_the_next_apply_finishes_the_work(tmp_path, monkeypatch, capsys):
@@ -37,7 +38,7 @@ def test_ctrl_c_says_the_next_apply_finishes_the_work(tmp_path, monkeypatch, cap
     assert json.loads(capsys.readouterr().out)["nodesCreated"] == 4  # the interrupted batch was undone
 
 
-def _wait(predicate, timeout=60.0):
+def _wait(predicate, timeout=GENEROUS_S):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -62,6 +63,6 @@ def test_fleet_run_keeps_the_fleet_and_stops_on_sigterm(tmp_path):
         assert _wait(lambda: store.names("nodes") == ["a-0000"]), "the fleet file's change was not followed"
     finally:
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=GENEROUS_S)
     assert proc.returncode == 0, err
     assert "Traceback" not in err

@@ -73,7 +73,7 @@ def test_429_and_5xx_are_retried_honouring_retry_after(server, templates):
     pauses: list[float] = []
     kube = kube_fleet_target(host=server.url, qps=1000, burst=1000)
     kube.api.sleep = pauses.append
-    # Writes: the kubernetes client's urllib3 retries a GET's 429/503 with Retry-After itself, never a POST.
+    # Every request's retries are the project's (urllib3's are off); the writes get the faults here.
     server.inject_failures([(429, 2), (503, None), (500, None)], method="POST")
     stats = run(kube, templates, fleet_doc(group("a", 1)))
     assert stats.nodes_created == 1 and stats.slices_created == 3 and kube.api.retries == 3

@@ -23,6 +23,7 @@ from driver.allocator import Allocator
 from driver.features import Features
 from driver.plugin.client import KubeletClient
 from driver.store.objectstore import ObjectStore
+from waiting import GENEROUS_S
 
 DRIVER = "fake-dra.example.com"
 NODE = "n1"
@@ -80,11 +81,11 @@ class Plugin:
             self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=clean, cwd=REPO)
         return self.proc
 
-    def start(self, env: dict[str, str] | None = None, timeout: float = 30.0) -> KubeletClient:
+    def start(self, env: dict[str, str] | None = None, timeout: float = GENEROUS_S) -> KubeletClient:
         self.spawn(env)
         return self.wait_registered(timeout)
 
-    def wait_registered(self, timeout: float = 30.0) -> KubeletClient:
+    def wait_registered(self, timeout: float = GENEROUS_S) -> KubeletClient:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.proc is not None
@@ -105,7 +106,7 @@ class Plugin:
         self.clients.append(c)
         return c
 
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = GENEROUS_S) -> int:
         for c in self.clients:
             c.close()
         self.clients.clear()
@@ -116,7 +117,7 @@ class Plugin:
         self.proc = None
         return rc
 
-    def wait_exit(self, timeout: float = 15.0) -> int:
+    def wait_exit(self, timeout: float = GENEROUS_S) -> int:
         assert self.proc is not None
         rc = self.proc.wait(timeout)
         for c in self.clients:
@@ -128,7 +129,7 @@ class Plugin:
     def log_text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
-    def refused(self, proc: subprocess.Popen[bytes], *needles: str, timeout: float = 60.0) -> str:
+    def refused(self, proc: subprocess.Popen[bytes], *needles: str, timeout: float = GENEROUS_S) -> str:
         """Wait for a start-up refusal: exit 2, no traceback, every needle in the log; returns the log."""
         assert proc.wait(timeout) == 2, self.log_text()
         self.proc = None
@@ -140,7 +141,7 @@ class Plugin:
 
     # -- the API side ---------------------------------------------------------------------
 
-    def wait_slices(self, timeout: float = 20.0) -> list[dict[str, Any]]:
+    def wait_slices(self, timeout: float = GENEROUS_S) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             slices = [s for s in self.store.list("resourceslices") if s["spec"].get("driver") == DRIVER]

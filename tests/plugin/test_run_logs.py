@@ -7,19 +7,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
 
 from plugin.harness import REPO, request
+from waiting import wait_for_text
 
 
-def _wait_for(plugin, needle: str, timeout: float = 15.0) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        text = plugin.log_text()
-        if needle in text:
-            return text
-        time.sleep(0.1)
-    raise AssertionError(f"{needle!r} never logged:\n{plugin.log_text()}")
+def _wait_for(plugin, needle: str) -> str:
+    return wait_for_text(plugin.log_text, needle)
 
 
 def test_run_logs_inventory_claims_health_and_restore(make_plugin):

@@ -15,6 +15,7 @@ import pytest
 
 from driver.discovery.fakesysfs import make_sysfs
 from driver.store import ObjectStore
+from waiting import GENEROUS_S
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +27,7 @@ def _devices(store: Path) -> set[str]:
     return names
 
 
-def _wait(cond, timeout=30.0):
+def _wait(cond, timeout=GENEROUS_S):
     end = time.monotonic() + timeout
     while not cond():
         if time.monotonic() > end:
@@ -58,7 +59,7 @@ def test_sighup_rescans_and_sigterm_leaves_slices(tmp_path):
         proc.send_signal(signal.SIGHUP)
         assert _wait(lambda: not any(n.startswith("gpu-") for n in _devices(store))), "SIGHUP did not re-scan"
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=20) == 0
+        assert proc.wait(timeout=GENEROUS_S) == 0
         assert ObjectStore(store).names("resourceslices"), "slices must stay after shutdown"
     finally:
         if proc.poll() is None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import time
 
 import pytest
 
@@ -14,6 +13,7 @@ from driver.publish.fields import CONSUMABLE, DETECTED_GATES, GROUPS, PARTITIONA
 from driver.publish.metrics import PublishMetrics
 from driver.slices import Pool
 from publish.pools import DRIVER, NODE, inventory, render
+from waiting import wait_until
 
 
 class Clock:
@@ -206,11 +206,8 @@ def test_delete_slices_on_exit(api, server):
     assert set(server.state.slices) == {"foreign"}
 
 
-def _wait(cond, timeout=10.0):
-    end = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < end, "timed out"
-        time.sleep(0.01)
+def _wait(cond):
+    wait_until(cond, "the publisher's passes")
 
 
 def test_override_against_a_stripping_apiserver_settles_instead_of_rewriting(api, server):

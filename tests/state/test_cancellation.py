@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from state.conftest import result
+from waiting import GENEROUS_S
 
 
 @pytest.mark.parametrize("step", ["prepare-started", "prepare-cdi-written"])
@@ -18,19 +19,19 @@ def test_an_unprepare_during_the_prepare_wins_at_every_step_before_the_commit(en
     def hook(current: str) -> None:
         if current == step:
             at_step.set()
-            go_on.wait(10)
+            go_on.wait(GENEROUS_S)
 
     st = env.state(crash_hook=hook)
     out: dict = {}
     call = threading.Thread(target=lambda: out.update(st.prepare([ref])))
     call.start()
-    assert at_step.wait(5)
+    assert at_step.wait(GENEROUS_S)
     unprepared: dict = {}
     unprep = threading.Thread(target=lambda: unprepared.update(st.unprepare([ref])))
     unprep.start()  # waits for the claim's lock, which the prepare holds
     go_on.set()
-    call.join(10)
-    unprep.join(10)
+    call.join(GENEROUS_S)
+    unprep.join(GENEROUS_S)
     assert "unprepared while this prepare was still in flight" in out[ref.uid].error
     assert unprepared == {ref.uid: ""}
     assert st.prepared() == {} and env.cdi_files() == []

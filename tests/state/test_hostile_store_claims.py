@@ -137,3 +137,28 @@ def test_nesting_that_overflowed_the_c_stack_is_refused(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.count("its stored JSON does not parse") == 2, proc.stdout
+
+
+def test_a_selector_over_every_cel_limit_is_not_the_plugins_to_evaluate(senv, monkeypatch):
+    """Prepare-time revalidation checks the allocation against what the node holds (counters,
+    groups, exclusivity), never the claim's selectors: a kubelet plugin does not evaluate CEL
+    (upstream's kubeletplugin helper reads only status.allocation), so a claim whose spec holds a
+    selector over the length and cost limits is prepared as allocated, and no CEL is compiled."""
+    import driver.celexpr.environment as environment
+
+    def no_cel(expression):
+        raise AssertionError("prepare compiled a CEL selector")
+
+    monkeypatch.setattr(environment, "_compile", no_cel)
+    nested = "true"
+    for i in reversed(range(9)):
+        nested = f"[1,2,3,4,5,6,7,8,9,10].all(v{i}, {nested})"
+    expression = nested + " && " + " && ".join(["true"] * 3000)  # also over 10 KiB
+    ref = senv.claim("nested", "gpu-0")
+    stored = senv.store.get("resourceclaims", "default", "nested")
+    stored["spec"] = {"devices": {"requests": [{"name": "req", "exactly": {
+        "deviceClassName": "gpu.fake-dra.example.com", "selectors": [{"cel": {"expression": expression}}]}}]}}
+    senv.store.update("resourceclaims", stored)
+    out = senv.state.prepare([ref])
+    assert out[ref.uid].error == "", out[ref.uid].error
+    assert set(senv.state.prepared()) == {ref.uid}

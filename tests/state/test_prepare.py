@@ -11,6 +11,7 @@ import pytest
 from driver.state.checkpoint import COMPLETED
 from driver.state.types import ClaimRef
 from state.conftest import DRIVER, result
+from waiting import GENEROUS_S
 
 
 def _mode(path) -> int:
@@ -293,7 +294,7 @@ def test_second_process_waits_for_the_state_directory(env):
     started.wait()
     assert not done.wait(0.3), "a second owner must wait while the first holds the state directory"
     first.close()
-    assert done.wait(5)
+    assert done.wait(GENEROUS_S)
     t.join()
 
 

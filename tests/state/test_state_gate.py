@@ -10,6 +10,7 @@ import time
 from driver.deadline import Deadline
 from driver.state.ownership import StateGate
 from state.conftest import result
+from waiting import GENEROUS_S, wait_until
 
 
 class _Blocking:
@@ -23,7 +24,7 @@ class _Blocking:
     def get_claim(self, namespace, name, deadline=None):
         if name in self.slow:
             self.reading.release()
-            self.release.wait(20)
+            self.release.wait(GENEROUS_S)
         return self.inner.get_claim(namespace, name, deadline)
 
 
@@ -49,7 +50,7 @@ def test_at_most_two_calls_work_on_the_state_and_the_rest_get_in_in_arrival_orde
     for t in calls:
         t.start()
     for t in calls:
-        t.join(30)
+        t.join(GENEROUS_S)
     assert peak == 2, "the gate admits two calls at once"
     assert len(order) == 7
 
@@ -64,10 +65,10 @@ def test_the_gate_hands_slots_over_in_arrival_order():
         t = threading.Thread(target=lambda i=i: (gate.enter(far, Deadline(far)), got.append(i), gate.leave()))
         t.start()
         waiters.append(t)
-        time.sleep(0.05)  # arrive in order
+        wait_until(lambda i=i: len(gate._waiting) == i + 1, f"waiter {i} to queue")  # arrive in order
     gate.leave()
     for t in waiters:
-        t.join(10)
+        t.join(GENEROUS_S)
     assert got == [0, 1, 2, 3]
 
 
@@ -77,12 +78,12 @@ def test_a_waiter_gives_up_at_its_bound_or_when_cancelled_and_loses_no_slot():
     assert gate.enter(far, Deadline(far))
     t0 = time.monotonic()
     assert not gate.enter(t0 + 0.2, Deadline(far))
-    assert 0.2 <= time.monotonic() - t0 < 1.0
+    assert 0.2 <= time.monotonic() - t0 < 10.0  # at its bound, not at `far` (30 s)
     cancelled = Deadline(far)
     threading.Timer(0.2, cancelled.abandoned.set).start()
     t0 = time.monotonic()
     assert not gate.enter(far, cancelled)
-    assert time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 < 10.0  # at the cancellation, not at `far` (30 s)
     gate.leave()
     assert gate.enter(time.monotonic() + 1, Deadline(far)), "the slot is free again"
 
@@ -100,14 +101,14 @@ def test_slow_claim_reads_stall_no_other_call(env):
     slow = [threading.Thread(target=st.prepare, args=([r],)) for r in (slow_a, slow_b)]
     for t in slow:
         t.start()
-    assert source.reading.acquire(timeout=5) and source.reading.acquire(timeout=5)
+    assert source.reading.acquire(timeout=GENEROUS_S) and source.reading.acquire(timeout=GENEROUS_S)
     t0 = time.monotonic()
     assert st.prepare([fast], timeout_s=5)[fast.uid].error == ""
     assert st.unprepare([fast], timeout_s=5)[fast.uid] == ""
-    assert time.monotonic() - t0 < 3, "a call waited for the slow reads"
+    assert time.monotonic() - t0 < 5, "a call waited for the slow reads"
     source.release.set()
     for t in slow:
-        t.join(10)
+        t.join(GENEROUS_S)
     assert set(st.prepared()) == {slow_a.uid, slow_b.uid}
 
 
@@ -118,22 +119,23 @@ def test_a_call_refused_as_busy_answers_well_before_its_deadline(env):
     def hook(step: str) -> None:
         if step == "prepare-started":
             entered.release()
-            hold.wait(20)
+            hold.wait(GENEROUS_S)
 
     st = env.state(crash_hook=hook)
     busy = [env.claims.add(f"b{i}", [result(f"gpu-{i}")]) for i in range(2)]
     holders = [threading.Thread(target=st.prepare, args=([r],)) for r in busy]
     for t in holders:
         t.start()
-    assert entered.acquire(timeout=30) and entered.acquire(timeout=30)  # generous: a loaded CI machine
+    assert entered.acquire(timeout=GENEROUS_S) and entered.acquire(timeout=GENEROUS_S)
     late = env.claims.add("late", [result("nic-0-vf-0")])
     t0 = time.monotonic()
     answer = st.prepare([late], timeout_s=3.0)[late.uid]
     took = time.monotonic() - t0
     assert "timed out waiting for other calls to finish; retry" in answer.error and "default/late" in answer.error
     # Before: answered exactly at the gRPC deadline, so the kubelet saw DEADLINE_EXCEEDED instead.
-    assert 1.0 <= took <= 3.0 - 1.4, took
+    # Answered 1.5 s before the deadline by design; at least 0.5 s before it on a loaded machine.
+    assert 1.0 <= took <= 3.0 - 0.5, took
     assert late.uid not in st.prepared()
     hold.set()
     for t in holders:
-        t.join(10)
+        t.join(GENEROUS_S)
