@@ -162,9 +162,11 @@ def _merge(doc: dict[str, Any], current: dict[str, Any] | None, planned: Planned
     if planned.kind.kind == "DeviceTaintRule":
         server_defaults.taint_rule_time_added(new, current, now())
     if planned.kind.kind == "ResourcePoolStatusRequest":
+        # defaults first (an applied file without `limit` is the stored one), then the completed
+        # request's wording, then the spec's own immutability
+        server_defaults.pool_status_request(new, current, where)
         if current is not None and new.get("spec") != current.get("spec"):
             raise InputError(f"{where}: spec: field is immutable (delete the ResourcePoolStatusRequest and apply it again)")
-        server_defaults.pool_status_request(new, current, where)
     if current is not None and "status" not in doc and "status" in current:
         new["status"] = copy.deepcopy(current["status"])
     return new

@@ -95,6 +95,15 @@ def test_strict_charges_what_our_evaluator_copies():
     assert estimate(parse(literal), strict=True) == estimate(parse(literal)) + 100
 
 
+def test_strict_bounds_what_string_conversion_prints():
+    # cel-go leaves string()'s size unknown, so admission's estimate saturates; our runtime bound
+    # knows a printed attribute is no longer than its value or a number, so it does not cancel
+    derived = "'numa' + string(device.attributes['gpu.example.com'].numa)"
+    small = Bounds(driver=10, domain=15, ident=8, entries=2, value=8)
+    assert estimate(parse(derived), small) == MAX_U64
+    assert estimate(parse(derived), small, strict=True) < 100
+
+
 @pytest.mark.parametrize("text", [
     "1" + " + 1" * MAX_DEPTH,
     "a" + ".b" * MAX_DEPTH,

@@ -195,3 +195,13 @@ def test_apply_allocate_honours_taint_rules(store, fleet, tmp_path, capsys):
                  "--store", str(store.root)]) == 1
     assert "DeviceTaintRule down" in capsys.readouterr().err
     assert store.list("resourceclaims", all_namespaces=True) == []
+
+
+def test_a_pending_request_reapplies_unchanged_but_its_spec_is_immutable(store):
+    # the file without `limit` is the stored object (limit defaulted to 100), so applying it again
+    # changes nothing; a different spec is refused as ValidateResourcePoolStatusRequestUpdate does
+    _apply(store, request("all"))
+    _apply(store, request("all"))
+    assert store.get("resourcepoolstatusrequests", None, "all")["spec"]["limit"] == 100
+    with pytest.raises(InputError, match=r"ResourcePoolStatusRequest all\): spec: field is immutable"):
+        _apply(store, request("all", limit=7))
