@@ -120,7 +120,7 @@ def _named_nodes(store: ObjectStore, args: argparse.Namespace) -> list[tuple[str
             node = None
         usage = usage_of(*node_scope(store, name))
         if node is None and not usage.for_node(name):
-            known = sorted(set(store.names("nodes")) | set(store.index_values("resourceslices", "node")))
+            known = sorted(set(store.names("nodes")) | {n for n in store.index_values("resourceslices", "node") if n})
             shown = ", ".join(known[:10]) + (f" (+{len(known) - 10} more)" if len(known) > 10 else "")
             raise NotFoundError(f'nodes "{name}" not found: no Node object and no ResourceSlice names it '
                                 f"(nodes here: {shown or 'none'})")

@@ -245,16 +245,21 @@ def _usage(args: argparse.Namespace) -> int:
         usage = usage_of(*node_scope(store, args.node_name))  # that node's pools only, through the indexes
         pools = usage.for_node(args.node_name)
         if not pools:
-            nodes = store.index_values("resourceslices", "node")
+            nodes = [n for n in store.index_values("resourceslices", "node") if n]
             raise NotFoundError(f"--node-name {args.node_name}: no ResourceSlices of that node in the local store "
                                 f"{store.root} (nodes: {', '.join(nodes[:10]) or 'none'}"
                                 f"{f' and {len(nodes) - 10} more' if len(nodes) > 10 else ''})")
     else:
         from driver.fleet.summary import fleet_nodes, group_usage
+        from driver.store.scopes import node_scope, pools_of_slices, pools_scope
 
-        usage = usage_of(store.list("resourceslices"), store.list("resourceclaims", all_namespaces=True))
         members = fleet_nodes(store.list("nodes"))
-        groups = group_usage(usage, members)
+        # A fleet node at a time, through the store's indexes: memory holds one node's slices.
+        groups = group_usage((usage_of(*node_scope(store, n)) for n in sorted(members)), members)
+        # Everything else: the pools of nodes no fleet made, and pools every node may see.
+        others = [n for n in store.index_values("resourceslices", "node") if n not in members]
+        slices = [s for n in others for s in store.find("resourceslices", "node", n)]
+        usage = usage_of(*pools_scope(store, pools_of_slices(slices)))
         pools = [p for _, p in sorted(usage.pools.items(), key=lambda kv: (kv[1].node or "", kv[0]))
                  if p.node not in members]
     if groups:

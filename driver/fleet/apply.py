@@ -34,7 +34,6 @@ from driver.fleet.nodes import ForeignNode, is_fleet_node, node_object, updated_
 from driver.fleet.spec import Fleet, NodeGroup
 from driver.fleet.targets import BATCH_NODES, FleetTarget
 from driver.fleet.template import GroupTemplate, Template, Templates, features_for, fleet_drivers
-from driver.kube.allocated import allocated_from_claims
 from driver.publish.reconcile import MAX_ATTEMPTS, ReconcileStats, reconcile
 from driver.slices import slice_name
 from driver.slicewrites import ForwardsSliceWrites
@@ -91,10 +90,9 @@ class _NodeSlices(ForwardsSliceWrites):
 
     kind = "fleet"
 
-    def __init__(self, target: FleetTarget, listed: list[dict[str, Any]], claims: Callable[[], list[dict[str, Any]]]) -> None:
+    def __init__(self, target: FleetTarget, listed: list[dict[str, Any]]) -> None:
         self.target = target
         self.listed: list[dict[str, Any]] | None = listed
-        self.claims = claims
 
     def list_slices(self, driver: str, node: str) -> list[dict[str, Any]]:
         if self.listed is not None:
@@ -109,7 +107,7 @@ class _NodeSlices(ForwardsSliceWrites):
         return None
 
     def allocated_devices(self, driver: str, pool: str) -> set[str]:
-        return allocated_from_claims(self.claims(), driver, pool)
+        return self.target.allocated_devices(driver, pool)
 
 
 def _name(obj: dict[str, Any]) -> str:
@@ -164,13 +162,6 @@ def apply_fleet(
     groups = group_templates(fleet, templates, features)
     names = {node: {t.driver_name: _slice_names(t, node) for t in groups[g.name].drivers} for node, g in wanted}
     index = target.slice_index(drivers, {n for per_driver in names.values() for ns in per_driver.values() for n in ns})
-    claims: list[list[dict[str, Any]]] = []
-
-    def all_claims() -> list[dict[str, Any]]:
-        if not claims:
-            claims.append(target.list_claims())
-        return claims[0]
-
     gone = [n for name, n in sorted(nodes.items()) if is_fleet_node(n, fleet.name) and name not in names]
     total = len(wanted) + len(gone)
     done = 0
@@ -185,7 +176,7 @@ def apply_fleet(
                     if index.unchanged(driver, name, expected, lambda gen: template.spec_texts(name, gen, ids), uid):
                         stats.add_unchanged(template)
                         continue
-                    view = _NodeSlices(target, index.take(driver, name, expected), all_claims)
+                    view = _NodeSlices(target, index.take(driver, name, expected))
                     stats.add(reconcile(view, template.stamp(name, ids), node_name=name, driver_name=driver,
                                         owner_uid=uid, groups_enabled=groups_enabled))
                 for driver in drivers:

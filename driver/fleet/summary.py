@@ -54,27 +54,30 @@ def fleet_nodes(nodes: Iterable[Mapping[str, Any]]) -> dict[str, Member]:
     return out
 
 
-def group_usage(usage: Usage, members: Mapping[str, Member]) -> list[GroupUsage]:
-    """Per (fleet, group), in name order: the sums over its nodes' pools (of every driver)."""
+def group_usage(usages: Usage | Iterable[Usage], members: Mapping[str, Member]) -> list[GroupUsage]:
+    """Per (fleet, group), in name order: the sums over its nodes' pools (of every driver). `usages`
+    may be one Usage of the whole store or one per node (`show --store` reads a fleet node by node,
+    so memory holds one node's slices, not 5,000 nodes')."""
     groups: dict[tuple[str, str], GroupUsage] = {}
     seen: dict[tuple[str, str], set[str]] = {}
-    for pool in usage.pools.values():
-        node = pool.node
-        if node not in members:
-            continue
-        fleet, group, profile, personality = members[node]
-        g = groups.setdefault((fleet, group), GroupUsage(fleet, group, profile, personality))
-        seen.setdefault((fleet, group), set()).add(node)
-        g.devices += len(pool.devices)
-        g.held += sum(1 for holds in pool.holds.values() if holds)
-        for counters in pool.counters().values():
-            for name, use in counters.items():
-                if name.startswith("memory-slice-"):
-                    g.mig_slices += int(use.total)
-                    g.mig_slices_used += use.used
-                elif name == "bandwidth":
-                    g.bandwidth += use.total
-                    g.bandwidth_used += use.used
+    for usage in [usages] if isinstance(usages, Usage) else usages:
+        for pool in usage.pools.values():
+            node = pool.node
+            if node not in members:
+                continue
+            fleet, group, profile, personality = members[node]
+            g = groups.setdefault((fleet, group), GroupUsage(fleet, group, profile, personality))
+            seen.setdefault((fleet, group), set()).add(node)
+            g.devices += len(pool.devices)
+            g.held += sum(1 for holds in pool.holds.values() if holds)
+            for counters in pool.counters().values():
+                for name, use in counters.items():
+                    if name.startswith("memory-slice-"):
+                        g.mig_slices += int(use.total)
+                        g.mig_slices_used += use.used
+                    elif name == "bandwidth":
+                        g.bandwidth += use.total
+                        g.bandwidth_used += use.used
     for key, g in groups.items():
         g.nodes = len(seen[key])
     return [groups[k] for k in sorted(groups)]

@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterator
 from typing import Any
 
 from driver.errors import NotFoundError
+from driver.kube.allocated import allocated_from_claims
 from driver.kube.slices import CLAIMS, SLICES, KubeSliceBackend
 from driver.kube.throttle import ThrottledApi
 from driver.slicewrites import ForwardsSliceWrites
@@ -52,6 +53,7 @@ class KubeFleetTarget(ForwardsSliceWrites):
     def __init__(self, api: ThrottledApi, *, page_size: int = 500) -> None:
         self.api = api
         self.slices = KubeSliceBackend(api, page_size=page_size)  # type: ignore[arg-type]
+        self._claims: list[dict[str, Any]] | None = None  # listed once per pass (slice_index starts one)
 
     @property
     def requests(self) -> int:
@@ -79,6 +81,7 @@ class KubeFleetTarget(ForwardsSliceWrites):
         self.api.request("DELETE", f"{NODES}/{name}", [], body)
 
     def slice_index(self, drivers: Collection[str], expected: Collection[str]) -> _Listed:
+        self._claims = None  # a new pass reads the claims afresh
         return _Listed([s for driver in drivers
                         for s in self.slices.list_paged(SLICES, [("fieldSelector", f"spec.driver={driver}")])])
 
@@ -90,6 +93,12 @@ class KubeFleetTarget(ForwardsSliceWrites):
 
     def list_claims(self) -> list[dict[str, Any]]:
         return self.slices.list_paged(CLAIMS, [])
+
+    def allocated_devices(self, driver: str, pool: str) -> set[str]:
+        """From one listing of the cluster's claims per pass (listed when a node first asks)."""
+        if self._claims is None:
+            self._claims = self.list_claims()
+        return allocated_from_claims(self._claims, driver, pool)
 
     def metrics_text(self) -> str:
         return self.api.request_text("GET", "/metrics", accept="text/plain")

@@ -6,10 +6,10 @@ object on every write. The keys are what the commands and controllers ask:
 - `label/<key>` -> value: label selectors (`get -l`, fleet membership, workload selectors);
 - `owner` -> uid, one per ownerReference (the garbage collector's dependents of an owner);
 - `node` -> spec.nodeName of Pods and ResourceSlices (`describe node`, a fleet node's slices,
-  pod GC), `phase` -> status.phase of Pods (kubectl's field selectors);
+  pod GC; "" for a slice without one), `phase` -> status.phase of Pods (kubectl's field selectors);
 - `driver` -> spec.driver of ResourceSlices and DeviceTaintRules, `pool` -> `driver/pool` of a slice;
 - `reserved` -> uid, one per status.reservedFor entry of a ResourceClaim (which claims a pod holds);
-- `involved` -> the involvedObject uid, or kind/namespace/name, of an Event (`describe`'s events).
+- `involved` -> `kind/namespace/name` of an Event's involvedObject (`describe`'s events).
 
 Allocations (`allocation_entries`) are indexed apart: the devices an allocated claim holds, so
 that a write allocating a device another claim holds exclusively is refused whoever wrote first
@@ -55,6 +55,8 @@ def entries(resource: str, obj: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         node = _get(obj, *path)
         if isinstance(node, str) and node:
             yield "node", node
+        elif resource == "resourceslices":
+            yield "node", ""  # a pool every node may see (nodeSelector, allNodes): found by "no node"
     if resource == "pods":
         phase = _get(obj, "status", "phase")
         if isinstance(phase, str):
