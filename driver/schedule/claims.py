@@ -74,6 +74,16 @@ class ClaimIndex:
             if entry and ref.get("kind") == "Pod" and ref.get("uid"):
                 self.by_owner[(str(ref["uid"]), entry)] = claim
 
+    def remove(self, claim: Mapping[str, Any]) -> None:
+        """Forget a deleted claim."""
+        meta = claim.get("metadata") or {}
+        self.claims.pop((meta.get("namespace") or "default", meta.get("name")), None)
+        entry = (meta.get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
+        for ref in meta.get("ownerReferences") or []:
+            key = (str(ref.get("uid")), entry)
+            if entry and self.by_owner.get(key) is claim:
+                del self.by_owner[key]
+
     def resolve(self, pod: Mapping[str, Any]) -> Resolution:
         meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
         ns, name, uid = meta.get("namespace") or "default", str(meta.get("name")), str(meta.get("uid") or "")
