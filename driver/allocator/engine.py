@@ -89,10 +89,14 @@ class SearchState:
 class Search:
     """One allocation attempt for a list of claims against the allocator's pools and state."""
 
-    def __init__(self, alloc: Any, claims: Sequence[Claim]):
+    def __init__(self, alloc: Any, claims: Sequence[Claim], start: tuple[int, int] = (0, 0)):
+        """`start`: where the first device of the first request is looked for (pool index, device
+        index; see `Allocator.allocate`'s `resume`)."""
         self.alloc = alloc
         self.features = alloc.features
         self.claims = claims
+        self.start = start
+        self.first: tuple[int, int] | None = None  # where the first device of the first request was found
         self.budget = alloc.budget
         self.steps = 0
         self.results: list[list[Placement]] = [[] for _ in claims]
@@ -116,7 +120,7 @@ class Search:
                     if req.mode == "All":
                         self.all_devices[(ci, ri, si)] = self._collect_all(claim, req)
         try:
-            return self._one(0, 0, 0, 0, False, (0, 0))
+            return self._one(0, 0, 0, 0, False, self.start)
         except _MaxResults as exc:
             # Upstream returns this as an error ("allocation max size exceeded") unless a later
             # claim hit it (then it only means that choice failed).
@@ -240,6 +244,8 @@ class Search:
                 undo()
                 raise
             if done:
+                if ci == ri == di == 0:
+                    self.first = (pi, dj)
                 return True
             undo()
         return False

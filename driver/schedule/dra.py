@@ -69,6 +69,9 @@ class _Memo:
     answers: list[Answer]  # the answer now, then each next one assuming the one before it is bound
     labels: tuple[str, ...]  # the claims the reasons name
     node: str  # the node the reasons name
+    # Where the last answer's search found its first device: once every answer is bound and
+    # nothing else changed (the stamp still holds), the next search may start there.
+    resume: tuple[int, int] | None = None
 
 
 class DraFilter:
@@ -245,15 +248,18 @@ class DraFilter:
         stamp = self._stamp(key)
         labels = tuple(c.label for c in parsed)
         memo = self._memo.get((key, shape))
+        resume = None
         if memo is not None:
             if memo.stamp == stamp:
-                if self.source.lazy:
-                    self.loaded.touch(node)
-                return _reworded(memo, memo.answers[0], node, labels)
-            if len(memo.answers) > 1 and not isinstance(key, str):  # invalidated unused: speculate less
+                if memo.answers:
+                    if self.source.lazy:
+                        self.loaded.touch(node)
+                    return _reworded(memo, memo.answers[0], node, labels)
+                resume = memo.resume  # every answer bound, nothing else changed
+            elif len(memo.answers) > 1 and not isinstance(key, str):  # invalidated unused: speculate less
                 self._depth[shape] = max(1, self._depth.get(shape, 1) // 2)
-        answers = self._attempt(node, parsed, self._chain(key, shape))
-        self._memo[(key, shape)] = _Memo(stamp, answers, labels, node)
+        answers, last = self._attempt(node, parsed, self._chain(key, shape), resume)
+        self._memo[(key, shape)] = _Memo(stamp, answers, labels, node, last)
         return answers[0]
 
     def _chain(self, key: Hashable, shape: str) -> int:
@@ -266,18 +272,21 @@ class DraFilter:
             return MAX_CHAIN if self.source.lazy and len(self._nodes) > self.loaded.max_nodes else 1
         return self._depth.get(shape, 1)
 
-    def _attempt(self, node: str, parsed: Sequence[Claim], depth: int) -> list[Answer]:
+    def _attempt(self, node: str, parsed: Sequence[Claim], depth: int, resume: tuple[int, int] | None
+                 ) -> tuple[list[Answer], tuple[int, int] | None]:
+        """`depth` answers from one Allocator, each committed there before the next is sought."""
         self._ensure(node)
         allocator = self.view.allocator(node)
         answers: list[Answer] = []
         for i in range(depth):
             self.attempts += 1
             try:
-                answers.append(allocator.allocate(parsed, explain=True, commit=i + 1 < depth))
+                answers.append(allocator.allocate(parsed, explain=True, commit=i + 1 < depth, resume=resume))
             except AllocationError as exc:
                 answers.append(str(exc))
-                break
-        return answers
+                return answers, None
+            resume = allocator.last_start
+        return answers, resume
 
     def explain(self, node: str, parsed: Sequence[Claim], shape: str) -> str:
         """Why the claims do not fit on `node`, in the allocator's words."""
@@ -291,16 +300,15 @@ class DraFilter:
         moves on to its next answer."""
         key = self.key_of(node)
         memo = self._memo.get((key, shape))
-        used = memo is not None and memo.stamp == self._stamp(key) and memo.answers[0] is allocations
+        used = memo is not None and memo.stamp == self._stamp(key) and bool(memo.answers) and memo.answers[0] is allocations
         for claim in claims:
             self.claim_changed(None, claim)
         if not used:
             return
         assert memo is not None
-        if len(memo.answers) > 1:
-            memo.answers.pop(0)
-            memo.stamp = self._stamp(key)
-        elif not isinstance(key, str):  # the whole chain was bound: speculate further for these specs
+        memo.answers.pop(0)
+        memo.stamp = self._stamp(key)
+        if not memo.answers and not isinstance(key, str):  # the whole chain was bound: speculate further
             self._depth[shape] = min(MAX_CHAIN, self._depth.get(shape, 1) * 2)
 
     def claim_changed(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:

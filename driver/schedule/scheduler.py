@@ -269,39 +269,72 @@ class Scheduler:
 
     def _filter(self, needs: PodNeeds, parsed: list, shape: str, bound: list[PodClaim], pod: Mapping[str, Any],
                 extended: tuple[ExtendedRequest, ...]) -> tuple[list[tuple[str, list[dict[str, Any]]]], dict[str, str]]:
-        state = self.state
-        nodes, static = state.nodes, state.static
+        nodes = self.state.nodes
         total = len(nodes)
         want = 1 if self.policy == "first" else num_feasible_nodes_to_find(total, self.percentage)
+        pinned = _pinned_to(bound)
+        if pinned is not None and total:
+            narrowed = self._filter_pinned(pinned, want, needs, parsed, shape, bound, pod, extended)
+            if narrowed is not None:
+                return narrowed, {}
         found: list[tuple[str, list[dict[str, Any]]]] = []
         reasons: dict[str, str] = {}
         processed = 0
         for i in range(total):
             node = nodes[(self.next_start + i) % total]
             processed += 1
-            key = (needs.shape, node.name)
-            if key not in static:
-                static[key] = static_reason(needs, node)
-            served = served_by_dra(extended, node.allocatable) if extended else ()
-            reason = (static[key] or resource_reason(needs, node, frozenset(r.resource for r in served))
-                      or _bound_reason(bound, node))
-            if reason is None:
-                node_parsed, node_shape, _ = self._node_claims(pod, parsed, shape, served)
-                if node_parsed:
-                    answer = state.dra.try_node(node.name, node_parsed, node_shape)
-                    if isinstance(answer, str):
-                        reason = answer
-                    else:
-                        found.append((node.name, answer))
-                else:
-                    found.append((node.name, []))
-            if reason is not None:
-                reasons[node.name] = reason
-            if len(found) >= want:
-                break
+            answer = self._check(node, needs, parsed, shape, bound, pod, extended)
+            if isinstance(answer, str):
+                reasons[node.name] = answer
+            else:
+                found.append((node.name, answer))
+                if len(found) >= want:
+                    break
         if total:
             self.next_start = (self.next_start + processed) % total
         return found, reasons
+
+    def _check(self, node: NodeInfo, needs: PodNeeds, parsed: list, shape: str, bound: list[PodClaim],
+               pod: Mapping[str, Any], extended: tuple[ExtendedRequest, ...]) -> list[dict[str, Any]] | str:
+        """One node through the filters: the allocation of the pod's claims there, or why not."""
+        static = self.state.static
+        key = (needs.shape, node.name)
+        if key not in static:
+            static[key] = static_reason(needs, node)
+        served = served_by_dra(extended, node.allocatable) if extended else ()
+        reason = (static[key] or resource_reason(needs, node, frozenset(r.resource for r in served))
+                  or _bound_reason(bound, node))
+        if reason is not None:
+            return reason
+        node_parsed, node_shape, _ = self._node_claims(pod, parsed, shape, served)
+        return self.state.dra.try_node(node.name, node_parsed, node_shape) if node_parsed else []
+
+    def _filter_pinned(self, pinned: set[str], want: int, needs: PodNeeds, parsed: list, shape: str,
+                       bound: list[PodClaim], pod: Mapping[str, Any], extended: tuple[ExtendedRequest, ...]
+                       ) -> list[tuple[str, list[dict[str, Any]]]] | None:
+        """The search when an allocated claim of the pod names its nodes (kube-scheduler narrows such
+        pods to those nodes up front, as NodeAffinity's PreFilter does for a matchFields
+        metadata.name term, pkg/scheduler/framework/plugins/nodeaffinity): only those nodes are
+        tried, in the order and with the start-index advance the full search would give, since
+        every other node fails on the claim's node selector. None when none of them fits: the full
+        search then words the reason of every node."""
+        state = self.state
+        total = len(state.nodes)
+        offsets = sorted((state.node_index[name] - self.next_start) % total for name in pinned if name in state.node_index)
+        found: list[tuple[str, list[dict[str, Any]]]] = []
+        processed = total
+        for offset in offsets:
+            node = state.nodes[(self.next_start + offset) % total]
+            answer = self._check(node, needs, parsed, shape, bound, pod, extended)
+            if not isinstance(answer, str):
+                found.append((node.name, answer))
+                if len(found) >= want:
+                    processed = offset + 1
+                    break
+        if not found:
+            return None
+        self.next_start = (self.next_start + processed) % total
+        return found
 
     def _choose(self, found: list[tuple[str, list[dict[str, Any]]]]) -> tuple[str, list[dict[str, Any]]]:
         if self.policy == "first" or len(found) == 1:
@@ -363,6 +396,28 @@ class Scheduler:
 def _claim_label(claim: Mapping[str, Any]) -> str:
     meta = claim.get("metadata") or {}
     return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+def _pinned_to(bound: list[PodClaim]) -> set[str] | None:
+    """The node names the allocated claims' node selectors allow, when each is exactly one term
+    `metadata.name In [...]` (what the allocator writes for node-local devices); None otherwise."""
+    allowed: set[str] | None = None
+    for c in bound:
+        selector = (((c.claim.get("status") or {}).get("allocation") or {}).get("nodeSelector") or {})
+        terms = selector.get("nodeSelectorTerms") or []
+        if not terms:
+            continue
+        if len(terms) != 1 or not isinstance(terms[0], Mapping) or terms[0].get("matchExpressions"):
+            return None
+        fields = terms[0].get("matchFields") or []
+        if len(fields) != 1 or not isinstance(fields[0], Mapping):
+            return None
+        req = fields[0]
+        if req.get("key") != "metadata.name" or req.get("operator") != "In" or not isinstance(req.get("values"), list):
+            return None
+        names = {str(v) for v in req["values"]}
+        allowed = names if allowed is None else allowed & names
+    return allowed
 
 
 def _bound_reason(bound: list[PodClaim], node: NodeInfo) -> str | None:

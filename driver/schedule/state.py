@@ -90,8 +90,7 @@ class ClusterState:
             self.revision = revision
             self.pools = store.pool_revisions()
             nodes = [NodeInfo.of(n) for n in store.list("nodes")]
-            self.nodes = sorted_nodes(nodes)
-            self.by_name = {n.name: n for n in self.nodes}
+            self._set_nodes(sorted_nodes(nodes))
             pods = store.list("pods", all_namespaces=True)
             claims = store.list("resourceclaims", all_namespaces=True)
             self.index = ClaimIndex(claims, store.list("resourceclaimtemplates", all_namespaces=True))
@@ -115,6 +114,11 @@ class ClusterState:
         # no reference cycles: keep the cycle collector from walking it again at every collection.
         gc.freeze()
         return pods
+
+    def _set_nodes(self, nodes: list[NodeInfo]) -> None:
+        self.nodes = nodes
+        self.by_name = {n.name: n for n in nodes}
+        self.node_index = {n.name: i for i, n in enumerate(nodes)}
 
     def count_held(self, claim: Mapping[str, Any] | None, sign: int) -> None:
         """Devices allocated on each node (its share in use, for the scoring policies)."""
@@ -217,8 +221,7 @@ class ClusterState:
         before = self.by_name.get(name)
         if obj is None:
             if before is not None:
-                self.nodes.remove(before)
-                del self.by_name[name]
+                self._set_nodes([n for n in self.nodes if n is not before])
             self.dra.set_node(name, None)
         else:
             try:
@@ -229,11 +232,8 @@ class ClusterState:
                 return
             if before is not None:
                 info.requested, info.pods = before.requested, before.pods
-                self.nodes[self.nodes.index(before)] = info
-            else:
-                self.nodes = sorted_nodes([*self.nodes, info])
-                self.held.setdefault(name, 0)
-            self.by_name[name] = info
+            self._set_nodes(sorted_nodes([*(n for n in self.nodes if n is not before), info]))
+            self.held.setdefault(name, 0)
             self.dra.set_node(name, info.labels)
         self.static = {k: v for k, v in self.static.items() if k[1] != name}
 
