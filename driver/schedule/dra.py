@@ -97,6 +97,7 @@ class DraFilter:
         self._depth: dict[str, int] = {}  # chain length per claim specs
         self._devices: dict[str, int] = {}
         self.attempts = 0  # allocator runs (what the memo saves is visible in benchmarks)
+        self.expected_visits = MAX_CHAIN  # how often a node may be asked per claim specs (the scheduler's estimate)
         problems: list[str] = []
         self.view.replace_claims(allocated, problems=problems)
         for problem in problems:
@@ -264,12 +265,13 @@ class DraFilter:
 
     def _chain(self, key: Hashable, shape: str) -> int:
         """How many answers to work out at once. One node's (key: its name): one, unless its slices
-        will be forgotten before it is asked again (more nodes than are kept), then as many as
-        allowed, so that a node is read once for many pods. Nodes sharing what they gathered: as
+        will be forgotten before it is asked again (more nodes than are kept), then as many as the
+        scheduler expects pods per node (up to MAX_CHAIN), so that a node is read once for them. Nodes sharing what they gathered: as
         many as the last chain for these claim specs used up (doubling), since the next pod asks
         the same key whichever of those nodes it tries."""
         if isinstance(key, str):
-            return MAX_CHAIN if self.source.lazy and len(self._nodes) > self.loaded.max_nodes else 1
+            evicting = self.source.lazy and len(self._nodes) > self.loaded.max_nodes
+            return max(1, min(MAX_CHAIN, self.expected_visits)) if evicting else 1
         return self._depth.get(shape, 1)
 
     def _attempt(self, node: str, parsed: Sequence[Claim], depth: int, resume: tuple[int, int] | None

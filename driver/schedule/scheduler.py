@@ -96,6 +96,8 @@ class Report:
     conflicts: int = 0  # cycles refused as stale and tried again
     skipped: list[str] = field(default_factory=list)  # pods another writer bound or deleted meanwhile
     node_reads: int = 0  # nodes whose slices were read from the store
+    cpu_load: float = 0.0  # CPU seconds reading the store
+    cpu_cycles: float = 0.0  # CPU seconds scheduling (cycles and writes)
 
     @property
     def scheduled(self) -> list[PodOutcome]:
@@ -130,9 +132,11 @@ class Scheduler:
 
     # ---- the run ---------------------------------------------------------------------------------
     def run(self) -> Report:
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.process_time()
         pending = self.state.load()
+        self.report.cpu_load = time.process_time() - cpu
         self.report.nodes = len(self.state.nodes)
+        self.state.dra.expected_visits = -(-len(pending) // max(1, len(self.state.nodes)))
         done = 0
         while done < len(pending):
             with self.store.batch():
@@ -153,6 +157,7 @@ class Scheduler:
             if done < len(pending):
                 time.sleep(BATCH_PAUSE_S)
         self.report.seconds = time.monotonic() - started
+        self.report.cpu_cycles = time.process_time() - cpu - self.report.cpu_load
         self.report.attempts = self.state.dra.attempts
         self.report.node_reads = getattr(self.state.dra.source, "reads", 0)
         return self.report
