@@ -8,7 +8,8 @@ characters), owned by the pod (controller, blockOwnerDeletion), annotated
 and recorded in the pod's `status.resourceClaimStatuses`. A claim made earlier for the same pod and
 entry is found again, recorded or not (the controller's own check for orphans after a crash), so an
 interrupted `schedule` never makes a second claim. An entry naming `resourceClaimName` uses that
-claim, which must exist.
+claim, which must exist. A claim already allocated pins its pods to the nodes its allocation's
+node selector allows (`bound_reason`, `pinned_to`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from driver.schedule.nodes import NodeInfo, terms_match
 
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 MAX_BASE = 57
@@ -156,3 +159,35 @@ def without_consumer(claim: Mapping[str, Any], uid: str) -> dict[str, Any]:
         status.pop("reservedFor", None)
         status.pop("allocation", None)
     return {**claim, "status": status}
+
+
+def pinned_to(bound: list[PodClaim]) -> set[str] | None:
+    """The node names the allocated claims' node selectors allow, when each is exactly one term
+    `metadata.name In [...]` (what the allocator writes for node-local devices); None otherwise."""
+    allowed: set[str] | None = None
+    for c in bound:
+        selector = (((c.claim.get("status") or {}).get("allocation") or {}).get("nodeSelector") or {})
+        terms = selector.get("nodeSelectorTerms") or []
+        if not terms:
+            continue
+        if len(terms) != 1 or not isinstance(terms[0], Mapping) or terms[0].get("matchExpressions"):
+            return None
+        fields = terms[0].get("matchFields") or []
+        if len(fields) != 1 or not isinstance(fields[0], Mapping):
+            return None
+        req = fields[0]
+        if req.get("key") != "metadata.name" or req.get("operator") != "In" or not isinstance(req.get("values"), list):
+            return None
+        names = {str(v) for v in req["values"]}
+        allowed = names if allowed is None else allowed & names
+    return allowed
+
+
+def bound_reason(bound: list[PodClaim], node: NodeInfo) -> str | None:
+    """An allocated claim the pod shares pins it to the nodes its allocation selects."""
+    for c in bound:
+        selector = (((c.claim.get("status") or {}).get("allocation") or {}).get("nodeSelector") or {})
+        terms = selector.get("nodeSelectorTerms") or []
+        if terms and not terms_match(terms, node, f"ResourceClaim {c.claim['metadata']['name']}: status.allocation"):
+            return f"resourceclaim {c.claim['metadata']['name']} is allocated on other nodes"
+    return None

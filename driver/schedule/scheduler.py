@@ -37,18 +37,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from driver.errors import ConflictError, InputError
 from driver.features import Features
 from driver.schedule.binding import ClaimWrite, Plan, Written, pool_keys, with_condition, write
-from driver.schedule.claims import PodClaim, Resolution, reserved_by, with_consumer
+from driver.schedule.claims import PodClaim, Resolution, bound_reason, pinned_to, reserved_by, with_consumer
 from driver.schedule.dra import shape_of
 from driver.schedule.extended import (ExtendedRequest, claim_status, extended_requests, served_by_dra,
                                      special_claim)
-from driver.schedule.nodes import NodeInfo, PodNeeds, resource_reason, static_reason, terms_match
+from driver.schedule.nodes import NodeInfo, PodNeeds, resource_reason, static_reason
 from driver.schedule.reasons import fit_error
+from driver.schedule.report import PodOutcome, Report
 from driver.schedule.slices import MAX_NODES
 from driver.schedule.state import ClusterState, is_pending, pod_key
 from driver.store import ObjectStore
@@ -73,39 +73,6 @@ def num_feasible_nodes_to_find(nodes: int, percentage: int) -> int:
     if percentage == 0:
         percentage = max(50 - nodes // 125, MIN_FEASIBLE_PERCENTAGE)
     return max(nodes * percentage // 100, MIN_FEASIBLE_NODES)
-
-
-@dataclass
-class PodOutcome:
-    name: str  # namespace/name
-    node: str | None
-    claims: list[str]
-    reason: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "node": self.node, "claims": list(self.claims), "reason": self.reason}
-
-
-@dataclass
-class Report:
-    outcomes: list[PodOutcome] = field(default_factory=list)
-    nodes: int = 0
-    seconds: float = 0.0
-    writes: int = 0
-    attempts: int = 0  # allocator runs
-    conflicts: int = 0  # cycles refused as stale and tried again
-    skipped: list[str] = field(default_factory=list)  # pods another writer bound or deleted meanwhile
-    node_reads: int = 0  # nodes whose slices were read from the store
-    cpu_load: float = 0.0  # CPU seconds reading the store
-    cpu_cycles: float = 0.0  # CPU seconds scheduling (cycles and writes)
-
-    @property
-    def scheduled(self) -> list[PodOutcome]:
-        return [o for o in self.outcomes if o.node]
-
-    @property
-    def pending(self) -> list[PodOutcome]:
-        return [o for o in self.outcomes if not o.node]
 
 
 def _label(obj: Mapping[str, Any]) -> str:
@@ -277,7 +244,7 @@ class Scheduler:
         nodes = self.state.nodes
         total = len(nodes)
         want = 1 if self.policy == "first" else num_feasible_nodes_to_find(total, self.percentage)
-        pinned = _pinned_to(bound)
+        pinned = pinned_to(bound)
         if pinned is not None and total:
             narrowed = self._filter_pinned(pinned, want, needs, parsed, shape, bound, pod, extended)
             if narrowed is not None:
@@ -308,7 +275,7 @@ class Scheduler:
             static[key] = static_reason(needs, node)
         served = served_by_dra(extended, node.allocatable) if extended else ()
         reason = (static[key] or resource_reason(needs, node, frozenset(r.resource for r in served))
-                  or _bound_reason(bound, node))
+                  or bound_reason(bound, node))
         if reason is not None:
             return reason
         node_parsed, node_shape, _ = self._node_claims(pod, parsed, shape, served)
@@ -401,35 +368,3 @@ class Scheduler:
 def _claim_label(claim: Mapping[str, Any]) -> str:
     meta = claim.get("metadata") or {}
     return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-
-
-def _pinned_to(bound: list[PodClaim]) -> set[str] | None:
-    """The node names the allocated claims' node selectors allow, when each is exactly one term
-    `metadata.name In [...]` (what the allocator writes for node-local devices); None otherwise."""
-    allowed: set[str] | None = None
-    for c in bound:
-        selector = (((c.claim.get("status") or {}).get("allocation") or {}).get("nodeSelector") or {})
-        terms = selector.get("nodeSelectorTerms") or []
-        if not terms:
-            continue
-        if len(terms) != 1 or not isinstance(terms[0], Mapping) or terms[0].get("matchExpressions"):
-            return None
-        fields = terms[0].get("matchFields") or []
-        if len(fields) != 1 or not isinstance(fields[0], Mapping):
-            return None
-        req = fields[0]
-        if req.get("key") != "metadata.name" or req.get("operator") != "In" or not isinstance(req.get("values"), list):
-            return None
-        names = {str(v) for v in req["values"]}
-        allowed = names if allowed is None else allowed & names
-    return allowed
-
-
-def _bound_reason(bound: list[PodClaim], node: NodeInfo) -> str | None:
-    """An allocated claim the pod shares pins it to the nodes its allocation selects."""
-    for c in bound:
-        selector = (((c.claim.get("status") or {}).get("allocation") or {}).get("nodeSelector") or {})
-        terms = selector.get("nodeSelectorTerms") or []
-        if terms and not terms_match(terms, node, f"ResourceClaim {c.claim['metadata']['name']}: status.allocation"):
-            return f"resourceclaim {c.claim['metadata']['name']} is allocated on other nodes"
-    return None
