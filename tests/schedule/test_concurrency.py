@@ -168,3 +168,29 @@ def test_a_pod_bound_by_another_writer_meanwhile_is_left_alone(store, fleet):
     assert scheduler.report.skipped == ["default/a", "default/b"]
     assert len(store.list("resourceclaims", all_namespaces=True)) == claims
     assert problems(store) == []
+
+
+def test_what_another_writer_released_meanwhile_is_used(store, fleet):
+    """A full node; after this run read the store, someone releases one claim's device and deletes
+    a bound pod: the run's transaction starts by catching up, so the pending pod gets the device
+    instead of being found unschedulable on a stale picture."""
+    fleet({"name": "gpu", "count": 1, "profile": "dgx-a100"})
+    add(store, mig_template(), *(pod(f"p{i:02d}") for i in range(MIG_SLOTS)))
+    Scheduler(store, features=Features()).run()
+    add(store, pod("late"))
+    scheduler = Scheduler(store, features=Features())
+    (late,) = scheduler.state.load()
+    other = ObjectStore(store.root)
+    victim = other.get("pods", "default", "p00")
+    (status,) = victim["status"]["resourceClaimStatuses"]
+    claim = other.get("resourceclaims", "default", status["resourceClaimName"])
+    device = claim["status"]["allocation"]["devices"]["results"][0]["device"]
+    other.delete("pods", "default", "p00")
+    other.delete("resourceclaims", "default", claim["metadata"]["name"])
+    with store.batch():
+        assert scheduler.state.catch_up()
+        outcome = scheduler._cycle(late)
+    assert outcome is not None and outcome.node == "gpu-0000" and scheduler.report.conflicts == 0
+    (mine,) = outcome.claims
+    assert store.get("resourceclaims", "default", mine)["status"]["allocation"]["devices"]["results"][0]["device"] == device
+    assert problems(store) == []
