@@ -216,6 +216,7 @@ class Search:
                 undo()
             return done
         alloc = self.alloc
+        constraints = self.constraints[ci]
         cands = alloc.candidates(claim, req)
         pi0, dj0 = start
         position = alloc.offsets[pi0] + dj0 if pi0 < len(alloc.offsets) else len(alloc.flat)
@@ -235,6 +236,10 @@ class Search:
             if not alloc.selectable(claim, req, dev):
                 continue
             self._tick(ci)
+            # A device a claim constraint refuses fails in _allocate_device too, after its counters
+            # and groups were tried: asking the constraint first gives the same search, cheaper.
+            if constraints and not all(c.admits(req, dev) for c in constraints):
+                continue
             undo = self._allocate_device(ci, req, dev, pool, must=False)
             if undo is None:
                 continue
