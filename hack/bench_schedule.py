@@ -102,7 +102,7 @@ def fleet(work: Path, nodes: int) -> Path:
 
 
 def copy_of(base: Path, work: Path, name: str) -> ObjectStore:
-    target = work / name
+    target = work / f"{name}-{os.getpid()}"
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(base, target)
     return ObjectStore(target)

@@ -57,7 +57,7 @@ POLICIES = ("first", "most-allocated", "least-allocated")
 MIN_FEASIBLE_NODES = 100  # minFeasibleNodesToFind
 MIN_FEASIBLE_PERCENTAGE = 5  # minFeasibleNodesPercentageToFind
 MAX_RESERVED_FOR = 256  # ResourceClaimReservedForMaxSize (pkg/apis/resource/types.go)
-BATCH_PODS = 100  # pods written per store transaction at most (the writer lock is released between them)
+BATCH_PODS = 500  # pods written per store transaction at most (the writer lock is released between them)
 BATCH_SECONDS = 1.0  # and a transaction ends after this long, so other writers wait little
 # Between transactions the run lets go of the store this long: a writer of another process polls
 # for the lock (driver.store.writelock: every 50 ms at most), and one that never finds it free
