@@ -18,8 +18,9 @@ Each figure comes from a new process running one `Scheduler.run()` over a copy o
    in groups of five sharing one claim (scheduler_perf's SchedulingWithResourceClaim shape)
    against pods with a claim each from a template: CPU per pod of each (target: sharing costs no
    more).
-4. Extended-resource pods (`deviceclass.resource.kubernetes.io/mig.fake-dra.example.com: 1`, a
-   DeviceClass's implicit extended resource, KEP-5004) against claim-template pods: CPU per pod.
+4. Extended-resource pods (KEP-5004: a DeviceClass of 1g.5gb MIG devices with
+   `extendedResourceName: example.com/mig-1g5gb`, asked for in a container's requests) against
+   pods with a claim template of that class: CPU per pod.
 kube-scheduler's own workloads (with their CI thresholds) are hack/bench_scheduler_perf.py's.
 
 Fleets are made with `fake-dra fleet apply` in --work (kept and reused when it exists: a
@@ -109,7 +110,8 @@ def copy_of(base: Path, work: Path, name: str) -> ObjectStore:
 
 
 def add(store: ObjectStore, objs: list[dict[str, Any]]) -> None:
-    kinds = {"Pod": "pods", "ResourceClaimTemplate": "resourceclaimtemplates", "ResourceClaim": "resourceclaims"}
+    kinds = {"Pod": "pods", "ResourceClaimTemplate": "resourceclaimtemplates", "ResourceClaim": "resourceclaims",
+             "DeviceClass": "deviceclasses"}
     with store.batch():
         for obj in objs:
             store.create(kinds[obj["kind"]], obj)
@@ -193,13 +195,24 @@ def shared(work: Path, args: argparse.Namespace) -> None:
 
 
 def extended(work: Path, args: argparse.Namespace) -> None:
+    """The same devices both ways: a DeviceClass of 1g.5gb MIG devices that also serves the extended
+    resource example.com/mig-1g5gb, asked for by a claim template or by a container's requests."""
     pods = args.small * args.per_node
-    own = per_pod(work, args.small, [template("mig-1g")] + [pod(f"p-{i:06d}", template_name="mig-1g") for i in range(pods)])
-    ext = per_pod(work, args.small, [pod(f"p-{i:06d}", extended=f"deviceclass.resource.kubernetes.io/mig.{DRIVER}")
-                                     for i in range(pods)])
+    mig = f'device.driver == "{DRIVER}" && device.attributes["{DRIVER}"].type == "mig"'  # as mig.fake-dra's class
+    cls = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "mig-1g5gb.bench"},
+           "spec": {"selectors": [{"cel": {"expression": mig}},
+                                  {"cel": {"expression": f'device.attributes["{DRIVER}"].profile == "1g.5gb"'}}],
+                    "extendedResourceName": "example.com/mig-1g5gb"}}
+    claim_template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                      "metadata": {"name": "mig-1g", "namespace": "default"},
+                      "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                          "deviceClassName": "mig-1g5gb.bench"}}]}}}}
+    own = per_pod(work, args.small, [cls, claim_template] + [pod(f"p-{i:06d}", template_name="mig-1g") for i in range(pods)])
+    ext = per_pod(work, args.small, [cls] + [pod(f"p-{i:06d}", extended="example.com/mig-1g5gb") for i in range(pods)])
     a, b = own["cpu_cycles"] / own["scheduled"], ext["cpu_cycles"] / ext["scheduled"]
-    print(f"extended resources: {pods} pods on {args.small} nodes: claim template {a * 1000:.2f} ms CPU per pod, "
-          f"extended resource {b * 1000:.2f} ms ({b / a:.2f} x); scheduled {ext['scheduled']}; load {load()}", flush=True)
+    print(f"extended resources: {pods} pods on {args.small} nodes, one 1g.5gb device each: from a claim template "
+          f"{a * 1000:.2f} ms CPU per pod ({own['scheduled']} scheduled), as an extended resource {b * 1000:.2f} ms "
+          f"({ext['scheduled']} scheduled; {b / a:.2f} x); load {load()}", flush=True)
 
 
 def main() -> int:
