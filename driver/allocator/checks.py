@@ -318,6 +318,19 @@ class ConstraintState:
             text += f" (derived attribute of request {request.name})"
         return text
 
+    def admits(self, request: Request, device: DeviceInfo) -> bool:
+        """Whether `add` would take the device, without taking it (the search asks first: it is
+        much cheaper than charging counters for a device the constraint refuses anyway)."""
+        if not self.constraint.applies(request):
+            return True
+        raw = self._value(request, device)
+        if raw is None:
+            return False
+        value = attribute_set(raw) if self.list_types else raw
+        if self.constraint.kind == "matchAttribute":
+            return self._match(value)[0]
+        return not self.entries or self._distinct(value)
+
     def _match(self, value: Any) -> tuple[bool, Any]:
         if not self.entries:
             if self.list_types:

@@ -88,10 +88,14 @@ class SearchState:
 class Search:
     """One allocation attempt for a list of claims against the allocator's pools and state."""
 
-    def __init__(self, alloc: Any, claims: Sequence[Claim]):
+    def __init__(self, alloc: Any, claims: Sequence[Claim], start: tuple[int, int] = (0, 0)):
+        """`start`: where the first device of the first request is looked for (pool index, device
+        index; see `Allocator.allocate`'s `resume`)."""
         self.alloc = alloc
         self.features = alloc.features
         self.claims = claims
+        self.start = start
+        self.first: tuple[int, int] | None = None  # where the first device of the first request was found
         self.budget = alloc.budget
         self.steps = 0
         self.results: list[list[Placement]] = [[] for _ in claims]
@@ -116,7 +120,7 @@ class Search:
                     if req.mode == "All":
                         self.all_devices[(ci, ri, si)] = self._collect_all(claim, req)
         try:
-            return self._one(0, 0, 0, 0, False, (0, 0))
+            return self._one(0, 0, 0, 0, False, self.start)
         except _MaxResults as exc:
             # Upstream returns this as an error ("allocation max size exceeded") unless a later
             # claim hit it (then it only means that choice failed).
@@ -212,6 +216,7 @@ class Search:
                 undo()
             return done
         alloc = self.alloc
+        constraints = self.constraints[ci]
         cands = alloc.candidates(claim, req)
         pi0, dj0 = start
         position = alloc.offsets[pi0] + dj0 if pi0 < len(alloc.offsets) else len(alloc.flat)
@@ -231,6 +236,10 @@ class Search:
             if not alloc.selectable(claim, req, dev):
                 continue
             self._tick(ci)
+            # A device a claim constraint refuses fails in _allocate_device too, after its counters
+            # and groups were tried: asking the constraint first gives the same search, cheaper.
+            if constraints and not all(c.admits(req, dev) for c in constraints):
+                continue
             undo = self._allocate_device(ci, req, dev, pool, must=False)
             if undo is None:
                 continue
@@ -240,6 +249,8 @@ class Search:
                 undo()
                 raise
             if done:
+                if ci == ri == di == 0:
+                    self.first = (pi, dj)
                 return True
             undo()
         return False

@@ -55,9 +55,18 @@ def plain_device(dev: DeviceInfo) -> bool:
     return plain
 
 
+def _resumable(claims: Sequence[Claim]) -> bool:
+    """Whether the first request is one a resumed search may start late: a plain count of devices
+    (not firstAvailable alternatives, not All)."""
+    first = claims[0].requests[0] if claims and claims[0].requests else ()
+    return len(first) == 1 and first[0].mode == "ExactCount" and first[0].name == first[0].top
+
+
 class Allocator:
     """Allocation state of one node. Not thread-safe: one instance per thread (build one per node
     and cycle from a shared ClusterView with `ClusterView.allocator`)."""
+
+    last_start: tuple[int, int] | None = None  # where the last allocation found its first device (`resume`)
 
     def __init__(
         self,
@@ -361,18 +370,31 @@ class Allocator:
                     raise AllocationError(f"claim {claim.label}, request {req.name}: could not retrieve device class {req.class_name}: not found")
 
     def allocate(self, claims: Sequence[Mapping[str, Any] | Claim], explain: bool = True,
-                 commit: bool = True) -> list[dict[str, Any]]:
+                 commit: bool = True, resume: tuple[int, int] | None = None) -> list[dict[str, Any]]:
         """Allocate claims together (all or nothing); returns one `status.allocation` per claim.
 
         `explain=False` skips working out the reason on failure (a scheduler trying many nodes).
         `commit=False` leaves this allocator as it was (a Filter: the caller decides where the pod
         goes and commits the allocation to the ClusterView).
+        `resume`: the `last_start` of an earlier allocation of the same claims (equal specs) on
+        the same pools, when that allocation is committed (here or in the ClusterView this
+        allocator came from) and nothing else changed since: the search starts where it found its
+        first device. Same answer as searching from the start: the search takes the first
+        combination in device order, every combination before the earlier answer failed, and
+        committing an allocation only takes devices, counters and groups away, so they still fail
+        (the search budget counts only the steps taken). A failing search is run again from the
+        start, so that failures and their reasons are always the full search's.
         """
         parsed = [c if isinstance(c, Claim) else parse_claim(c) for c in claims]
         for claim in parsed:
             self.check_claim(claim)
-        search = Search(self, parsed)
-        if not search.run():
+        start = resume if resume is not None and _resumable(parsed) else (0, 0)
+        search = Search(self, parsed, start)
+        ok = search.run()
+        if not ok and start != (0, 0):
+            search = Search(self, parsed)  # a failure is the full search's, whatever it says
+            ok = search.run()
+        if not ok:
             if search.max_results_claim is not None:
                 claim = parsed[search.max_results_claim]
                 raise AllocationError(f"claim {claim.label}: the devices to allocate exceed the claim limit of "
@@ -384,6 +406,7 @@ class Allocator:
                 raise AllocationError(f"claim {labels}: cannot be allocated on node {self.node.name}{note}")
             raise AllocationError(explain_failure(self, parsed, invalid))
         out = [render_allocation(self, claim, search.results[ci], search.selected, ci) for ci, claim in enumerate(parsed)]
+        self.last_start = search.first
         if commit:
             self._commit(search)
             # Each undo step refers to the list that keeps it: emptied, the search and what it

@@ -70,7 +70,10 @@ def run(args: argparse.Namespace) -> int:
         return planned, (_allocate(store, planned, args) if args.allocate else {})
 
     # A dry pass first: bad input is refused before the store (or its lock file) is created. The
-    # pass under the lock is the one that counts: the store may have changed in between.
+    # pass under the lock is the one that counts: the store may have changed in between. Reading
+    # (--allocate: the allocated claims) and writing in one transaction is what keeps a racing
+    # `fake-dra schedule` from giving the same device away (issue 29): the scheduler's writes are
+    # checked against the pools this apply allocated from (driver/schedule/binding.py).
     prepare()
     with store.locked():
         planned, allocations = prepare()

@@ -10,7 +10,9 @@ PodScheduled=True). A container's extended resource that a DeviceClass serves (`
 with NVIDIA's classes) gets a claim of the scheduler's own, as KEP-5004 makes it. A pod that fits nowhere stays pending with PodScheduled=False/Unschedulable and
 the nodes grouped by reason. DeviceTaintRules taint the devices they select. ResourcePoolStatusRequests
 without a status are answered afterwards (driver/schedule/poolstatus.py). docs/fleet.md lists what is
-modelled of kube-scheduler.
+modelled of kube-scheduler. Several runs (or `apply --allocate`) may share a store: each pod's writes
+are checked against what the others wrote meanwhile, so no device is given twice; a pod another
+writer bound is left alone.
 Exit 0 (pending pods are an outcome, not an error; `-o json` or `get pods` shows them); 2 for bad input.
 """
 
@@ -68,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
     rate = len(report.outcomes) / report.seconds if report.seconds and report.outcomes else 0.0
     print(f"scheduled {len(report.scheduled)} of {len(report.outcomes)} pending pods on {report.nodes} nodes "
           f"in {report.seconds:.1f} s ({rate:.0f} pods/s, {report.writes} writes)")
+    if report.skipped:
+        print(f"{len(report.skipped)} pods were bound or deleted by another writer meanwhile and left alone")
     pending = report.pending
     for outcome in pending[:20]:
         print(f"pending {outcome.name}: {outcome.reason}")

@@ -8,7 +8,8 @@ characters), owned by the pod (controller, blockOwnerDeletion), annotated
 and recorded in the pod's `status.resourceClaimStatuses`. A claim made earlier for the same pod and
 entry is found again, recorded or not (the controller's own check for orphans after a crash), so an
 interrupted `schedule` never makes a second claim. An entry naming `resourceClaimName` uses that
-claim, which must exist.
+claim, which must exist. A claim already allocated pins its pods to the nodes its allocation's
+node selector allows (`bound_reason`, `pinned_to`).
 
 PodGroup claims (KEP-5729, gate DRAWorkloadResourceClaims, beta and off by default in 1.37): a pod
 whose `spec.schedulingGroup.podGroupName` names a PodGroup (scheduling.k8s.io/v1beta1) and whose claim
@@ -27,6 +28,8 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from driver.schedule.nodes import NodeInfo, terms_match
 
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 MAX_BASE = 57
@@ -74,6 +77,7 @@ class ClaimIndex:
         self.by_owner: dict[tuple[str, str], dict[str, Any]] = {}  # (pod uid, entry) -> claim
         self.by_group: dict[tuple[str, str], dict[str, Any]] = {}  # (PodGroup uid, entry) -> claim
         # DRAWorkloadResourceClaims: PodGroups by (namespace, name); empty with the gate off.
+        self.group_claims = group_claims
         self.podgroups = {((g.get("metadata") or {}).get("namespace") or "default", g["metadata"]["name"]): g
                           for g in podgroups} if group_claims else {}
         for claim in claims:
@@ -103,6 +107,18 @@ class ClaimIndex:
             if {k: theirs.get(k) or None for k in keys} == want:
                 return group
         return None
+
+    def remove(self, claim: Mapping[str, Any]) -> None:
+        """Forget a deleted claim."""
+        meta = claim.get("metadata") or {}
+        self.claims.pop((meta.get("namespace") or "default", meta.get("name")), None)
+        entry = (meta.get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
+        for ref in meta.get("ownerReferences") or []:
+            key = (str(ref.get("uid")), entry)
+            if entry and self.by_owner.get(key) is claim:
+                del self.by_owner[key]
+            if entry and self.by_group.get(key) is claim:
+                del self.by_group[key]
 
     def resolve(self, pod: Mapping[str, Any]) -> Resolution:
         meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
@@ -194,3 +210,41 @@ def without_consumer(claim: Mapping[str, Any], uid: str) -> dict[str, Any]:
         status.pop("reservedFor", None)
         status.pop("allocation", None)
     return {**claim, "status": status}
+
+
+def pinned_to(bound: list[PodClaim]) -> set[str] | None:
+    """The node names the allocated claims' node selectors allow, when each is exactly one term
+    `metadata.name In [...]` (what the allocator writes for node-local devices); None otherwise."""
+    allowed: set[str] | None = None
+    for c in bound:
+        selector = (((c.claim.get("status") or {}).get("allocation") or {}).get("nodeSelector") or {})
+        terms = selector.get("nodeSelectorTerms") or []
+        if not terms:
+            continue
+        if len(terms) != 1 or not isinstance(terms[0], Mapping) or terms[0].get("matchExpressions"):
+            return None
+        fields = terms[0].get("matchFields") or []
+        if len(fields) != 1 or not isinstance(fields[0], Mapping):
+            return None
+        req = fields[0]
+        if req.get("key") != "metadata.name" or req.get("operator") != "In" or not isinstance(req.get("values"), list):
+            return None
+        names = {str(v) for v in req["values"]}
+        allowed = names if allowed is None else allowed & names
+    return allowed
+
+
+def bound_reason(bound: list[PodClaim], node: NodeInfo) -> str | None:
+    """An allocated claim the pod shares pins it to the nodes its allocation selects."""
+    for c in bound:
+        selector = (((c.claim.get("status") or {}).get("allocation") or {}).get("nodeSelector") or {})
+        terms = selector.get("nodeSelectorTerms") or []
+        if terms and not terms_match(terms, node, f"ResourceClaim {c.claim['metadata']['name']}: status.allocation"):
+            return f"resourceclaim {c.claim['metadata']['name']} is allocated on other nodes"
+    return None
+
+
+def group_consumer(group: Mapping[str, Any]) -> dict[str, Any]:
+    """A PodGroup as a claim consumer (KEP-5729: the claim is reserved for the group, not each pod)."""
+    meta = group.get("metadata") or {}
+    return {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": meta.get("name"), "uid": meta.get("uid")}

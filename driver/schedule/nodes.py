@@ -20,7 +20,8 @@ Not modelled: inter-pod affinity, topology spread, ports, volumes, images, preem
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -29,6 +30,8 @@ from driver.allocator.pools import Node, node_selector_matches
 from driver.errors import InputError
 from driver.model.quantity import parse_quantity
 from driver.schedule.extended import container_requests
+
+log = logging.getLogger("fake-dra.schedule")
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
@@ -59,10 +62,16 @@ class NodeInfo:
                    taints=[t for t in spec.get("taints") or [] if isinstance(t, Mapping)],
                    unschedulable=bool(spec.get("unschedulable")), allocatable=allocatable)
 
-    def add_pod(self, requests: Mapping[str, Fraction]) -> None:
+    def add_pod(self, requests: Iterable[tuple[str, Fraction]]) -> None:
         self.pods += 1
-        for key, amount in requests.items():
+        for key, amount in requests:
             self.requested[key] = self.requested.get(key, Fraction(0)) + amount
+
+    def remove_pod(self, requests: Iterable[tuple[str, Fraction]]) -> None:
+        """A pod bound here is gone (deleted, finished, or bound elsewhere after all)."""
+        self.pods -= 1
+        for key, amount in requests:
+            self.requested[key] = self.requested.get(key, Fraction(0)) - amount
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,17 @@ class PodNeeds:
     def shape(self) -> tuple:
         """Equal for pods the static filters treat alike (requests are checked per node each time)."""
         return (self.node_selector, repr(self.terms), self.tolerations)
+
+    @classmethod
+    def requests_of(cls, pod: Mapping[str, Any]) -> tuple[tuple[str, Fraction], ...]:
+        """What a bound pod takes of its node; nothing, with a warning, when its requests cannot be
+        read (the API server would have refused it; it must not stop the scheduling of others)."""
+        meta = pod.get("metadata") or {}
+        try:
+            return tuple(sorted(_requests(pod.get("spec") or {}, f"{meta.get('namespace') or 'default'}/{meta.get('name')}").items()))
+        except (InputError, AttributeError, TypeError) as exc:
+            log.warning("not counting the requests of a bound pod: %s", exc)
+            return ()
 
     @classmethod
     def of(cls, pod: Mapping[str, Any]) -> PodNeeds:

@@ -13,44 +13,58 @@ A cycle, as kube-scheduler with DRA runs it (pkg/scheduler/schedule_one.go):
    `least-allocated` (the largest / smallest share of the node's published devices held by
    allocated claims, ties to the first found). kube-scheduler's Score plugins are not modelled
    beyond that, and its random tie-break is replaced by that deterministic one;
-4. the writes: each claim's `status.allocation` and `reservedFor` (a claim the controller makes in
-   the same cycle is written once, already allocated), then the pod's `spec.nodeName`, its
-   PodScheduled=True condition (what the binding sets) and `status.resourceClaimStatuses`;
-   extended resources a DeviceClass serves (`nvidia.com/gpu: 1` on a node without that allocatable)
-   are allocated in a claim of the scheduler's own, written at binding (extended.py).
+4. the writes (binding.py): each claim's `status.allocation` and `reservedFor` (a claim the
+   controller makes in the same cycle is written once, already allocated), then the pod's
+   `spec.nodeName`, its PodScheduled=True condition (what the binding sets) and
+   `status.resourceClaimStatuses`; extended resources a DeviceClass serves (`nvidia.com/gpu: 1` on
+   a node without that allocatable) are allocated in a claim of the scheduler's own, written at
+   binding (extended.py).
 A pod that fits nowhere stays pending: PodScheduled=False, reason Unschedulable, and a message
 grouping the nodes by reason (reasons.py), and a FailedScheduling Event on it (driver.store.events);
 its template claims are still made, as the controller makes them whatever the scheduler does.
 Unchanged pending pods are not written again (nor is their event: kube-scheduler would count one
 more attempt). Bound pods get no Scheduled event.
+
+Concurrency (issue 29): the run reads the store at one revision (state.py) and writes in
+transactions of `BATCH_PODS` cycles; each transaction first catches up with what other writers did
+meanwhile, and each cycle is a savepoint whose writes are checked against the pools' allocation
+revisions and the devices other claims hold (binding.py). A cycle refused as stale is undone whole,
+the run catches up and tries the pod again (at most `MAX_TRIES` times); a pod another writer bound
+or deleted meanwhile is left alone (`Report.skipped`).
 """
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from driver.errors import InputError
+from driver.errors import ConflictError, InputError
 from driver.features import Features
-from driver.schedule.claims import ClaimIndex, PodClaim, Resolution, reserved_by, with_consumer
-from driver.schedule.dra import DraFilter, shape_of
-from driver.schedule.extended import (ExtendedRequest, class_for_resource, claim_status, extended_requests,
-                                     served_by_dra, special_claim)
-from driver.schedule.nodes import NodeInfo, PodNeeds, resource_reason, sorted_nodes, static_reason, terms_match
+from driver.schedule.binding import ClaimWrite, Plan, Written, pool_keys, with_condition, write
+from driver.schedule.claims import (PodClaim, Resolution, bound_reason, group_consumer, pinned_to, reserved_by,
+                                    with_consumer)
+from driver.schedule.dra import shape_of
+from driver.schedule.extended import (ExtendedRequest, claim_status, extended_requests, served_by_dra,
+                                     special_claim)
+from driver.schedule.nodes import NodeInfo, PodNeeds, resource_reason, static_reason
 from driver.schedule.reasons import fit_error
+from driver.schedule.report import PodOutcome, Report
+from driver.schedule.slices import MAX_NODES
+from driver.schedule.state import ClusterState, is_pending, pod_key
 from driver.store import ObjectStore
-from driver.store.events import FAILED_SCHEDULING, SCHEDULER_COMPONENT, ObjectRef, record_event
-from driver.store.objectstore import now_timestamp
 
 POLICIES = ("first", "most-allocated", "least-allocated")
 MIN_FEASIBLE_NODES = 100  # minFeasibleNodesToFind
 MIN_FEASIBLE_PERCENTAGE = 5  # minFeasibleNodesPercentageToFind
 MAX_RESERVED_FOR = 256  # ResourceClaimReservedForMaxSize (pkg/apis/resource/types.go)
-DEFAULT_SCHEDULER = "default-scheduler"
-BATCH_PODS = 100  # pods written per store batch (the lock is released between batches)
+BATCH_PODS = 500  # pods written per store transaction at most (the writer lock is released between them)
+BATCH_SECONDS = 1.0  # and a transaction ends after this long, so other writers wait little
+# Between transactions the run lets go of the store this long: a writer of another process polls
+# for the lock (driver.store.writelock: every 50 ms at most), and one that never finds it free
+# would time out while this run takes it back at once.
+BATCH_PAUSE_S = 0.06
+MAX_TRIES = 3  # a cycle refused as stale this often leaves its pod pending for the next run
 
 
 def num_feasible_nodes_to_find(nodes: int, percentage: int) -> int:
@@ -62,57 +76,14 @@ def num_feasible_nodes_to_find(nodes: int, percentage: int) -> int:
     return max(nodes * percentage // 100, MIN_FEASIBLE_NODES)
 
 
-@dataclass
-class PodOutcome:
-    name: str  # namespace/name
-    node: str | None
-    claims: list[str]
-    reason: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "node": self.node, "claims": list(self.claims), "reason": self.reason}
-
-
-@dataclass
-class Report:
-    outcomes: list[PodOutcome] = field(default_factory=list)
-    nodes: int = 0
-    seconds: float = 0.0
-    writes: int = 0
-    attempts: int = 0  # allocator runs
-
-    @property
-    def scheduled(self) -> list[PodOutcome]:
-        return [o for o in self.outcomes if o.node]
-
-    @property
-    def pending(self) -> list[PodOutcome]:
-        return [o for o in self.outcomes if not o.node]
-
-
 def _label(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-
-
-def is_pending(pod: Mapping[str, Any]) -> bool:
-    spec, meta = pod.get("spec") or {}, pod.get("metadata") or {}
-    return (not spec.get("nodeName") and not meta.get("deletionTimestamp")
-            and (spec.get("schedulerName") or DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER
-            and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
-
-
-def creation_order(pod: Mapping[str, Any]) -> tuple:
-    """Creation time, then the store's resourceVersion (a pod untouched since creation keeps the
-    version it was created with: the order of the file it came from), then the name."""
-    meta = pod.get("metadata") or {}
-    rv = str(meta.get("resourceVersion") or "")
-    return (str(meta.get("creationTimestamp") or ""), int(rv) if rv.isdigit() else 0, _label(pod))
+    ns, name = pod_key(obj)
+    return f"{ns}/{name}"
 
 
 class Scheduler:
     def __init__(self, store: ObjectStore, *, features: Features, policy: str = "first", percentage: int = 0,
-                 progress: Callable[[int, int], None] | None = None) -> None:
+                 progress: Callable[[int, int], None] | None = None, max_nodes: int = MAX_NODES) -> None:
         if policy not in POLICIES:
             raise InputError(f"--policy: expected one of {', '.join(POLICIES)}, got {policy!r}")
         if not 0 <= percentage <= 100:
@@ -122,76 +93,108 @@ class Scheduler:
         self.policy = policy
         self.percentage = percentage
         self.progress = progress
+        self.state = ClusterState(store, features, max_nodes=max_nodes)
         self.next_start = 0
         self.report = Report()
-        # Bumped by every bind: an unschedulable pod's outcome holds until then (see _cycle).
-        self.generation = 0
         self._unschedulable_memo: dict[tuple, tuple[int, list[str], str]] = {}
+        self._written = 0  # the last revision this run wrote
 
-    # ---- loading ---------------------------------------------------------------------------------
-    def _load(self) -> list[dict[str, Any]]:
-        store = self.store
-        nodes = [NodeInfo.of(n) for n in store.list("nodes")]
-        self.nodes = sorted_nodes(nodes)
-        self.by_name = {n.name: n for n in self.nodes}
-        pods = store.list("pods", all_namespaces=True)
-        claims = store.list("resourceclaims", all_namespaces=True)
-        group_claims = self.features.enabled("DRAWorkloadResourceClaims")
-        self.index = ClaimIndex(claims, store.list("resourceclaimtemplates", all_namespaces=True),
-                                store.list("podgroups", all_namespaces=True) if group_claims else [], group_claims)
-        classes = store.list("deviceclasses")
-        self.extended_classes = class_for_resource(classes)
-        self.dra = DraFilter(slices=store.list("resourceslices"), classes=classes,
-                             labels={n.name: n.labels for n in self.nodes},
-                             allocated=[c for c in claims if (c.get("status") or {}).get("allocation")],
-                             features=self.features, taint_rules=store.list("devicetaintrules"))
-        self.held = {n.name: 0 for n in self.nodes}
-        for claim in claims:
-            self._count_held(claim)
-        for pod in pods:
-            node = self.by_name.get(str((pod.get("spec") or {}).get("nodeName") or ""))
-            if node is not None and not (pod.get("metadata") or {}).get("deletionTimestamp"):
-                node.add_pod(dict(PodNeeds.of(pod).requests))
-        self._static: dict[tuple, str | None] = {}
-        pending = sorted((p for p in pods if is_pending(p)), key=creation_order)
-        # What was just read (a 1,000-node fleet is millions of objects) lives until the end and holds
-        # no reference cycles: keep the cycle collector from walking it again at every collection.
-        gc.freeze()
-        return pending
-
-    def _count_held(self, claim: Mapping[str, Any]) -> None:
-        for r in ((((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []):
-            if r.get("pool") in self.held and not r.get("adminAccess"):
-                self.held[str(r["pool"])] += 1
-
-    # ---- one cycle -------------------------------------------------------------------------------
+    # ---- the run ---------------------------------------------------------------------------------
     def run(self) -> Report:
-        started = time.monotonic()
-        pending = self._load()
-        self.report.nodes = len(self.nodes)
-        for start in range(0, len(pending), BATCH_PODS):
+        started, cpu = time.monotonic(), time.process_time()
+        pending = self.state.load()
+        self.report.cpu_load = time.process_time() - cpu
+        self.report.nodes = len(self.state.nodes)
+        self.state.dra.expected_visits = -(-len(pending) // max(1, len(self.state.nodes)))
+        done = 0
+        while done < len(pending):
             with self.store.batch():
-                for pod in pending[start:start + BATCH_PODS]:
-                    self.report.outcomes.append(self._cycle(pod))
+                self.state.catch_up()
+                ends = time.monotonic() + BATCH_SECONDS
+                for pod in pending[done:done + BATCH_PODS]:
+                    outcome = self._cycle(pod)
+                    if outcome is not None:
+                        self.report.outcomes.append(outcome)
+                    done += 1
                     if self.progress is not None:
-                        self.progress(len(self.report.outcomes), len(pending))
+                        self.progress(done, len(pending))
+                    if time.monotonic() >= ends:
+                        break
+            # Every revision up to this run's last write is known: the transaction began caught up,
+            # and nobody else writes while it holds the store.
+            self.state.revision = max(self.state.revision, self._written)
+            if done < len(pending):
+                time.sleep(BATCH_PAUSE_S)
         self.report.seconds = time.monotonic() - started
-        self.report.attempts = self.dra.attempts
+        self.report.cpu_cycles = time.process_time() - cpu - self.report.cpu_load
+        self.report.attempts = self.state.dra.attempts
+        self.report.node_reads = getattr(self.state.dra.source, "reads", 0)
         return self.report
 
-    def _cycle(self, pod: dict[str, Any]) -> PodOutcome:
-        """One pod's scheduling cycle. A pod or claim the checks refuse (the API server would have)
-        stays pending with the refusal as its reason; the other pods are still scheduled."""
+    def _cycle(self, pod: dict[str, Any]) -> PodOutcome | None:
+        """One pod's scheduling cycle, tried again after a refused write; None when another writer
+        bound or deleted the pod meanwhile."""
         label = _label(pod)
+        refused: ConflictError | None = None
+        for _ in range(MAX_TRIES):
+            current = self.state.current(pod)
+            if current is None or not is_pending(current):
+                self.report.skipped.append(label)
+                return None
+            try:
+                with self.store.locked():
+                    plan, written = self._write(self._plan(current, label), current)
+            except ConflictError as exc:
+                refused = exc
+                self.report.conflicts += 1
+                self.state.catch_up()
+                continue
+            self._commit(plan, written)
+            return PodOutcome(label, plan.node, plan.claim_names, plan.reason)
+        return PodOutcome(label, None, [], f"not scheduled in this run: its writes were refused as stale {MAX_TRIES} "
+                                           f"times while other writers changed the store ({refused})")
+
+    def _write(self, plan: Plan, pod: dict[str, Any]) -> tuple[Plan, Written]:
+        """Write the plan; a write the store refuses as bad input (an object larger than it keeps)
+        leaves the pod pending with that reason instead, so the other pods are still scheduled."""
+        try:
+            with self.store.locked():
+                return plan, write(self.store, plan, self.state.pools)
+        except InputError as exc:
+            pending = self._unschedulable(pod, Resolution(), plan.label, str(exc))
+            return pending, write(self.store, pending, self.state.pools)
+
+    def _commit(self, plan: Plan, written: Written) -> None:
+        """The store took the plan: the run's picture of the cluster takes it too."""
+        state = self.state
+        for stored in written.claims:
+            state.index.put(stored)
+        self.report.writes += written.count + (plan.event is not None and plan.pod is not None)
+        self._written = max(self._written, written.revision)
+        if plan.node is None or plan.allocations is None:
+            return
+        allocated = [stored for stored, w in zip(written.claims, plan.claims) if w.allocates]
+        state.dra.bound(plan.node, plan.shape, plan.allocations, allocated)
+        for claim in allocated:
+            state.count_held(claim, +1)
+            revision = int(claim["metadata"]["resourceVersion"])
+            for key in pool_keys(claim):
+                state.pools[key] = max(state.pools.get(key, 0), revision)
+        state.bind(written.pod or {}, plan.requests)
+
+    # ---- deciding --------------------------------------------------------------------------------
+    def _plan(self, pod: dict[str, Any], label: str) -> Plan:
+        """One pod's decision. A pod or claim the checks refuse (the API server would have) stays
+        pending with the refusal as its reason; the other pods are still scheduled."""
         try:
             return self._schedule_pod(pod, label)
         except InputError as exc:
             return self._unschedulable(pod, Resolution(), label, str(exc))
 
-    def _schedule_pod(self, pod: dict[str, Any], label: str) -> PodOutcome:
+    def _schedule_pod(self, pod: dict[str, Any], label: str) -> Plan:
+        state = self.state
         needs = PodNeeds.of(pod)
-        resolution = self.index.resolve(pod)
-        names = [c.claim["metadata"]["name"] for c in resolution.claims]
+        resolution = state.index.resolve(pod)
         if resolution.problem is not None:
             return self._unschedulable(pod, resolution, label, resolution.problem)
         todo = [c for c in resolution.claims if not (c.claim.get("status") or {}).get("allocation")]
@@ -203,34 +206,28 @@ class Scheduler:
                 return self._unschedulable(pod, resolution, label, f"resourceclaim {c.claim['metadata']['name']} "
                                            f"is reserved by {MAX_RESERVED_FOR} consumers already")
         shape = shape_of([c.claim for c in todo])
-        labels = [_label(c.claim) for c in todo]
-        extended = extended_requests(pod, self.extended_classes)
+        labels = [_claim_label(c.claim) for c in todo]
+        extended = extended_requests(pod, state.extended_classes)
         self._specials: dict[tuple[ExtendedRequest, ...], tuple[dict[str, Any], list, str]] = {}
         # kube-scheduler does not retry an unschedulable pod until the cluster changes (its queueing
         # hints); likewise a pod asking what an unschedulable one asked, with nothing bound since,
         # is unschedulable for the same reasons: no need to visit every node again.
-        key = (needs.shape, needs.requests, shape, tuple(_label(c.claim) for c in bound), extended)
+        key = (needs.shape, needs.requests, shape, tuple(_claim_label(c.claim) for c in bound), extended)
         known = self._unschedulable_memo.get(key)
-        if known is not None and known[0] == self.generation:
+        if known is not None and known[0] == state.generation:
             message = known[2]
             for old, new in zip(known[1], labels):
                 message = message.replace(f"claim {old}:", f"claim {new}:")
             return self._unschedulable(pod, resolution, label, message)
-        parsed = self.dra.parse([c.claim for c in todo]) if todo else []
+        parsed = state.dra.parse([c.claim for c in todo]) if todo else []
         found, reasons = self._filter(needs, parsed, shape, bound, pod, extended)
         if not found:
-            for node, reason in list(reasons.items()):
-                if reason == _DRA:
-                    served = served_by_dra(extended, self.by_name[node].allocatable)
-                    node_parsed, node_shape, _ = self._node_claims(pod, parsed, shape, served)
-                    reasons[node] = self.dra.explain(node, node_parsed, node_shape)
-            message = fit_error(reasons, len(self.nodes))
-            self._unschedulable_memo[key] = (self.generation, labels, message)
+            message = fit_error(reasons, len(state.nodes))
+            self._unschedulable_memo[key] = (state.generation, labels, message)
             return self._unschedulable(pod, resolution, label, message)
         node, allocations = self._choose(found)
-        special = self._node_claims(pod, parsed, shape, served_by_dra(extended, self.by_name[node].allocatable))[2]
-        self._bind(pod, needs, resolution, todo, bound, node, allocations, special)
-        return PodOutcome(label, node, names + ([special[0]["metadata"]["name"]] if special else []))
+        _, node_shape, special = self._node_claims(pod, parsed, shape, served_by_dra(extended, state.by_name[node].allocatable))
+        return self._bind(pod, needs, resolution, todo, bound, node, node_shape, allocations, special)
 
     def _node_claims(self, pod: Mapping[str, Any], parsed: list, shape: str, dra: tuple[ExtendedRequest, ...]
                      ) -> tuple[list, str, tuple[dict[str, Any], tuple[ExtendedRequest, ...]] | None]:
@@ -239,162 +236,138 @@ class Scheduler:
         if not dra:
             return parsed, shape, None
         if dra not in self._specials:
-            claim = special_claim(pod, dra, self.index.claims)
-            self._specials[dra] = (claim, self.dra.parse([claim]), shape_of([claim]))
+            claim = special_claim(pod, dra, self.state.index.claims)
+            self._specials[dra] = (claim, self.state.dra.parse([claim]), shape_of([claim]))
         claim, special_parsed, special_shape = self._specials[dra]
         return [*parsed, *special_parsed], shape + "+" + special_shape, (claim, dra)
 
     def _filter(self, needs: PodNeeds, parsed: list, shape: str, bound: list[PodClaim], pod: Mapping[str, Any],
                 extended: tuple[ExtendedRequest, ...]) -> tuple[list[tuple[str, list[dict[str, Any]]]], dict[str, str]]:
-        total = len(self.nodes)
+        nodes = self.state.nodes
+        total = len(nodes)
         want = 1 if self.policy == "first" else num_feasible_nodes_to_find(total, self.percentage)
+        pinned = pinned_to(bound)
+        if pinned is not None and total:
+            narrowed = self._filter_pinned(pinned, want, needs, parsed, shape, bound, pod, extended)
+            if narrowed is not None:
+                return narrowed, {}
         found: list[tuple[str, list[dict[str, Any]]]] = []
         reasons: dict[str, str] = {}
         processed = 0
         for i in range(total):
-            node = self.nodes[(self.next_start + i) % total]
+            node = nodes[(self.next_start + i) % total]
             processed += 1
-            key = (needs.shape, node.name)
-            if key not in self._static:
-                self._static[key] = static_reason(needs, node)
-            served = served_by_dra(extended, node.allocatable)
-            reason = (self._static[key] or resource_reason(needs, node, frozenset(r.resource for r in served))
-                      or _bound_reason(bound, node))
-            if reason is None:
-                node_parsed, node_shape, _ = self._node_claims(pod, parsed, shape, served)
-                if node_parsed:
-                    answer = self.dra.try_node(node.name, node_parsed, node_shape)
-                    if isinstance(answer, str):
-                        reason = _DRA
-                    else:
-                        found.append((node.name, answer))
-                else:
-                    found.append((node.name, []))
-            if reason is not None:
-                reasons[node.name] = reason
-            if len(found) >= want:
-                break
+            answer = self._check(node, needs, parsed, shape, bound, pod, extended)
+            if isinstance(answer, str):
+                reasons[node.name] = answer
+            else:
+                found.append((node.name, answer))
+                if len(found) >= want:
+                    break
         if total:
             self.next_start = (self.next_start + processed) % total
         return found, reasons
 
+    def _check(self, node: NodeInfo, needs: PodNeeds, parsed: list, shape: str, bound: list[PodClaim],
+               pod: Mapping[str, Any], extended: tuple[ExtendedRequest, ...]) -> list[dict[str, Any]] | str:
+        """One node through the filters: the allocation of the pod's claims there, or why not."""
+        static = self.state.static
+        key = (needs.shape, node.name)
+        if key not in static:
+            static[key] = static_reason(needs, node)
+        served = served_by_dra(extended, node.allocatable) if extended else ()
+        reason = (static[key] or resource_reason(needs, node, frozenset(r.resource for r in served))
+                  or bound_reason(bound, node))
+        if reason is not None:
+            return reason
+        node_parsed, node_shape, _ = self._node_claims(pod, parsed, shape, served)
+        return self.state.dra.try_node(node.name, node_parsed, node_shape) if node_parsed else []
+
+    def _filter_pinned(self, pinned: set[str], want: int, needs: PodNeeds, parsed: list, shape: str,
+                       bound: list[PodClaim], pod: Mapping[str, Any], extended: tuple[ExtendedRequest, ...]
+                       ) -> list[tuple[str, list[dict[str, Any]]]] | None:
+        """The search when an allocated claim of the pod names its nodes (kube-scheduler narrows such
+        pods to those nodes up front, as NodeAffinity's PreFilter does for a matchFields
+        metadata.name term, pkg/scheduler/framework/plugins/nodeaffinity): only those nodes are
+        tried, in the order and with the start-index advance the full search would give, since
+        every other node fails on the claim's node selector. None when none of them fits: the full
+        search then words the reason of every node."""
+        state = self.state
+        total = len(state.nodes)
+        offsets = sorted((state.node_index[name] - self.next_start) % total for name in pinned if name in state.node_index)
+        found: list[tuple[str, list[dict[str, Any]]]] = []
+        processed = total
+        for offset in offsets:
+            node = state.nodes[(self.next_start + offset) % total]
+            answer = self._check(node, needs, parsed, shape, bound, pod, extended)
+            if not isinstance(answer, str):
+                found.append((node.name, answer))
+                if len(found) >= want:
+                    processed = offset + 1
+                    break
+        if not found:
+            return None
+        self.next_start = (self.next_start + processed) % total
+        return found
+
     def _choose(self, found: list[tuple[str, list[dict[str, Any]]]]) -> tuple[str, list[dict[str, Any]]]:
         if self.policy == "first" or len(found) == 1:
             return found[0]
+        held, dra = self.state.held, self.state.dra
 
         def share(item: tuple[str, Any]) -> float:
-            devices = self.dra.devices(item[0])
-            return self.held.get(item[0], 0) / devices if devices else 0.0
+            devices = dra.devices(item[0])
+            return held.get(item[0], 0) / devices if devices else 0.0
 
         best = max(share(f) for f in found) if self.policy == "most-allocated" else min(share(f) for f in found)
         return next(f for f in found if share(f) == best)
 
-    # ---- writes ----------------------------------------------------------------------------------
-    def _bind(self, pod: dict[str, Any], needs: PodNeeds, resolution: Resolution, todo: list[PodClaim], bound: list[PodClaim],
-              node: str, allocations: list[dict[str, Any]],
-              special: tuple[dict[str, Any], tuple[ExtendedRequest, ...]] | None) -> None:
+    # ---- plans -----------------------------------------------------------------------------------
+    def _bind(self, pod: dict[str, Any], needs: PodNeeds, resolution: Resolution, todo: list[PodClaim],
+              bound: list[PodClaim], node: str, shape: str, allocations: list[dict[str, Any]],
+              special: tuple[dict[str, Any], tuple[ExtendedRequest, ...]] | None) -> Plan:
         meta = pod["metadata"]
         consumer = {"resource": "pods", "name": meta["name"], "uid": meta.get("uid")}
         claims = [*todo, *([PodClaim("", special[0], new=True)] if special else [])]
+        names = [c.claim["metadata"]["name"] for c in resolution.claims]
+        plan = Plan(_label(pod), names + ([special[0]["metadata"]["name"]] if special else []), node=node,
+                    shape=shape, allocations=allocations, requests=needs.requests)
         for c, allocation in zip(claims, allocations, strict=True):
             claim = {**c.claim, "status": {**(c.claim.get("status") or {}), "allocation": allocation,
                                            "reservedFor": [group_consumer(c.group) if c.group else consumer]}}
-            self._write_claim(claim, c.new, c.group, c.entry)
-            self.dra.commit(claim)
-            self._count_held(claim)
+            plan.claims.append(ClaimWrite(claim, c.new, allocates=True, group=c.group, entry=c.entry))
         for c in bound:
             reserved = with_consumer(c.claim, group_consumer(c.group) if c.group else consumer)
             if reserved is not None:
-                self._write_claim(reserved, False)
+                plan.claims.append(ClaimWrite(reserved, False, allocates=False))
         status = dict(pod.get("status") or {})
-        status["conditions"] = _with_condition(status.get("conditions"), {"type": "PodScheduled", "status": "True"})
+        status["conditions"] = with_condition(status.get("conditions"), {"type": "PodScheduled", "status": "True"})
         self._claim_statuses(status, resolution, meta.get("uid"))
         if special:
             status["extendedResourceClaimStatus"] = claim_status(*special)
-        self._write_pod({**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status})
-        self.by_name[node].add_pod(dict(needs.requests))
-        self.generation += 1
+        plan.pod = {**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status}
+        return plan
 
-    def _unschedulable(self, pod: dict[str, Any], resolution: Resolution, label: str, message: str) -> PodOutcome:
-        for c in resolution.claims:
-            if c.new:
-                self._write_claim(c.claim, True, c.group, c.entry)
+    def _unschedulable(self, pod: dict[str, Any], resolution: Resolution, label: str, message: str) -> Plan:
+        plan = Plan(label, [c.claim["metadata"]["name"] for c in resolution.claims], reason=message)
+        plan.claims = [ClaimWrite(c.claim, True, allocates=False, group=c.group, entry=c.entry)
+                       for c in resolution.claims if c.new]
         status = dict(pod.get("status") or {})
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
-        status["conditions"] = _with_condition(status.get("conditions"), condition)
+        status["conditions"] = with_condition(status.get("conditions"), condition)
         status.setdefault("phase", "Pending")
         self._claim_statuses(status, resolution, (pod.get("metadata") or {}).get("uid"))
         if status != (pod.get("status") or {}):
-            self._write_pod({**pod, "status": status})
-            # kube-scheduler's FailedScheduling event on the pod (`fake-dra describe pod` lists it);
-            # recorded when the outcome changes, so an unchanged pending pod costs no write.
-            record_event(self.store, ObjectRef.of(pod), reason=FAILED_SCHEDULING, message=message,
-                         component=SCHEDULER_COMPONENT)
-            self.report.writes += 1
-        return PodOutcome(label, None, [c.claim["metadata"]["name"] for c in resolution.claims], message)
+            plan.pod = {**pod, "status": status}
+            plan.event = message
+        return plan
 
     def _claim_statuses(self, status: dict[str, Any], resolution: Resolution, uid: Any) -> None:
         made = resolution.statuses(str(uid or ""))
         if made:
             status["resourceClaimStatuses"] = made
 
-    def _write_claim(self, claim: dict[str, Any], new: bool, group: Mapping[str, Any] | None = None,
-                     entry: str = "") -> None:
-        stored = self.store.create("resourceclaims", claim) if new else self.store.update("resourceclaims", claim)
-        self.index.put(stored)
-        self.report.writes += 1
-        if new and group is not None and not any(r.get("kind") == "Pod" for r in claim["metadata"].get("ownerReferences") or ()):
-            self._record_group_claim(group, entry, claim["metadata"]["name"])
 
-    def _record_group_claim(self, group: Mapping[str, Any], entry: str, claim_name: str) -> None:
-        """podgroup.status.resourceClaimStatuses gets the claim made for the group from a template."""
-        meta = group.get("metadata") or {}
-        current = self.store.get("podgroups", meta.get("namespace") or "default", meta["name"])
-        status = dict(current.get("status") or {})
-        statuses = [s for s in status.get("resourceClaimStatuses") or () if s.get("name") != entry]
-        status["resourceClaimStatuses"] = [*statuses, {"name": entry, "resourceClaimName": claim_name}]
-        updated = self.store.update("podgroups", {**current, "status": status})
-        self.index.podgroups[(meta.get("namespace") or "default", meta["name"])] = updated
-        self.report.writes += 1
-
-    def _write_pod(self, pod: dict[str, Any]) -> None:
-        self.store.update("pods", pod)
-        self.report.writes += 1
-
-
-_DRA = "cannot allocate all claims"  # kube-scheduler's words; replaced by the allocator's reason
-
-
-def group_consumer(group: Mapping[str, Any]) -> dict[str, Any]:
-    """A PodGroup as a claim consumer (KEP-5729: the claim is reserved for the group, not each pod)."""
-    meta = group.get("metadata") or {}
-    return {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": meta.get("name"), "uid": meta.get("uid")}
-
-
-
-
-def _bound_reason(bound: list[PodClaim], node: NodeInfo) -> str | None:
-    """An allocated claim the pod shares pins it to the nodes its allocation selects."""
-    for c in bound:
-        selector = (((c.claim.get("status") or {}).get("allocation") or {}).get("nodeSelector") or {})
-        terms = selector.get("nodeSelectorTerms") or []
-        if terms and not terms_match(terms, node, f"ResourceClaim {c.claim['metadata']['name']}: status.allocation"):
-            return f"resourceclaim {c.claim['metadata']['name']} is allocated on other nodes"
-    return None
-
-
-def _with_condition(conditions: Any, wanted: dict[str, Any]) -> list[dict[str, Any]]:
-    """The conditions with `wanted` in place; lastTransitionTime changes only when the status does."""
-    out, found = [], False
-    for cond in conditions or []:
-        if isinstance(cond, Mapping) and cond.get("type") == wanted["type"]:
-            found = True
-            same = cond.get("status") == wanted["status"]
-            merged = {**wanted, "lastProbeTime": None,
-                      "lastTransitionTime": cond.get("lastTransitionTime") if same else now_timestamp()}
-            out.append(merged if any(cond.get(k) != v for k, v in merged.items()) else dict(cond))
-        else:
-            out.append(cond)
-    if not found:
-        out.append({**wanted, "lastProbeTime": None, "lastTransitionTime": now_timestamp()})
-    return out
+def _claim_label(claim: Mapping[str, Any]) -> str:
+    meta = claim.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"

@@ -190,6 +190,11 @@ class ClusterView:
             self._labels[name] = labels
             self._drop_entry(name)
 
+    def forget(self, node: str) -> None:
+        """Drop what was gathered for `node` (built again when next asked): a caller that keeps
+        only some nodes' slices bounds the view's memory with it."""
+        self._drop_entry(node)
+
     def nodes(self) -> list[str]:
         """Every node the view knows of: named by a slice's nodeName or by a Node object, sorted."""
         return sorted(set(self.slices.on_node) | set(self._labels))
