@@ -25,6 +25,7 @@ from types import ModuleType
 
 import grpc
 
+from driver.deadline import Alarm
 from driver.plugin.gen import pluginregistration_v1_pb2 as reg_pb2
 from driver.plugin.grpclog import quiet_undecodable_requests
 from driver.plugin.gen import pluginregistration_v1_pb2_grpc as reg_grpc
@@ -68,7 +69,7 @@ def _abandoned(context: grpc.ServicerContext | None) -> threading.Event:
     """Set when the call ends before we answer: the kubelet cancelled it (a pod deleted while its
     prepare was in flight, a kubelet restart) or its deadline passed. gRPC runs the callbacks of a
     call when it terminates, cancellation included; one that has already ended is set at once."""
-    event = threading.Event()
+    event = Alarm()  # also wakes the call where it is queued (driver.deadline.Alarm)
     add_callback = getattr(context, "add_callback", None)
     if add_callback is not None and not add_callback(event.set):
         event.set()

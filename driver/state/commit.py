@@ -1,11 +1,11 @@
 """The second half of a prepare: write what was decided, then commit it or take it all back.
 
 driver.state.prepare decides under the global lock (validation, PrepareStarted records in memory);
-this part runs outside it, holding only the claims' own locks: persist the PrepareStarted records,
-write device metadata and CDI specs, and at the commit point (the call's deadline checked one last
-time) mark PrepareCompleted, or roll back so that nothing of an unfinished call stays on disk or
-reserved. Kept apart from the deciding half so each reads in one sitting; a mixin of
-driver.state.prepare.DeviceState, whose attributes it uses.
+this part runs outside it and outside the state gate, holding only the claims' own locks: persist
+the PrepareStarted records, write device metadata and CDI specs, and at the commit point (the
+call's deadline checked one last time) mark PrepareCompleted, or roll back so that nothing of an
+unfinished call stays on disk or reserved. Kept apart from the deciding half so each reads in one
+sitting; a mixin of driver.state.prepare.DeviceState, whose attributes it uses.
 """
 
 from __future__ import annotations

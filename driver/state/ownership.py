@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from driver import flock
-from driver.deadline import KUBELET_CALL_TIMEOUT_S, POLL_S, Deadline
+from driver.deadline import KUBELET_CALL_TIMEOUT_S, POLL_S, Alarm, Deadline
 from driver.errors import CallAborted, InputError
 
 log = logging.getLogger("fake-dra.state")
@@ -47,7 +47,7 @@ class CallGate:
 
     def __init__(self, max_call_s: float = KUBELET_CALL_TIMEOUT_S) -> None:
         self.max_call_s = max_call_s
-        self.cancel = threading.Event()
+        self.cancel = Alarm()  # a shutdown's cancellation also wakes the calls queued for a slot or a claim
         self._cond = threading.Condition()
         self._calls = 0
         self._mutating = 0
@@ -99,22 +99,38 @@ class CallGate:
             return False
 
 
-class StateGate:
-    """At most `slots` calls work on the state at once; the others wait in arrival order.
+class _Waiter:
+    """One call queued at a StateGate: `event` is set when the slot is handed to it (`granted`)
+    or when its call is cancelled."""
 
-    Why: that work is CPU under the GIL, so beyond ~2x the cores more threads only add GIL
-    hand-offs (each costs CPU) and make service order random, which doubles the tail: with 16
-    callers p99 was ~2x p50 with 32 runnable threads and ~1.3x with 4. A leaving call hands its slot
-    to the first waiter directly (one wake-up, no thundering herd). Only the state work is gated,
-    never a claim's API read (as the upstream kubeletplugin helper reads claims before it
-    serialises): API latency must not stall the node's other calls, an unprepare needs no API at
-    all. A waiter gives up at `until` or when its call is cancelled, leaving the caller time to
-    answer "busy" before the kubelet's deadline."""
+    __slots__ = ("event", "granted")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.granted = False
+
+
+class StateGate:
+    """At most `slots` calls at once; the others wait in arrival order.
+
+    Why: the work it admits is CPU under the GIL (validation and the in-memory records, which the
+    state's lock serialises anyway), so more threads inside only add GIL hand-offs, each of which
+    costs a scheduler wake-up on a busy machine, and make service order random, which doubles the
+    tail: with 16 callers p99 was ~2x p50 with 32 runnable threads and ~1.3x with 4. Nothing that
+    waits is done inside it: neither a claim's API read (as the upstream kubeletplugin helper reads
+    claims before it serialises: API latency must not stall the node's other calls, an unprepare
+    needs no API at all) nor a disk flush (driver.state.journal; a call leaves the gate before it
+    waits for the checkpoint, so the flush of one wave covers every call recorded meanwhile). A
+    leaving call hands its slot to the first waiter directly (one wake-up, no thundering herd).
+    A waiter sleeps until it is handed a slot, its call is cancelled (driver.deadline.Alarm wakes
+    it: no polling) or `until` comes, leaving the caller time to answer "busy" before the
+    kubelet's deadline.
+    `StateGate(1)` is a FIFO mutex with those properties (driver.state.claimlocks)."""
 
     def __init__(self, slots: int) -> None:
         self._lock = threading.Lock()
         self._free = slots
-        self._waiting: collections.deque[threading.Event] = collections.deque()
+        self._waiting: collections.deque[_Waiter] = collections.deque()
 
     def enter(self, until: float, deadline: Deadline) -> bool:
         """True once a slot is ours (then call `leave`), False at `until` or on cancellation."""
@@ -122,21 +138,26 @@ class StateGate:
             if self._free and not self._waiting:
                 self._free -= 1
                 return True
-            mine = threading.Event()
+            mine = _Waiter()
             self._waiting.append(mine)
-        while not mine.wait(max(0.0, min(until - time.monotonic(), POLL_S))):
-            if time.monotonic() >= until or deadline.cancelled:
+        with deadline.watching(mine.event) as woken:
+            while True:
+                left = until - time.monotonic()
+                mine.event.wait(max(0.0, left if woken else min(left, POLL_S)))
                 with self._lock:
-                    if mine.is_set():  # handed to us as we gave up: keep it
+                    if mine.granted:  # handed to us, perhaps as we gave up: keep it
                         return True
-                    self._waiting.remove(mine)
-                    return False
-        return True
+                    if time.monotonic() >= until or deadline.cancelled:
+                        self._waiting.remove(mine)
+                        return False
+                    mine.event.clear()  # a poll's timeout, or an alarm that was not ours
 
     def leave(self) -> None:
         with self._lock:
             if self._waiting:
-                self._waiting.popleft().set()  # the slot passes to the first waiter
+                nxt = self._waiting.popleft()  # the slot passes to the first waiter
+                nxt.granted = True
+                nxt.event.set()
             else:
                 self._free += 1
 

@@ -3,17 +3,18 @@
 Order per request (compute, then act, then record; docs/architecture.md §3, "The claim's state in
 the plugin"):
 1. outside every lock and the state gate: validate the names and fetch every claim (API latency
-   must not serialise); then take one of the state gate's slots (driver.state.ownership.StateGate)
-   and the claims' own locks;
-2. under the lock: idempotent answers for claims already prepared in this boot (recreating a lost
-   CDI spec); for the rest check allocation/UID/driver/pool/device existence, parse opaque config
-   and revalidate counters, compatibility groups and exclusivity together with every device
-   already prepared on the node (driver.allocator.rules.validate_combination via
-   driver.state.revalidate — the allocator's own rules);
-3. under the lock: record PrepareStarted (atomic rename, no fsync), write the CDI specs, mark
-   PrepareCompleted in memory; then, outside the lock, make the checkpoint durable (fsync) before
-   answering. Concurrent calls share that fsync (group commit, driver.state.journal), so the lock
-   is never held across a disk flush.
+   must not serialise); then take the claims' own locks (driver.state.claimlocks: held to the
+   answer) and one of the state gate's slots (driver.state.ownership.StateGate);
+2. in the gate, under the state's lock: idempotent answers for claims already prepared in this
+   boot (recreating a lost CDI spec); for the rest check allocation/UID/driver/pool/device
+   existence, parse opaque config and revalidate counters, compatibility groups and exclusivity
+   together with every device already prepared on the node (driver.allocator.rules.validate_combination
+   via driver.state.revalidate — the allocator's own rules), and record PrepareStarted in memory.
+   Then the call leaves the gate: nothing after this waits for another call's CPU work;
+3. record PrepareStarted on disk (atomic rename, no fsync), write the CDI specs, mark
+   PrepareCompleted in memory; then make the checkpoint durable (fsync) before answering.
+   Concurrent calls share both checkpoint writes and the fsync (group commit, driver.state.journal),
+   and no lock but the claims' own is held across disk I/O.
 A crash anywhere leaves a state the retried call repairs: a PrepareStarted claim is simply
 prepared again (its devices stay reserved meanwhile), a CDI spec always has a checkpoint record.
 Errors are per claim; only a failure to write the checkpoint fails the claims of that batch.
@@ -32,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from driver.deadline import KUBELET_CALL_TIMEOUT_S, Deadline
@@ -42,6 +43,7 @@ from driver.model.claimshape import check_claim_shape
 from driver.personality.base import DriverProfile, PreparedElsewhere
 from driver.personality.fakedra import FakeDraDriver
 from driver.state.cdi import CdiWriter
+from driver.state.claimlocks import ClaimLocks
 from driver.state.allocation import devices_to_prepare
 from driver.state.checkpoint import COMPLETED, STARTED, Checkpoint, CheckpointStore, ClaimEntry
 from driver.state.commit import OVERRULED, Batch, CommitPrepares
@@ -60,7 +62,9 @@ from driver.state.unprepare import UnprepareCalls
 
 log = logging.getLogger("fake-dra.state")
 CrashHook = Callable[[str], None]
-DEFAULT_CONCURRENCY = 2  # calls working on the state at once: 2-4 measured best on 2 cores, 8+ worse
+# Calls validating at once (the state gate). Their work is serialised by the state's lock anyway:
+# one slot works, the other has its call ready to go the moment the lock is free.
+DEFAULT_CONCURRENCY = 2
 
 
 def _no_crash(step: str) -> None:
@@ -94,8 +98,8 @@ class DeviceState(CommitPrepares, UnprepareCalls):
         `max_call_s` bounds every call (the kubelet's 45 s); `when_owned` runs once this process
         owns the state directory, before anything in it or in the CDI root is touched (run.py
         probes the kubelet sockets there); `lock_wait_s` bounds the wait for another process's
-        hold on the state directory (None: for ever); `concurrency`: how many calls work on the
-        state at once (driver.state.ownership.StateGate; claim reads are not counted)."""
+        hold on the state directory (None: for ever); `concurrency`: how many calls validate at
+        once (driver.state.ownership.StateGate; claim reads and disk flushes are not counted)."""
         self.driver_name = driver_name
         self.profile = profile if profile is not None else FakeDraDriver(driver_name)
         self._claims = claims
@@ -106,7 +110,7 @@ class DeviceState(CommitPrepares, UnprepareCalls):
         self._metadata = metadata or DeviceMetadataWriter(checkpoint.dir, driver_name, enabled=False)
         self._status = claim_status
         self._lock = threading.Lock()
-        self._stripes = [threading.Lock() for _ in range(64)]
+        self._claim_locks = ClaimLocks()
         # Revalidation is strict regardless of the scheduler's gates: that is its point.
         self._features = Features.all_on()
         self._calls = CallGate(max_call_s)
@@ -236,21 +240,29 @@ class DeviceState(CommitPrepares, UnprepareCalls):
 
     def _prepare_fetched(self, fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult],
                          flight: Flight, deadline: Deadline) -> dict[str, PrepareResult]:
-        with self._gate.slot(deadline) as working:
-            if not working:
-                for ref, _ in fetched:
-                    results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {BUSY}")
-                return results
-            with self._claims_locked(ref.uid for ref, _ in fetched), self._calls.mutating(deadline, "prepare"):
+        with self._claim_locks.hold((ref.uid for ref, _ in fetched), deadline) as mine:
+            if not mine:
+                return self._busy(fetched, results)
+            with self._calls.mutating(deadline, "prepare"):
                 return self._prepare_locked_claims(fetched, results, flight, deadline)
+
+    @staticmethod
+    def _busy(fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult]
+              ) -> dict[str, PrepareResult]:
+        for ref, _ in fetched:
+            results[ref.uid] = PrepareResult(error=f"claim {ref.namespace}/{ref.name}: {BUSY}")
+        return results
 
     def _prepare_locked_claims(self, fetched: list[tuple[ClaimRef, dict[str, Any]]], results: dict[str, PrepareResult],
                                flight: Flight, deadline: Deadline) -> dict[str, PrepareResult]:
-        """Holding the claims' own locks and a gate slot: validate and record (under the global
-        lock), act, commit, make durable."""
-        with self._lock:
-            fetched = [(ref, claim) for ref, claim in fetched if not self._overruled(ref, flight, results)]
-            pending, batch, before, recorded = self._prepare_locked(fetched, results)
+        """Holding the claims' own locks: validate and record (in a gate slot, under the global
+        lock), then act, commit and make durable outside the gate."""
+        with self._gate.slot(deadline) as working:
+            if not working:
+                return self._busy(fetched, results)
+            with self._lock:
+                fetched = [(ref, claim) for ref, claim in fetched if not self._overruled(ref, flight, results)]
+                pending, batch, before, recorded = self._prepare_locked(fetched, results)
         need = None  # already prepared claims whose flush failed earlier: everything
         if batch:
             ok, done = self._act(batch, before, results, recorded, dict((r.uid, c) for r, c in fetched),
@@ -289,19 +301,6 @@ class DeviceState(CommitPrepares, UnprepareCalls):
                 self.after_change()
             except Exception:  # noqa: BLE001 - a hook's failure must not fail a kubelet call
                 log.exception("after-change hook failed")
-
-    @contextlib.contextmanager
-    def _claims_locked(self, uids: Iterable[str]) -> Iterator[None]:
-        """Per-claim mutual exclusion (striped locks, taken in order so calls cannot deadlock):
-        prepare/unprepare of the same claim serialise, different claims proceed in parallel."""
-        stripes = sorted({hash(uid) % len(self._stripes) for uid in uids})
-        for i in stripes:
-            self._stripes[i].acquire()
-        try:
-            yield
-        finally:
-            for i in reversed(stripes):
-                self._stripes[i].release()
 
     def _overruled(self, ref: ClaimRef, flight: Flight, results: dict[str, PrepareResult]) -> bool:
         """Was the claim unprepared since this call started? Then it gets no record."""

@@ -8,6 +8,7 @@ import threading
 import time
 
 from driver.deadline import Deadline
+from driver.state.checkpoint import COMPLETED
 from driver.state.ownership import StateGate
 from state.conftest import result
 from waiting import GENEROUS_S, wait_until
@@ -28,31 +29,88 @@ class _Blocking:
         return self.inner.get_claim(namespace, name, deadline)
 
 
-def test_at_most_two_calls_work_on_the_state_and_the_rest_get_in_in_arrival_order(env):
-    inside = peak = 0
+def _count_gate(st, hold: threading.Event | None = None):
+    """Count the calls inside the state's gate (peak) and, with `hold`, keep them there (each just
+    after it took its slot, before it takes the state's lock) until it is set."""
+    seen = {"inside": 0, "peak": 0}
     lock = threading.Lock()
-    order: list[str] = []
+    gate = st._gate
+    real_enter, real_leave, real_validate = gate.enter, gate.leave, st._validate_all
 
-    def hook(step: str) -> None:
-        nonlocal inside, peak
-        if step in ("prepare-started", "unprepare-cdi-removed"):
-            with lock:
-                inside += 1
-                peak = max(peak, inside)
-            time.sleep(0.05)
-            with lock:
-                inside -= 1
+    def enter(until, deadline):
+        if not real_enter(until, deadline):
+            return False
+        with lock:
+            seen["inside"] += 1
+            seen["peak"] = max(seen["peak"], seen["inside"])
+        if hold is not None:
+            hold.wait(GENEROUS_S)  # in the gate, holding no lock: only the slot is taken
+        return True
 
-    st = env.state(crash_hook=hook)
+    def leave():
+        with lock:
+            seen["inside"] -= 1
+        real_leave()
+
+    def validate(*args, **kw):
+        time.sleep(0.02)
+        return real_validate(*args, **kw)
+
+    gate.enter, gate.leave, st._validate_all = enter, leave, validate
+    return seen
+
+
+def test_at_most_two_calls_are_in_the_gate_at_once(env):
+    st = env.state()
+    seen = _count_gate(st)
     refs = [env.claims.add(f"c{i}", [result(f"gpu-0-mig-1g5gb-{i % 7}")]) for i in range(7)]
-    calls = [threading.Thread(target=lambda r=r: order.append(st.prepare([r])[r.uid].error)) for r in refs]
+    calls = [threading.Thread(target=lambda r=r: st.prepare([r])) for r in refs]
     calls += [threading.Thread(target=lambda r=r: st.unprepare([r])) for r in refs[5:]]
     for t in calls:
         t.start()
     for t in calls:
         t.join(GENEROUS_S)
-    assert peak == 2, "the gate admits two calls at once"
-    assert len(order) == 7
+    assert seen["peak"] == 2, "the gate admits two calls at once"
+    assert seen["inside"] == 0 and len(st._claim_locks) == 0
+
+
+def test_a_call_waiting_for_the_disk_holds_no_slot_and_shares_the_next_fsync(env, monkeypatch):
+    # Before: the gate's two slots were held across the checkpoint's fsync, so a slow disk let at
+    # most two calls share a flush and stalled every other call's validation meanwhile.
+    st = env.state()
+    first_sync, release = threading.Event(), threading.Event()
+    real_sync = st._store.sync
+
+    def slow_sync():
+        first_sync.set()
+        assert release.wait(GENEROUS_S)
+        real_sync()
+
+    monkeypatch.setattr(st._store, "sync", slow_sync)
+    refs = [env.claims.add(f"c{i}", [result(f"gpu-0-mig-1g5gb-{i}")]) for i in range(6)]
+    out: dict[str, str] = {}
+    first = threading.Thread(target=lambda: out.update({refs[0].uid: st.prepare([refs[0]])[refs[0].uid].error}))
+    first.start()
+    assert first_sync.wait(GENEROUS_S), "the first call reaches its fsync"
+    others = [threading.Thread(target=lambda r=r: out.update({r.uid: st.prepare([r])[r.uid].error}))
+              for r in refs[1:]]
+    for t in others:
+        t.start()
+    # Every other call validates, records and writes its PrepareStarted record while the first
+    # call's fsync is still running: none of them waits for a gate slot behind it.
+    def all_written() -> bool:
+        states = {uid: e.state for uid, e in st.prepared().items()}
+        return (states == {r.uid: COMPLETED for r in refs}
+                and st._journal.version == st._journal._written)
+
+    wait_until(all_written, "every call committed and its record reached the file meanwhile")
+    assert st._journal.syncs == 0 and out == {}, "nobody answered before an fsync"
+    release.set()
+    for t in [first, *others]:
+        t.join(GENEROUS_S)
+    assert out == {r.uid: "" for r in refs}
+    # The first fsync covered only the first call; the five that queued behind it share the next.
+    assert st._journal.syncs == 2, st._journal.syncs
 
 
 def test_the_gate_hands_slots_over_in_arrival_order():
@@ -114,19 +172,14 @@ def test_slow_claim_reads_stall_no_other_call(env):
 
 def test_a_call_refused_as_busy_answers_well_before_its_deadline(env):
     hold = threading.Event()
-    entered = threading.Semaphore(0)
-
-    def hook(step: str) -> None:
-        if step == "prepare-started":
-            entered.release()
-            hold.wait(GENEROUS_S)
-
-    st = env.state(crash_hook=hook)
+    st = env.state()
+    seen = _count_gate(st, hold)
     busy = [env.claims.add(f"b{i}", [result(f"gpu-{i}")]) for i in range(2)]
-    holders = [threading.Thread(target=st.prepare, args=([r],)) for r in busy]
+    got = {}
+    holders = [threading.Thread(target=lambda r=r: got.update(st.prepare([r]))) for r in busy]
     for t in holders:
         t.start()
-    assert entered.acquire(timeout=GENEROUS_S) and entered.acquire(timeout=GENEROUS_S)
+    wait_until(lambda: seen["inside"] == 2, "both holders in the gate")
     late = env.claims.add("late", [result("nic-0-vf-0")])
     t0 = time.monotonic()
     answer = st.prepare([late], timeout_s=3.0)[late.uid]
@@ -139,3 +192,4 @@ def test_a_call_refused_as_busy_answers_well_before_its_deadline(env):
     hold.set()
     for t in holders:
         t.join(GENEROUS_S)
+    assert set(st.prepared()) == {r.uid for r in busy}, got
