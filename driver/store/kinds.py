@@ -8,6 +8,10 @@ kubernetes/kubernetes api/discovery/apis__resource.k8s.io__v1.json; `rc` is kube
 replicationcontrollers); core/v1 Nodes, Pods, Events and Namespaces have `no`, `po`, `ev` and `ns`
 (api/discovery/api__v1.json).
 
+Deployments and ReplicaSets (apps/v1, short names `deploy` and `rs`) and Jobs (batch/v1, none) are
+stored so that workload manifests apply as on a cluster and the local control plane
+(driver.controllers) can run them (api/discovery/apis__apps__v1.json, apis__batch__v1.json).
+
 Nodes and Pods are the core/v1 kinds scheduling needs: fleets create Nodes, and `fake-dra schedule`
 binds Pods to them. Events (core/v1, short name `ev`) are where the local scheduler stand-ins say
 why a claim or pod is pending (driver.store.events). Namespaces (core/v1, `ns`) are kept so that manifests
@@ -79,6 +83,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("Pod", "pods", namespaced=True, group="", short_names=("po",)),
     Kind("Event", "events", namespaced=True, group="", short_names=("ev",)),
     Kind("Namespace", "namespaces", namespaced=False, group="", short_names=("ns",)),
+    Kind("Deployment", "deployments", namespaced=True, group="apps", short_names=("deploy",)),
+    Kind("ReplicaSet", "replicasets", namespaced=True, group="apps", short_names=("rs",)),
+    Kind("Job", "jobs", namespaced=True, group="batch"),
 )
 _BY_KIND = {k.kind: k for k in KINDS}
 _BY_PLURAL = {k.plural: k for k in KINDS}
