@@ -9,7 +9,8 @@ Public API
 ----------
 `check_api_version(obj, where) -> kind | None`
     The one apiVersion rule (versions.py): the kind when its apiVersion is what a stock 1.37
-    kube-apiserver serves (resource.k8s.io/v1; v1 for Node and Pod), None for a kind fake-dra does
+    kube-apiserver serves (resource.k8s.io/v1; v1 for Node, Pod, Namespace, Event; apps/v1, batch/v1
+    for the workload kinds), None for a kind fake-dra does
     not read, InputError otherwise (resource.k8s.io/v1beta1 is refused, saying what v1 changes).
 `validate(obj, kind, features, where="", gate_hint=None, old=None)`
     InputError `<where>: <path>: <problem>; ...` for every unknown or misplaced field (with a

@@ -34,6 +34,8 @@ def check_object(kind: str, obj: Mapping[str, Any]) -> None:
         _check_pod(obj)
     elif kind == "Namespace":
         _check_namespace(obj)
+    elif kind in ("Deployment", "ReplicaSet", "Job"):
+        _check_workload(kind, obj)
 
 
 def _check_namespace(obj: Mapping[str, Any]) -> None:
@@ -83,3 +85,41 @@ def _check_pod(obj: Mapping[str, Any]) -> None:
         sources = [k for k in ("resourceClaimName", "resourceClaimTemplateName") if entry.get(k)]
         if len(sources) != 1:
             raise InputError(f"{where}: must specify exactly one of resourceClaimName, resourceClaimTemplateName")
+
+
+def _check_workload(kind: str, obj: Mapping[str, Any]) -> None:
+    """What the workload controllers (driver.controllers) rely on, as kube-apiserver checks it
+    (pkg/apis/apps/validation ValidateDeploymentSpec / ValidateReplicaSetSpec, pkg/apis/batch/validation
+    validateJobSpec): a selector that selects the template's labels, a pod template with containers,
+    non-negative counts, and for a Job a restartPolicy of OnFailure or Never."""
+    meta = obj.get("metadata") or {}
+    label = f"{kind} {meta.get('namespace') or 'default'}/{meta.get('name')}"
+    spec = obj.get("spec") or {}
+    template = spec.get("template") or {}
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    selector = spec.get("selector")
+    manual = kind == "Job" and spec.get("manualSelector")
+    if kind != "Job" or manual:
+        if not isinstance(selector, Mapping) or not (selector.get("matchLabels") or selector.get("matchExpressions")):
+            raise InputError(f"{label}: spec.selector: Required value" + ("" if kind != "Job" else " (manualSelector is true)"))
+        if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+            raise InputError(f"{label}: spec.template.metadata.labels: Invalid value: {dict(labels)}: "
+                             "`selector` does not match template `labels`")
+    elif selector is not None:
+        raise InputError(f"{label}: spec.selector: the Job's selector is generated from its uid; set manualSelector "
+                         "to give one (kube-apiserver: `selector` not auto-generated)")
+    containers = (template.get("spec") or {}).get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise InputError(f"{label}: spec.template.spec.containers: Required value")
+    for field in ("replicas", "parallelism", "completions", "backoffLimit", "minReadySeconds", "revisionHistoryLimit"):
+        value = spec.get(field)
+        if isinstance(value, int) and value < 0:
+            raise InputError(f"{label}: spec.{field}: Invalid value: {value}: must be greater than or equal to 0")
+    if kind == "Job":
+        policy = (template.get("spec") or {}).get("restartPolicy")
+        if policy not in ("OnFailure", "Never"):
+            raise InputError(f'{label}: spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"')
+        if spec.get("completionMode") == "Indexed" and spec.get("completions") is None:
+            raise InputError(f"{label}: spec.completions: Required value: when completion mode is Indexed")
+    _check_pod({"metadata": {"name": f"{meta.get('name')} template", "namespace": meta.get("namespace")},
+                "spec": template.get("spec") or {}})

@@ -169,7 +169,8 @@ def test_namespaces(tmp_path):
     (CLAIM.format(name="UPPER"), "metadata.name: 'UPPER' must be a DNS subdomain"),
     (CLAIM.format(name="a/b"), "metadata.name: 'a/b' must be a DNS subdomain"),
     (CLAIM.replace("  name: {name}\n", "  generateName: x-\n"), "metadata.name: required (generateName"),
-    (CLAIM.format(name="c").replace("kind: ResourceClaim", "kind: Deployment"), "kind: 'Deployment' is not stored by the local store"),
+    (CLAIM.format(name="c").replace("kind: ResourceClaim", "kind: StatefulSet"), "kind: 'StatefulSet' is not stored by the local store"),
+    (CLAIM.format(name="c").replace("kind: ResourceClaim", "kind: Deployment"), "apiVersion: 'resource.k8s.io/v1' does not serve Deployment; use apps/v1"),
     (CLAIM.format(name="c").replace("kind: ResourceClaim", "kind: Pod"), "apiVersion: 'resource.k8s.io/v1' does not serve Pod; use v1"),
     (CLAIM.format(name="c").replace("resource.k8s.io/v1", "resource.k8s.io/v1beta1"),
      "apiVersion: resource.k8s.io/v1beta1 is not served by a Kubernetes 1.37 kube-apiserver by default"),
@@ -227,7 +228,7 @@ def test_kind_names_like_kubectl(name):
     assert resolve(name).plural == "resourceclaims"
 
 
-@pytest.mark.parametrize("name", ["rc", "claims", "resourceclaims.v1beta1.resource.k8s.io", "deployments"])
+@pytest.mark.parametrize("name", ["rc", "claims", "resourceclaims.v1beta1.resource.k8s.io", "statefulsets"])
 def test_unknown_kind_names(name):
     with pytest.raises(InputError, match=f'doesn\'t have a resource type "{name}"'):
         resolve(name)
