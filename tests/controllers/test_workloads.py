@@ -183,10 +183,10 @@ def test_kwoks_completion_delay_is_honoured(store, fleet, settle):
     fleet(A100)
     add(store, mig_template())
     spec = job()
-    spec["spec"]["template"]["metadata"]["annotations"] = {"pod-complete.stage.kwok.x-k8s.io/delay": "1500ms"}
+    spec["spec"]["template"]["metadata"]["annotations"] = {"pod-complete.stage.kwok.x-k8s.io/delay": "3s"}
     _create(store, "jobs", spec)
     summary = settle()
-    assert summary.seconds >= 1.0  # waited for the delay, then completed
+    assert summary.seconds >= 2.0  # waited for the delay (counted from startTime, whole seconds), then completed
     assert store.get("jobs", "default", "train")["status"]["succeeded"] == 1
 
 
