@@ -36,13 +36,12 @@ from typing import Any, Protocol
 from driver.controllers.base import Result, Writes
 from driver.controllers.objects import Key, is_ready, meta, owner_refs, seconds_since, with_condition
 from driver.errors import InputError, NotFoundError
+from driver.fleet.nodes import KWOK_ANNOTATION, NODE_AGENT_ANNOTATION
 from driver.store.events import WARNING
 from driver.store.objectstore import ObjectStore, now_timestamp
 from driver.store.watch import DELETED, Change
 
 COMPONENT = "kwok"
-KWOK_ANNOTATION = "kwok.x-k8s.io/node"
-NODE_AGENT_ANNOTATION = "fake-dra.example.com/node-agent"  # value: the kubelet plugin registry directory
 READY, COMPLETE, DELETE = "pod-ready", "pod-complete", "pod-delete"
 PODS, NODES, CLAIMS = "pods", "nodes", "resourceclaims"
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
