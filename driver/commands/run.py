@@ -318,6 +318,12 @@ def run(args: argparse.Namespace) -> int:
     args.profiles = [profile for profile, _ in renderers]
     dirs = [_node_dirs(args, profile.name, node) for profile in args.profiles]  # checked before anything opens
     claims = _claim_source(args, api_deadline)
+    from driver.state.sources import StoreClaimSource
+
+    if isinstance(claims, StoreClaimSource):  # local mode: register the Node as a kubelet does
+        from driver.commands._register_node import register_node
+
+        register_node(claims.store, node, dirs[0].registry)
     agents = [_Agent(args, profile, render, node, d, claims, len(renderers) > 1, lock_wait)
               for (profile, render), d in zip(renderers, dirs, strict=True)]
     from driver.commands._startup import empty_inventory_warning

@@ -11,7 +11,11 @@ One pass (`apply_fleet`):
    generation rule, resourceSliceCount, controller ownerReference to the Node's UID), fed the
    indexed slices instead of a list per node; slices of drivers the group no longer uses (its
    personality changed) are removed;
-3. nodes the fleet made that the file no longer has: their slices, then the Node.
+3. Nodes others made that an `adopt` rule of the fleet selects (driver.fleet.nodes.adoption):
+   marked with the adopted-by annotation, and their slices reconciled as for a node of the rule's
+   profile, owned by the Node (so they go with it); Nodes marked before that no longer match lose
+   their slices and the mark;
+4. nodes the fleet made that the file no longer has: their slices, then the Node.
 Slices go before a Node is deleted and after it is created, so a pass cut short anywhere (Ctrl-C,
 a crash) leaves Nodes whose pools the next pass completes, never slices without their Node.
 
@@ -30,7 +34,8 @@ from typing import Any
 
 from driver.errors import ConfigError, ConflictError, InputError, NotFoundError
 from driver.features import Features
-from driver.fleet.nodes import ForeignNode, is_fleet_node, node_object, updated_node
+from driver.fleet.nodes import (ForeignNode, adopted_by, adoption, is_fleet_node, node_object, updated_node,
+                                with_adoption)
 from driver.fleet.spec import Fleet, NodeGroup
 from driver.fleet.targets import BATCH_NODES, FleetTarget
 from driver.fleet.template import GroupTemplate, Template, Templates, features_for, fleet_drivers
@@ -53,6 +58,7 @@ class ApplyStats:
     slices_updated: int = 0
     slices_deleted: int = 0
     conflicts: int = 0
+    adopted: list[str] = field(default_factory=list)  # Nodes of others whose slices the fleet publishes
     templates: int = 0  # group templates rendered (one per distinct personality, profile, config, fidelity, gates)
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
@@ -162,32 +168,60 @@ def apply_fleet(
     groups = group_templates(fleet, templates, features)
     names = {node: {t.driver_name: _slice_names(t, node) for t in groups[g.name].drivers} for node, g in wanted}
     index = target.slice_index(drivers, {n for per_driver in names.values() for ns in per_driver.values() for n in ns})
+    adopted: list[tuple[str, NodeGroup]] = []
+    for name, node in sorted(nodes.items()):
+        found = adoption(fleet, node)
+        if found is not None and name not in absent:
+            rule, group = found
+            groups[f"{rule.name}/{group.profile}"] = _adopt_template(fleet, rule, group, templates, features)
+            adopted.append((name, group))
+            names[name] = {t.driver_name: _slice_names(t, name) for t in groups[f"{rule.name}/{group.profile}"].drivers}
+    released = [n for name, n in sorted(nodes.items()) if adopted_by(n) == fleet.name and name not in names]
+    stats.adopted = [name for name, _ in adopted]
+    if adopted:  # the index was made before the adopted nodes' slice names were known
+        index = target.slice_index(drivers, {n for per_driver in names.values() for ns in per_driver.values() for n in ns})
     gone = [n for name, n in sorted(nodes.items()) if is_fleet_node(n, fleet.name) and name not in names]
-    total = len(wanted) + len(gone)
+    total = len(wanted) + len(adopted) + len(gone)
     done = 0
+
+    def publish(name: str, key: str, uid: str | None, fidelity: str) -> None:
+        groups_enabled = features_for(fidelity, features).compatibility_groups
+        for template in groups[key].drivers:
+            driver, expected = template.driver_name, names[name][template.driver_name]
+            ids = template.identities_of(name)
+            if index.unchanged(driver, name, expected, lambda gen: template.spec_texts(name, gen, ids), uid):
+                stats.add_unchanged(template)
+                continue
+            view = _NodeSlices(target, index.take(driver, name, expected))
+            stats.add(reconcile(view, template.stamp(name, ids), node_name=name, driver_name=driver,
+                                owner_uid=uid, groups_enabled=groups_enabled))
+        for driver in drivers:
+            if driver not in names[name]:  # the group's personality does not publish it (any more)
+                _remove_slices(target, index.take(driver, name, []), stats)
+
     for start in range(0, len(wanted), BATCH_NODES):
         with target.batch():
             for name, group in wanted[start:start + BATCH_NODES]:
                 uid = _ensure_node(target, fleet, group, name, nodes.get(name), stats)
-                groups_enabled = features_for(group.fidelity, features).compatibility_groups
-                for template in groups[group.name].drivers:
-                    driver, expected = template.driver_name, names[name][template.driver_name]
-                    ids = template.identities_of(name)
-                    if index.unchanged(driver, name, expected, lambda gen: template.spec_texts(name, gen, ids), uid):
-                        stats.add_unchanged(template)
-                        continue
-                    view = _NodeSlices(target, index.take(driver, name, expected))
-                    stats.add(reconcile(view, template.stamp(name, ids), node_name=name, driver_name=driver,
-                                        owner_uid=uid, groups_enabled=groups_enabled))
-                for driver in drivers:
-                    if driver not in names[name]:  # the group's personality does not publish it (any more)
-                        _remove_slices(target, index.take(driver, name, []), stats)
+                publish(name, group.name, uid, group.fidelity)
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+    for start in range(0, len(adopted), BATCH_NODES):
+        with target.batch():
+            for name, group in adopted[start:start + BATCH_NODES]:
+                uid = _mark_adopted(target, nodes[name], fleet.name, stats)
+                if uid is not None:
+                    publish(name, f"{group.name}/{group.profile}", uid, group.fidelity)
                 done += 1
                 if progress is not None:
                     progress(done, total)
     with target.batch():
         for name in sorted(absent):
             _remove_slices(target, index.for_node(name), stats)
+        for node in released:
+            _remove_slices(target, index.for_node(_name(node)), stats)
+            _mark_adopted(target, node, None, stats)
     for start in range(0, len(gone), BATCH_NODES):
         with target.batch():
             for node in gone[start:start + BATCH_NODES]:
@@ -199,6 +233,37 @@ def apply_fleet(
     stats.warnings = sorted({w for t in templates.all() for w in t.warnings})
     stats.seconds = time.monotonic() - started
     return stats
+
+
+def _adopt_template(fleet: Fleet, rule: Any, group: NodeGroup, templates: Templates, features: Features) -> GroupTemplate:
+    try:
+        return templates.get(group.profile, group.driver_config, group.fidelity, features, group.personality)
+    except (ConfigError, InputError) as exc:
+        i = fleet.adopt.index(rule)
+        raise InputError(f"spec.adopt[{i}] ({rule.name}: profile {group.profile}, personality {group.personality}): "
+                         f"{exc}") from None
+
+
+def _mark_adopted(target: FleetTarget, node: dict[str, Any], fleet_name: str | None, stats: ApplyStats) -> str | None:
+    """The adopted Node's UID after setting (or, with None, removing) the adopted-by annotation;
+    None when the Node went meanwhile."""
+    for _ in range(MAX_ATTEMPTS):
+        changed = with_adoption(node, fleet_name)
+        if changed is None:
+            return (node.get("metadata") or {}).get("uid")
+        try:
+            stored = target.update_node(changed)
+            stats.nodes_updated += 1
+            return (stored.get("metadata") or {}).get("uid")
+        except ConflictError:
+            stats.conflicts += 1
+        except NotFoundError:
+            return None
+        fresh = target.get_node(_name(node))
+        if fresh is None:
+            return None
+        node = fresh
+    raise ConflictError(f"node {_name(node)}: changed by someone else on each of {MAX_ATTEMPTS} attempts")
 
 
 def _slice_names(template: Template, node: str) -> list[str]:
@@ -253,8 +318,13 @@ def delete_fleet(target: FleetTarget, fleet_name: str, *, driver_name: str, prog
     started = time.monotonic()
     stats = ApplyStats()
     drivers = fleet_drivers(driver_name)
-    ours = sorted((n for n in target.list_nodes() if is_fleet_node(n, fleet_name)), key=_name)
+    listed = target.list_nodes()
+    ours = sorted((n for n in listed if is_fleet_node(n, fleet_name)), key=_name)
     index = target.slice_index(drivers, ())
+    with target.batch():
+        for node in sorted((n for n in listed if adopted_by(n) == fleet_name), key=_name):
+            _remove_slices(target, index.for_node(_name(node)), stats)
+            _mark_adopted(target, node, None, stats)
     for start in range(0, len(ours), BATCH_NODES):
         with target.batch():
             for i, node in enumerate(ours[start:start + BATCH_NODES], start + 1):

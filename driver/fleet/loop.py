@@ -6,7 +6,8 @@ back slices someone deleted or changed. A file that stops parsing (or names a gr
 cannot render) keeps the last good fleet (the error is logged every pass). Node deletions are
 followed, not undone: a fleet Node someone deletes stays deleted, and its slices go (what the
 garbage collector does on a cluster, and nobody does in the local store), until the fleet file
-changes or someone creates the Node again.
+changes or someone creates the Node again. A Node the fleet adopted (an `adopt` rule) that someone
+deletes loses its slices on the next pass, as the garbage collector would remove them.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class FleetLoop:
         self.fleet: Fleet | None = None
         self.present: set[str] = set()  # fleet nodes whose Node existed after the last pass
         self.absent: set[str] = set()  # deleted by someone since: not recreated
+        self.adopted: set[str] = set()  # Nodes of others whose slices the last pass published
         self.passes = 0
 
     def close(self) -> None:
@@ -65,13 +67,16 @@ class FleetLoop:
     def run_once(self) -> ApplyStats:
         self.passes += 1
         fleet = self._current()
-        existing = {(n.get("metadata") or {}).get("name") for n in self.target.list_nodes() if is_fleet_node(n, fleet.name)}
+        listed = self.target.list_nodes()
+        existing = {(n.get("metadata") or {}).get("name") for n in listed if is_fleet_node(n, fleet.name)}
+        vanished = self.adopted - {(n.get("metadata") or {}).get("name") for n in listed}
         deleted = self.present - existing
         if deleted:
             log.info("fleet nodes deleted by someone else; following", extra={"nodes": sorted(deleted)[:20],
                                                                              "count": len(deleted)})
         self.absent = (self.absent | deleted) - existing
         stats = apply_fleet(self.target, fleet, driver_name=self.driver_name, features=self.features,
-                            templates=self.templates, absent=self.absent)
+                            templates=self.templates, absent=self.absent | vanished)
         self.present = {name for name, _ in fleet.nodes()} - self.absent
+        self.adopted = set(stats.adopted)
         return stats

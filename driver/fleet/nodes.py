@@ -11,6 +11,10 @@ publish its slices), the fleet and group it belongs to, and in an annotation the
 of the group labels the fleet set, so a label dropped from the fleet file is removed from the Node
 while labels someone else added stay.
 
+A group may set its Nodes' taints (`taints:` in the fleet file; kwok's taint when it says nothing);
+the keys and effects the fleet set are remembered in an annotation, so a taint dropped from the
+file is removed from the Node while taints someone else added stay.
+
 Only Nodes labelled with the fleet's name are the fleet's: it never changes or deletes another Node,
 and refuses to take over one with a name it wants (`ForeignNode`).
 """
@@ -22,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from driver.errors import InputError
-from driver.fleet.spec import Fleet, NodeGroup
+from driver.fleet.spec import AdoptRule, Fleet, NodeGroup
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
@@ -31,6 +35,11 @@ PERSONALITY_LABEL = "fake-dra.example.com/personality"
 FLEET_LABEL = "fake-dra.example.com/fleet"
 GROUP_LABEL = "fake-dra.example.com/node-group"
 GROUP_LABELS_ANNOTATION = "fake-dra.example.com/fleet-labels"
+GROUP_TAINTS_ANNOTATION = "fake-dra.example.com/fleet-taints"
+ADOPTED_ANNOTATION = "fake-dra.example.com/adopted-by"  # the fleet publishing an adopted Node's slices
+# A `fake-dra run`'s Node (driver.commands._register_node): its value is the plugin registry directory
+# through which `fake-dra cluster` plays the node's kubelet; it publishes its own slices.
+NODE_AGENT_ANNOTATION = "fake-dra.example.com/node-agent"
 CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110"}
 
 
@@ -54,7 +63,12 @@ def desired_labels(fleet: Fleet, group: NodeGroup, name: str) -> dict[str, str]:
 
 def _annotations(group: NodeGroup) -> dict[str, str]:
     return {KWOK_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0",
-            GROUP_LABELS_ANNOTATION: ",".join(k for k, _ in group.labels)}
+            GROUP_LABELS_ANNOTATION: ",".join(k for k, _ in group.labels),
+            GROUP_TAINTS_ANNOTATION: ",".join(f"{k}:{e}" for k, _, e in group.taints)}
+
+
+def group_taints(group: NodeGroup) -> list[dict[str, str]]:
+    return [{"key": k, **({"value": v} if v else {}), "effect": e} for k, v, e in group.taints]
 
 
 def node_object(fleet: Fleet, group: NodeGroup, name: str) -> dict[str, Any]:
@@ -63,7 +77,7 @@ def node_object(fleet: Fleet, group: NodeGroup, name: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": desired_labels(fleet, group, name), "annotations": _annotations(group)},
-        "spec": {"taints": [dict(KWOK_TAINT)]},
+        "spec": {"taints": group_taints(group)} if group.taints else {},
         "status": {
             "capacity": dict(CAPACITY),
             "allocatable": dict(CAPACITY),
@@ -98,15 +112,75 @@ def updated_node(current: Mapping[str, Any], fleet: Fleet, group: NodeGroup) -> 
     new_labels = {k: v for k, v in labels.items() if k not in previous or k in wanted}
     new_labels.update(wanted)
     new_annotations = {**annotations, **_annotations(group)}
-    taints = list((current.get("spec") or {}).get("taints") or [])
-    has_taint = any(isinstance(t, Mapping) and t.get("key") == KWOK_TAINT["key"] and t.get("effect") == KWOK_TAINT["effect"]
-                    for t in taints)
-    if new_labels == labels and new_annotations == annotations and has_taint:
+    taints = [t for t in (current.get("spec") or {}).get("taints") or [] if isinstance(t, Mapping)]
+    # Taints the fleet set before: those the annotation names (a Node of an earlier release: kwok's).
+    recorded = annotations.get(GROUP_TAINTS_ANNOTATION)
+    previous_taints = {tuple(p.rsplit(":", 1)) for p in recorded.split(",") if ":" in p} if recorded is not None else {
+        (KWOK_TAINT["key"], KWOK_TAINT["effect"])}
+    wanted_taints = group_taints(group)
+    wanted_keys = {(t["key"], t["effect"]) for t in wanted_taints}
+    new_taints = [dict(t) for t in taints if (t.get("key"), t.get("effect")) not in previous_taints | wanted_keys] + wanted_taints
+    if new_labels == labels and new_annotations == annotations and _same_taints(new_taints, taints):
         return None
     out = copy.deepcopy(dict(current))
     out["metadata"]["labels"] = new_labels
     out["metadata"]["annotations"] = new_annotations
-    if not has_taint:
-        out.setdefault("spec", {})["taints"] = taints + [dict(KWOK_TAINT)]
+    spec = out.setdefault("spec", {})
+    if new_taints:
+        spec["taints"] = new_taints
+    else:
+        spec.pop("taints", None)
     out["metadata"].pop("managedFields", None)
     return out
+
+
+def _same_taints(a: list[Mapping[str, Any]], b: list[Mapping[str, Any]]) -> bool:
+    def key(t: Mapping[str, Any]) -> tuple:
+        return (t.get("key"), t.get("value") or "", t.get("effect"))
+    return sorted(map(key, a)) == sorted(map(key, b))
+
+
+def _selects(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
+    """metav1.LabelSelector matching (LabelSelectorAsSelector)."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+        if (op == "In" and labels.get(key) not in values) or (op == "NotIn" and key in labels and labels[key] in values) \
+                or (op == "Exists" and key not in labels) or (op == "DoesNotExist" and key in labels):
+            return False
+    return True
+
+
+def adoption(fleet: Fleet, node: Mapping[str, Any]) -> tuple[AdoptRule, NodeGroup] | None:
+    """The rule and group by which `fleet` serves a Node someone else made, None when it does not:
+    a Node of any fleet, or of a node agent (which publishes its own slices), is never adopted."""
+    meta = node.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if FLEET_LABEL in labels or NODE_AGENT_ANNOTATION in (meta.get("annotations") or {}):
+        return None
+    for rule in fleet.adopt:
+        if _selects(rule.label_selector(), labels):
+            profile = dict(rule.profiles).get(str(labels.get(rule.profile_label)))
+            if profile is not None:
+                return rule, rule.group_for(profile)
+    return None
+
+
+def adopted_by(node: Mapping[str, Any]) -> str | None:
+    return ((node.get("metadata") or {}).get("annotations") or {}).get(ADOPTED_ANNOTATION)
+
+
+def with_adoption(node: Mapping[str, Any], fleet_name: str | None) -> dict[str, Any] | None:
+    """`node` with the adopted-by annotation set to `fleet_name` (None: removed); None when unchanged."""
+    meta = dict(node.get("metadata") or {})
+    annotations = dict(meta.get("annotations") or {})
+    if annotations.get(ADOPTED_ANNOTATION) == fleet_name:
+        return None
+    if fleet_name is None:
+        annotations.pop(ADOPTED_ANNOTATION, None)
+    else:
+        annotations[ADOPTED_ANNOTATION] = fleet_name
+    meta["annotations"] = annotations
+    meta.pop("managedFields", None)
+    return {**node, "metadata": meta}

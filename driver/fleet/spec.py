@@ -12,8 +12,20 @@ spec:
     personality: fake-dra # fake-dra | nvidia | sriov (driver.personality)
     fidelity: full        # full | whole
     labels: {}            # extra Node labels
+    taints:               # the Nodes' taints (default: kwok's, kwok.x-k8s.io/node=fake:NoSchedule)
+    - {key: nvidia.com/gpu, value: present, effect: NoSchedule}
     driverConfig: {}      # the sections --driver-config takes that the personality reads
+  adopt:                  # Nodes others create (Karpenter's or Cluster Autoscaler's kwok providers)
+  - name: karpenter       # names the rule in messages
+    selector: {matchLabels: {karpenter.sh/nodepool: gpu}}   # a metav1.LabelSelector
+    profileLabel: node.kubernetes.io/instance-type
+    profiles: {p4d.24xlarge: dgx-a100}                      # label value -> profile
+    personality: nvidia   # fidelity and driverConfig as for a node group
 ```
+
+An adopted Node is not the fleet's: the fleet publishes its slices (owned by it, so they go with
+it), marks it with the annotation `fake-dra.example.com/adopted-by`, and never changes or deletes
+anything else of it; a Node whose labels stop matching loses its slices.
 
 Why strict: a fleet file describes thousands of objects; a misspelt key (`lables:`) silently ignored
 would publish a fleet other than the one written. Every unknown field is an error naming its path
@@ -56,8 +68,15 @@ _LABEL_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 
 _TOP = ("apiVersion", "kind", "metadata", "spec")
 _META = ("name",)
-_SPEC = ("nodeGroups",)
-_GROUP = ("name", "count", "profile", "personality", "fidelity", "labels", "driverConfig")
+_SPEC = ("nodeGroups", "adopt")
+_ADOPT = ("name", "selector", "profileLabel", "profiles", "personality", "fidelity", "driverConfig")
+_SELECTOR = ("matchLabels", "matchExpressions")
+_EXPRESSION = ("key", "operator", "values")
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+_GROUP = ("name", "count", "profile", "personality", "fidelity", "labels", "taints", "driverConfig")
+_TAINT = ("key", "value", "effect")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")  # core/v1 TaintEffect
+KWOK_TAINT = ("kwok.x-k8s.io/node", "fake", "NoSchedule")  # kwok's documented node taint
 
 
 @dataclass(frozen=True)
@@ -71,6 +90,7 @@ class NodeGroup:
     # with the same (personality, profile, config, fidelity) share one rendered template.
     driver_config: str = "{}"
     personality: str = DEFAULT_PERSONALITY
+    taints: tuple[tuple[str, str, str], ...] = (KWOK_TAINT,)  # (key, value, effect) of the group's Nodes
 
     def node_name(self, index: int) -> str:
         return f"{self.name}-{index:0{INDEX_DIGITS}d}"
@@ -83,9 +103,31 @@ class NodeGroup:
 
 
 @dataclass(frozen=True)
+class AdoptRule:
+    """Which Nodes made by others the fleet serves, and with which profile (by a label's value)."""
+
+    name: str
+    selector: str  # a metav1.LabelSelector as canonical JSON (hashable)
+    profile_label: str
+    profiles: tuple[tuple[str, str], ...]  # (label value, profile)
+    fidelity: str = "full"
+    driver_config: str = "{}"
+    personality: str = DEFAULT_PERSONALITY
+
+    def label_selector(self) -> dict[str, Any]:
+        return json.loads(self.selector)
+
+    def group_for(self, profile: str) -> NodeGroup:
+        """The node group an adopted Node of `profile` is rendered as (no Node of its own, no taint)."""
+        return NodeGroup(name=self.name, count=0, profile=profile, fidelity=self.fidelity,
+                         driver_config=self.driver_config, personality=self.personality, taints=())
+
+
+@dataclass(frozen=True)
 class Fleet:
     name: str
     groups: tuple[NodeGroup, ...] = field(default=())
+    adopt: tuple[AdoptRule, ...] = field(default=())
 
     def nodes(self) -> list[tuple[str, NodeGroup]]:
         """(node name, its group) for every node, group by group, in index order."""
@@ -161,6 +203,32 @@ def _labels(value: Any, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(out))
 
 
+def _taints(value: Any, where: str) -> tuple[tuple[str, str, str], ...]:
+    """A group's Node taints as core/v1 validates them (pkg/apis/core/validation validateNodeTaints:
+    a qualified-name key, a label-value value, a known effect, no key and effect twice); absent:
+    kwok's taint, `[]`: none."""
+    if value is None:
+        return (KWOK_TAINT,)
+    if not isinstance(value, list):
+        raise InputError(f"{where}: must be a list of {{key, value, effect}}, got {type(value).__name__}")
+    out: list[tuple[str, str, str]] = []
+    for i, taint in enumerate(value):
+        at = f"{where}[{i}]"
+        taint = _mapping(taint, at)
+        _unknown(taint, _TAINT, at)
+        key, val, effect = taint.get("key"), taint.get("value", ""), taint.get("effect")
+        if not isinstance(key, str) or not _label_key_ok(key):
+            raise InputError(f"{at}.key: {key!r} is not a qualified name ([prefix/]name, name <= 63 characters)")
+        if not isinstance(val, str) or (val and (len(val) > 63 or not _LABEL_NAME.fullmatch(val))):
+            raise InputError(f"{at}.value: {val!r} is not a valid label value")
+        if effect not in TAINT_EFFECTS:
+            raise InputError(f"{at}.effect: expected one of {', '.join(TAINT_EFFECTS)}, got {effect!r}")
+        if any(k == key and e == effect for k, _, e in out):
+            raise InputError(f"{at}: taint {key}:{effect} is given twice")
+        out.append((key, val, effect))
+    return tuple(out)
+
+
 def _driver_config(value: Any, where: str, personality: Personality, fidelity: str) -> str:
     """The sections the personality reads, checked as its drivers check them, as canonical JSON.
     A section another personality reads is an error here (`run` only warns): in a file describing
@@ -210,9 +278,82 @@ def _group(data: Any, where: str) -> NodeGroup:
         raise InputError(f"{where}.fidelity: expected one of {', '.join(FIDELITIES)}, got {fidelity!r}")
     return NodeGroup(name=name, count=_count(data["count"], f"{where}.count"), profile=profile, fidelity=fidelity,
                      labels=_labels(data.get("labels"), f"{where}.labels"),
+                     taints=_taints(data.get("taints"), f"{where}.taints"),
                      driver_config=_driver_config(data.get("driverConfig"), f"{where}.driverConfig",
                                                   PERSONALITIES[personality], fidelity),
                      personality=personality)
+
+
+def _selector(value: Any, where: str) -> str:
+    """A metav1.LabelSelector, checked as ValidateLabelSelector does, as canonical JSON."""
+    data = _mapping(value, where)
+    if value is None:
+        raise InputError(f"{where}: required (a label selector: matchLabels and/or matchExpressions)")
+    _unknown(data, _SELECTOR, where)
+    labels = dict(_labels_any(data.get("matchLabels"), f"{where}.matchLabels"))
+    expressions = []
+    raw = data.get("matchExpressions") or []
+    if not isinstance(raw, list):
+        raise InputError(f"{where}.matchExpressions: must be a list")
+    for i, expr in enumerate(raw):
+        at = f"{where}.matchExpressions[{i}]"
+        expr = _mapping(expr, at)
+        _unknown(expr, _EXPRESSION, at)
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values")
+        if not isinstance(key, str) or not _label_key_ok(key):
+            raise InputError(f"{at}.key: {key!r} is not a valid label key")
+        if op not in SELECTOR_OPERATORS:
+            raise InputError(f"{at}.operator: expected one of {', '.join(SELECTOR_OPERATORS)}, got {op!r}")
+        if op in ("In", "NotIn") and (not isinstance(values, list) or not values):
+            raise InputError(f"{at}.values: must be non-empty when operator is {op}")
+        if op in ("Exists", "DoesNotExist") and values:
+            raise InputError(f"{at}.values: must be empty when operator is {op}")
+        expressions.append({"key": key, "operator": op, **({"values": [str(v) for v in values]} if values else {})})
+    if not labels and not expressions:
+        raise InputError(f"{where}: selects every Node; give matchLabels or matchExpressions")
+    out: dict[str, Any] = {}
+    if labels:
+        out["matchLabels"] = labels
+    if expressions:
+        out["matchExpressions"] = expressions
+    return json.dumps(out, sort_keys=True, separators=(",", ":"))
+
+
+def _labels_any(value: Any, where: str) -> tuple[tuple[str, str], ...]:
+    """Label pairs without the fleet's reserved-key rule (a selector may match `type: kwok`)."""
+    out = []
+    for key, val in _mapping(value, where).items():
+        if not isinstance(key, str) or not _label_key_ok(key):
+            raise InputError(f"{where}: {key!r} is not a valid label key")
+        if not isinstance(val, str) or (val and (len(val) > 63 or not _LABEL_NAME.fullmatch(val))):
+            raise InputError(f"{where}.{key}: {val!r} is not a valid label value (quote numbers)")
+        out.append((key, val))
+    return tuple(sorted(out))
+
+
+def _adopt_rule(data: Any, where: str) -> AdoptRule:
+    data = _mapping(data, where)
+    _unknown(data, _ADOPT, where)
+    name = data.get("name")
+    if not isinstance(name, str) or not _DNS_LABEL.fullmatch(name or "") or len(name) > 63:
+        raise InputError(f"{where}.name: required, a DNS label")
+    label = data.get("profileLabel")
+    if not isinstance(label, str) or not _label_key_ok(label):
+        raise InputError(f"{where}.profileLabel: required, the label whose value picks the profile "
+                         "(e.g. node.kubernetes.io/instance-type)")
+    raw = _mapping(data.get("profiles"), f"{where}.profiles")
+    if not raw:
+        raise InputError(f"{where}.profiles: required (label value -> profile)")
+    profiles = tuple(sorted((str(v), _one_of(p, sorted(PROFILES), f"{where}.profiles.{v}", "profile")) for v, p in raw.items()))
+    personality = _one_of(data.get("personality", DEFAULT_PERSONALITY), list(PERSONALITIES), f"{where}.personality",
+                          "personality")
+    fidelity = data.get("fidelity", "full")
+    if fidelity not in FIDELITIES:
+        raise InputError(f"{where}.fidelity: expected one of {', '.join(FIDELITIES)}, got {fidelity!r}")
+    return AdoptRule(name=name, selector=_selector(data.get("selector"), f"{where}.selector"), profile_label=label,
+                     profiles=profiles, fidelity=fidelity, personality=personality,
+                     driver_config=_driver_config(data.get("driverConfig"), f"{where}.driverConfig",
+                                                  PERSONALITIES[personality], fidelity))
 
 
 def parse_fleet(data: Any, source: str = "fleet") -> Fleet:
@@ -251,7 +392,14 @@ def _parse(data: Any) -> Fleet:
         if g.name in seen:
             raise InputError(f"spec.nodeGroups[{i}].name: {g.name!r} already names spec.nodeGroups[{seen[g.name]}]")
         seen[g.name] = i
-    fleet = Fleet(name=name, groups=tuple(groups))
+    raw_adopt = spec.get("adopt") or []
+    if not isinstance(raw_adopt, list):
+        raise InputError(f"spec.adopt: must be a list, got {type(raw_adopt).__name__}")
+    adopt = [_adopt_rule(r, f"spec.adopt[{i}]") for i, r in enumerate(raw_adopt)]
+    for i, rule in enumerate(adopt):
+        if rule.name in seen or any(r.name == rule.name for r in adopt[:i]):
+            raise InputError(f"spec.adopt[{i}].name: {rule.name!r} already names a node group or adopt rule")
+    fleet = Fleet(name=name, groups=tuple(groups), adopt=tuple(adopt))
     if fleet.size > MAX_NODES:
         raise InputError(f"spec.nodeGroups: {fleet.size} nodes in all; at most {MAX_NODES}")
     _check_unique_nodes(fleet)

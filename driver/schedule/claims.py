@@ -23,16 +23,14 @@ of the group allocates it and the others share the allocation.
 
 from __future__ import annotations
 
-import copy
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from driver.controllers.resourceclaim import POD_CLAIM_ANNOTATION, claim_from_template
 from driver.schedule.nodes import NodeInfo, terms_match
+from driver.store.objectstore import generated_name
 
-POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
-MAX_BASE = 57
 
 
 @dataclass
@@ -55,13 +53,6 @@ class Resolution:
         return [{"name": c.entry, "resourceClaimName": c.claim["metadata"]["name"]} for c in self.claims
                 if (c.claim["metadata"].get("annotations") or {}).get(POD_CLAIM_ANNOTATION) == c.entry
                 and _owned_by(c.claim, pod_uid)]
-
-
-def generate_name(pod: str, entry: str) -> str:
-    base = f"{pod}-{entry}-"
-    if len(base) > MAX_BASE:
-        base = pod[:len(pod) * MAX_BASE // len(base)] + "-" + entry[:len(entry) * MAX_BASE // len(base)]
-    return base
 
 
 def _owned_by(claim: Mapping[str, Any], uid: str) -> bool:
@@ -164,24 +155,20 @@ class ClaimIndex:
             out.claims.append(PodClaim(pod_claim, self._from_template(template, ns, name, uid, pod_claim), new=True))
         return out
 
-    def _from_template(self, template: Mapping[str, Any], ns: str, pod: str, uid: str, entry: str,
+    def _from_template(self, template: Mapping[str, Any], ns: str, owner_name: str, uid: str, entry: str,
                        owner: tuple[str, str] = ("v1", "Pod")) -> dict[str, Any]:
-        tmeta = ((template.get("spec") or {}).get("metadata") or {})
-        base = generate_name(pod, entry)
+        """The resourceclaim controller's claim (driver.controllers.resourceclaim: one
+        implementation of its naming, annotations and owner), named here as the apiserver would
+        name it, because this pass refers to it before the store has it."""
+        claim = claim_from_template(template, {"metadata": {"name": owner_name, "namespace": ns, "uid": uid}}, entry)
+        ref = claim["metadata"]["ownerReferences"][0]
+        ref["apiVersion"], ref["kind"] = owner
         while True:
-            claim_name = base + secrets.token_hex(3)[:5]
+            claim_name = generated_name(claim["metadata"]["generateName"])
             if (ns, claim_name) not in self.claims:
                 break
-        annotations = {**(tmeta.get("annotations") or {}), POD_CLAIM_ANNOTATION: entry}
-        metadata: dict[str, Any] = {
-            "name": claim_name, "namespace": ns, "annotations": annotations,
-            "ownerReferences": [{"apiVersion": owner[0], "kind": owner[1], "name": pod, "uid": uid, "controller": True,
-                                 "blockOwnerDeletion": True}],
-        }
-        if tmeta.get("labels"):
-            metadata["labels"] = dict(tmeta["labels"])
-        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": metadata,
-                "spec": copy.deepcopy((template.get("spec") or {}).get("spec") or {})}
+        claim["metadata"]["name"] = claim_name
+        return claim
 
 
 def reserved_by(claim: Mapping[str, Any], uid: str | None) -> bool:

@@ -21,7 +21,6 @@ deviceclass/extendedresourcecache); so does this.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -29,6 +28,7 @@ from typing import Any
 
 from driver.errors import InputError
 from driver.model.quantity import parse_quantity
+from driver.store.objectstore import generated_name
 
 EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
@@ -100,7 +100,7 @@ def special_claim(pod: Mapping[str, Any], requests: Sequence[ExtendedRequest], t
     meta = pod.get("metadata") or {}
     ns, pod_name = str(meta.get("namespace") or "default"), str(meta.get("name"))
     while True:
-        name = f"{pod_name}-extended-resources-{secrets.token_hex(3)[:5]}"
+        name = generated_name(f"{pod_name}-extended-resources-")
         if (ns, name) not in taken:
             break
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",

@@ -167,9 +167,33 @@ def _merge(doc: dict[str, Any], current: dict[str, Any] | None, planned: Planned
         server_defaults.pool_status_request(new, current, where)
         if current is not None and new.get("spec") != current.get("spec"):
             raise InputError(f"{where}: spec: field is immutable (delete the ResourcePoolStatusRequest and apply it again)")
-    if current is not None and "status" not in doc and "status" in current:
+    if current is None:
+        return new
+    _keep_server_metadata(new, current, where)
+    if "status" not in doc and "status" in current:
         new["status"] = copy.deepcopy(current["status"])
     return new
+
+
+def _keep_server_metadata(new: dict[str, Any], current: Mapping[str, Any], where: str) -> None:
+    """What a re-apply must not undo: a deletion under way (deletionTimestamp and its grace
+    period are the server's), and the finalizers and owner references controllers set when the
+    document says nothing of them (kubectl apply's patch leaves fields it never set alone). While
+    the object is being deleted no finalizer may be added (ValidateObjectMetaUpdate)."""
+    meta, cur = new["metadata"], current.get("metadata") or {}
+    for key in ("finalizers", "ownerReferences"):
+        if key not in meta and cur.get(key):
+            meta[key] = copy.deepcopy(cur[key])
+    if cur.get("deletionTimestamp"):
+        meta["deletionTimestamp"] = cur["deletionTimestamp"]
+        meta["deletionGracePeriodSeconds"] = cur.get("deletionGracePeriodSeconds")
+        added = [f for f in meta.get("finalizers") or [] if f not in (cur.get("finalizers") or [])]
+        if added:
+            raise InputError(f"{where}: metadata.finalizers: Forbidden: no new finalizers can be added if the object "
+                             f"is being deleted, found new finalizers {added}")
+    else:
+        meta.pop("deletionTimestamp", None)
+        meta.pop("deletionGracePeriodSeconds", None)
 
 
 def plan(store: ObjectStore, documents: Sequence[tuple[str, int, Any]], *, namespace: str = "default",

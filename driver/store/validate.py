@@ -81,3 +81,4 @@ def _check_pod_group(obj: Mapping[str, Any]) -> None:
         sources = [k for k in ("resourceClaimName", "resourceClaimTemplateName") if entry.get(k)]
         if len(sources) != 1:
             raise InputError(f"{where}: must specify exactly one of resourceClaimName, resourceClaimTemplateName")
+

@@ -60,6 +60,14 @@ CASES = [
     Case((*FLEET, "--features", "DRAPartitionable=false", "--store", "store"), ("DRAPartitionable",)),
     # schedule
     Case(("schedule", "--policy", "random"), ("--policy", "invalid choice: 'random'")),
+    Case(("store", "import", "no-such-dir", "--store", "store"), ("no-such-dir is not a directory",)),
+    Case(("cluster", "--until-settled", "--timeout", "soon"), ("--timeout", "'soon'")),
+    Case(("cluster", "--timeout", "5"), ("--timeout goes with --until-settled",)),
+    Case(("cluster", "--terminated-pod-gc-threshold", "-3"), ("--terminated-pod-gc-threshold: must be 0 or more",)),
+    Case(("cluster", "--store", "afile"), ("--store", "afile", "not a directory")),
+    Case(("delete", "pod", "x", "--cascade", "sideways"), ("--cascade", "background, foreground or orphan")),
+    Case(("delete", "pod", "x", "--grace-period", "0"), ("--grace-period=0 needs --force",)),
+    Case(("delete", "pod", "x", "--grace-period", "soon"), ("--grace-period", "'soon'")),
     Case(("schedule", "--percentage-of-nodes-to-score", "101"), ("--percentage-of-nodes-to-score: must be between 0 and 100",)),
     Case(("schedule", "--percentage-of-nodes-to-score", "half"), ("--percentage-of-nodes-to-score", "'half'")),
     Case(("schedule", "--store", "afile"), ("--store", "afile", "not a directory")),
@@ -93,6 +101,7 @@ CASES = [
     Case(("apply", "-f", "classes-only.yaml", "--store", "store"), ("FAKE_DRA_OUTPUT", "table"),
          env={"FAKE_DRA_OUTPUT": "table"}),
     Case(("apply", "-f", "sts.yaml", "--store", "store"), ("sts.yaml: document 1 (StatefulSet d)", "kind")),
+    Case(("apply", "-f", "deploy.yaml", "--store", "store"), ("deploy.yaml: document 1 (Deployment d)", "spec.selector: Required value")),
     Case(("apply", "-f", "badpod.yaml", "--store", "store"),
          ("badpod.yaml: document 1 (Pod p)", "spec.resourceClaims[0]: Invalid value: {\"name\":\"gpu\"}: must specify one of: `resourceClaimName`, `resourceClaimTemplateName`",)),
     Case(("get", "rc"), ('resource type "rc"',)),
@@ -304,6 +313,7 @@ def world(tmp_path_factory) -> Path:
     (root / "binary-store").mkdir()
     (root / "binary-store" / "featuregates.yaml").write_bytes(b"apiserver: \xff\n")
     (root / "classes-only.yaml").write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: c}\n")
+    (root / "deploy.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
     (root / "sts.yaml").write_text("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: d}\n")
     (root / "badpod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
                                       "spec: {containers: [{name: c, image: busybox}], resourceClaims: [{name: gpu}]}\n")
