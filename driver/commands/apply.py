@@ -36,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "apply", help="create or update objects in the local object store (kubectl apply; --allocate)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.intermixed = True  # flags anywhere, as kubectl parses them (driver.cli._Parser)
     _store.add_filename_flags(parser, "apply (one or more objects each)")
     parser.add_argument("--allocate", action="store_true",
                         help="allocate the claims without status.allocation with the reference allocator")
