@@ -22,7 +22,7 @@ A pod that fits nowhere stays pending: PodScheduled=False, reason Unschedulable,
 grouping the nodes by reason (reasons.py), and a FailedScheduling Event on it (driver.store.events);
 its template claims are still made, as the controller makes them whatever the scheduler does.
 Unchanged pending pods are not written again (nor is their event: kube-scheduler would count one
-more attempt). Bound pods get no Scheduled event.
+more attempt). A bound pod gets kube-scheduler's Scheduled event, `Successfully assigned ns/pod to node`.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from driver.schedule.dra import DraFilter, shape_of
 from driver.schedule.extended import (ExtendedRequest, class_for_resource, claim_status, extended_requests,
                                      served_by_dra, special_claim)
 from driver.schedule.nodes import NodeInfo, PodNeeds, resource_reason, sorted_nodes, static_reason, terms_match
-from driver.schedule.reasons import fit_error
+from driver.schedule.reasons import DRA_UNSCHEDULABLE, fit_error, rename_claims
 from driver.store import ObjectStore
-from driver.store.events import FAILED_SCHEDULING, SCHEDULER_COMPONENT, ObjectRef, record_event
+from driver.store.events import FAILED_SCHEDULING, NORMAL, SCHEDULED, SCHEDULER_COMPONENT, ObjectRef, record_event
 from driver.store.objectstore import now_timestamp
 
 POLICIES = ("first", "most-allocated", "least-allocated")
@@ -191,15 +191,16 @@ class Scheduler:
         resolution = self.index.resolve(pod)
         names = [c.claim["metadata"]["name"] for c in resolution.claims]
         if resolution.problem is not None:
-            return self._unschedulable(pod, resolution, label, resolution.problem)
+            return self._unschedulable(pod, resolution, label, fit_error({}, len(self.nodes), resolution.problem))
         todo = [c for c in resolution.claims if not (c.claim.get("status") or {}).get("allocation")]
         bound = [c for c in resolution.claims if c not in todo]
         pod_uid = (pod.get("metadata") or {}).get("uid")
         for c in bound:
             full = len((c.claim.get("status") or {}).get("reservedFor") or []) >= MAX_RESERVED_FOR
             if full and not reserved_by(c.claim, pod_uid):
-                return self._unschedulable(pod, resolution, label, f"resourceclaim {c.claim['metadata']['name']} "
-                                           f"is reserved by {MAX_RESERVED_FOR} consumers already")
+                return self._unschedulable(pod, resolution, label, fit_error(
+                    {}, len(self.nodes), f"resourceclaim {c.claim['metadata']['name']} is reserved by "
+                                         f"{MAX_RESERVED_FOR} consumers already"))
         shape = shape_of([c.claim for c in todo])
         labels = [_label(c.claim) for c in todo]
         extended = extended_requests(pod, self.extended_classes)
@@ -210,10 +211,8 @@ class Scheduler:
         key = (needs.shape, needs.requests, shape, tuple(_label(c.claim) for c in bound), extended)
         known = self._unschedulable_memo.get(key)
         if known is not None and known[0] == self.generation:
-            message = known[2]
-            for old, new in zip(known[1], labels):
-                message = message.replace(f"claim {old}:", f"claim {new}:")
-            return self._unschedulable(pod, resolution, label, message)
+            # The first pod's claim names become this pod's, in every form the allocator writes them.
+            return self._unschedulable(pod, resolution, label, rename_claims(known[2], known[1], labels))
         parsed = self.dra.parse([c.claim for c in todo]) if todo else []
         found, reasons = self._filter(needs, parsed, shape, bound, pod, extended)
         if not found:
@@ -221,7 +220,7 @@ class Scheduler:
                 if reason == _DRA:
                     served = served_by_dra(extended, self.by_name[node].allocatable)
                     node_parsed, node_shape, _ = self._node_claims(pod, parsed, shape, served)
-                    reasons[node] = self.dra.explain(node, node_parsed, node_shape)
+                    reasons[node] = f"{DRA_UNSCHEDULABLE}: {self.dra.explain(node, node_parsed, node_shape)}"
             message = fit_error(reasons, len(self.nodes))
             self._unschedulable_memo[key] = (self.generation, labels, message)
             return self._unschedulable(pod, resolution, label, message)
@@ -310,6 +309,10 @@ class Scheduler:
         if special:
             status["extendedResourceClaimStatus"] = claim_status(*special)
         self._write_pod({**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status})
+        # kube-scheduler's event on a bound pod (schedule_one.go, after binding).
+        record_event(self.store, ObjectRef.of(pod), reason=SCHEDULED, type=NORMAL, component=SCHEDULER_COMPONENT,
+                     message=f"Successfully assigned {meta.get('namespace') or 'default'}/{meta['name']} to {node}")
+        self.report.writes += 1
         self.by_name[node].add_pod(dict(needs.requests))
         self.generation += 1
 
