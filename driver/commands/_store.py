@@ -90,6 +90,41 @@ def read_manifest(path: str) -> str:
         raise InputError(f"-f {path}: cannot read: {exc.strerror or exc}") from None
 
 
+MAX_REQUEST_BYTES = 3 * 1024 * 1024  # kube-apiserver's request body limit (MaxRequestBodyBytes)
+
+
+def check_request_sizes(documents: list[tuple[str, int, Any]]) -> None:
+    """Each object as kubectl sends it, on its own request: one above kube-apiserver's request body
+    limit is refused with its words, naming the document (the file as a whole has no such limit)."""
+    import json
+
+    from driver import schema
+
+    for source, index, doc in documents:
+        size = len(json.dumps(doc, separators=(",", ":"), default=str).encode())
+        if size > MAX_REQUEST_BYTES:
+            raise InputError(f"{schema.document_label(source, index, doc)}: Request entity too large: limit is "
+                             f"{MAX_REQUEST_BYTES} (this object is {size} bytes of JSON; kubectl sends each "
+                             "object as a request of its own)")
+
+
+FLEET_KIND, FLEET_VERBS = "Fleet", {"apply": "fleet apply", "create": "fleet apply", "delete": "fleet delete"}
+
+
+def refuse_fleets(documents: list[tuple[str, int, Any]], verb: str) -> None:
+    """A Fleet in `apply`/`create`/`delete -f` is fake-dra's own kind: say which command takes it
+    (kubectl would answer "no matches for kind Fleet")."""
+    from driver import schema
+
+    for source, index, doc in documents:
+        if isinstance(doc, dict) and doc.get("kind") == FLEET_KIND:
+            where = schema.document_label(source, index, doc)
+            path = "-" if source == "stdin" else source
+            raise InputError(f"{where}: a Fleet is not an object the store keeps: `fake-dra {FLEET_VERBS[verb]} -f "
+                             f"{path}` {'removes' if verb == 'delete' else 'makes'} its Nodes and their ResourceSlices "
+                             "(docs/fleet.md)")
+
+
 def add_filename_flags(parser: argparse.ArgumentParser, verb: str) -> None:
     """-f FILE|DIR|- (repeatable) and -R, as kubectl takes them."""
     parser.add_argument("-f", "--filename", action="append", default=[], metavar="FILE",

@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         documents.extend((source, index, doc) for index, doc in load_documents(_store.read_manifest(path), source))
     if not documents:
         raise InputError(f"-f {', '.join(args.filename)}: no objects found")
+    _store.refuse_fleets(documents, "apply")
+    _store.check_request_sizes(documents)
     store = _store.open_store(args, write=True)
 
     from driver.publish.backend import LocalGateConfig

@@ -48,7 +48,9 @@ def _targets(store, args: argparse.Namespace) -> list[tuple[Kind, str | None, st
             raise InputError("give either KIND NAME..., KIND --all|--selector or -f FILE, not both")
         out = []
         for path in _store.expand_filenames(args.filename, args.recursive):
-            for index, doc in load_documents(_store.read_manifest(path), path):
+            docs = load_documents(_store.read_manifest(path), path)
+            _store.refuse_fleets([(path, i, d) for i, d in docs], "delete")
+            for index, doc in docs:
                 where = schema.document_label(path, index, doc)
                 if not isinstance(doc, dict):
                     raise InputError(f"{where}: expected an object with apiVersion, kind and metadata")
