@@ -65,9 +65,6 @@ def parse_settings(raw: Any) -> ExampleSettings:
         raise ConfigError(f"example: numDevices {devices}" + (f" x (gpuPartitions {partitions} + 1)" if partitions else "")
                           + f" = {total} devices in the driver's one slice; a slice holds at most {limit}"
                           + (" when its devices consume counters" if partitions else ""))
-    if partitions and (MEMORY // partitions < 2**30 or COMPUTE // partitions < 1):
-        raise ConfigError(f"example.gpuPartitions: {partitions} leaves less than 1Gi of memory or 1 compute per "
-                          "partition (the driver's request policies need at least that)")
     return ExampleSettings(devices, partitions, allow, name)
 
 
