@@ -162,10 +162,9 @@ def yaml_block(out: Block, label: str, value: Any, level: int = 0) -> None:
 
 def events(out: Block, found: Sequence[Mapping[str, Any]], now: datetime) -> None:
     """The Events section of a Block, laid out as kubectl's (event_lines)."""
-    tabbed = Tabbed()
-    event_lines(tabbed, found, now)
-    text = tabbed.text()
     if not found:
         out.field("Events", NONE)
         return
-    out.line(text)
+    tabbed = Tabbed()
+    event_lines(tabbed, found, now)
+    out.line(tabbed.text())

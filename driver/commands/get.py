@@ -63,7 +63,10 @@ def _check_flags(args: argparse.Namespace) -> None:
     if args.sort_by is not None:
         from driver.commands._columns import relaxed_path
 
-        relaxed_path(args.sort_by)  # a malformed path is refused before the store is read
+        try:
+            relaxed_path(args.sort_by)  # a malformed path is refused before the store is read
+        except InputError as exc:
+            raise InputError(f"--sort-by {args.sort_by!r}: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if args.names and len(kinds) > 1:
         raise InputError("NAME: give names with a single kind")
     if args.names and args.kind.strip().lower() == "all":
-        raise InputError('NAME: `get all` takes no names (kubectl: resource(s) were provided, but no name was specified)')
+        raise InputError("NAME: `all` is a category of kinds; give one kind to get objects by name")
     args.label_selector = _store.selector(args)
     _store.check_selectors_without_names(args)
     _check_flags(args)
