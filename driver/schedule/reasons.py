@@ -67,6 +67,11 @@ def normalize(reason: str, node: str) -> str:
     return ", ".join(parts)
 
 
+def dra_reason(explained: str) -> str:
+    """A node's DRA Filter status: kube-scheduler's words, then the allocator's reason."""
+    return f"{DRA_UNSCHEDULABLE}: {explained}"
+
+
 def _histogram(counts: Counter[str]) -> str:
     return ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items()))
 

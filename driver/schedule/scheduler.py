@@ -40,7 +40,7 @@ from driver.schedule.dra import DraFilter, shape_of
 from driver.schedule.extended import (ExtendedRequest, class_for_resource, claim_status, extended_requests,
                                      served_by_dra, special_claim)
 from driver.schedule.nodes import NodeInfo, PodNeeds, resource_reason, sorted_nodes, static_reason, terms_match
-from driver.schedule.reasons import DRA_UNSCHEDULABLE, fit_error, rename_claims
+from driver.schedule.reasons import dra_reason, fit_error, rename_claims
 from driver.store import ObjectStore
 from driver.store.events import FAILED_SCHEDULING, NORMAL, SCHEDULED, SCHEDULER_COMPONENT, ObjectRef, record_event
 from driver.store.objectstore import now_timestamp
@@ -220,7 +220,7 @@ class Scheduler:
                 if reason == _DRA:
                     served = served_by_dra(extended, self.by_name[node].allocatable)
                     node_parsed, node_shape, _ = self._node_claims(pod, parsed, shape, served)
-                    reasons[node] = f"{DRA_UNSCHEDULABLE}: {self.dra.explain(node, node_parsed, node_shape)}"
+                    reasons[node] = dra_reason(self.dra.explain(node, node_parsed, node_shape))
             message = fit_error(reasons, len(self.nodes))
             self._unschedulable_memo[key] = (self.generation, labels, message)
             return self._unschedulable(pod, resolution, label, message)
