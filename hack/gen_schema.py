@@ -7,7 +7,9 @@ Kubernetes 1.37 turned into JSON Schema, strict variant (every object type has
 `additionalProperties: false`, as kube-apiserver's strict field validation treats unknown fields).
 
 What is kept: the types reachable from the kinds fake-dra reads (resource.k8s.io/v1 DeviceClass,
-ResourceClaim, ResourceClaimTemplate, ResourceSlice; core/v1 Node, Pod, Namespace), each reduced to what
+ResourceClaim, ResourceClaimTemplate, ResourceSlice, DeviceTaintRule; resource.k8s.io/v1alpha3
+ResourcePoolStatusRequest; scheduling.k8s.io/v1beta1 PodGroup; core/v1 Node, Pod, Namespace, Event;
+apps/v1 Deployment, ReplicaSet; batch/v1 Job), each reduced to what
 decoding checks: field names, field types (scalar type and integer format, list, map, reference),
 whether null is allowed, required fields and enums. Descriptions are dropped (the file is ~10x
 smaller and loads in a few milliseconds at run time, when kubernetes-validate is not installed).
@@ -41,6 +43,16 @@ ROOTS: dict[tuple[str, str], str] = {
     ("v1", "Node"): "io.k8s.api.core.v1.Node",
     ("v1", "Pod"): "io.k8s.api.core.v1.Pod",
     ("v1", "Namespace"): "io.k8s.api.core.v1.Namespace",
+    ("v1", "Event"): "io.k8s.api.core.v1.Event",
+    ("apps/v1", "Deployment"): "io.k8s.api.apps.v1.Deployment",
+    ("apps/v1", "ReplicaSet"): "io.k8s.api.apps.v1.ReplicaSet",
+    ("batch/v1", "Job"): "io.k8s.api.batch.v1.Job",
+    # The rest of the 1.37 DRA API (issue 28): device taint rules (GA), pool status requests (KEP-5677,
+    # alpha: only resource.k8s.io/v1alpha3 serves them) and PodGroups (KEP-5729's shared claims belong
+    # to them; scheduling.k8s.io/v1beta1, the newest version 1.37 has, behind GenericWorkload).
+    ("resource.k8s.io/v1", "DeviceTaintRule"): "io.k8s.api.resource.v1.DeviceTaintRule",
+    ("resource.k8s.io/v1alpha3", "ResourcePoolStatusRequest"): "io.k8s.api.resource.v1alpha3.ResourcePoolStatusRequest",
+    ("scheduling.k8s.io/v1beta1", "PodGroup"): "io.k8s.api.scheduling.v1beta1.PodGroup",
 }
 
 

@@ -97,8 +97,9 @@ echo "shutdown: SIGTERM -> exit 0, sockets removed"
 
 absent="$(podman run --rm --entrypoint /opt/fake-dra/bin/python "$IMAGE" -c "
 import importlib.util as u
-print(' '.join(m for m in ('pip', 'setuptools', 'wheel', 'grpc_tools', 'aiohttp') if u.find_spec(m)) or 'none')")"
+print(' '.join(m for m in ('pip', 'setuptools', 'wheel', 'grpc_tools', 'aiohttp', 'typer', 'rich', 'prompt_toolkit',
+                            'pygments', 'tzdata') if u.find_spec(m)) or 'none')")"
 size="$(podman image inspect --format '{{.Size}}' "$IMAGE")"
-echo "image: $IMAGE, $((size / 1000000)) MB ($size bytes); build tools in its venv: $absent"
+echo "image: $IMAGE, $((size / 1000000)) MB ($size bytes); build tools or pruned packages in its venv: $absent"
 [ "$absent" = none ] || { echo "error: the runtime image carries $absent" >&2; exit 1; }
 echo "image-smoke: PASSED in $((SECONDS - start)) s (base image $((base_ready - start)) s, build $((built - base_ready)) s, run and checks $((SECONDS - built)) s)"

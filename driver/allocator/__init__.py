@@ -9,8 +9,9 @@ Public API
 ----------
 `allocate_claims(objects, *, node, features=Features(), budget=DEFAULT_BUDGET, stop_on_failure=True,
  sequential=False) -> AllocationOutcome`
-    `objects`: dicts of any kind (DeviceClass, ResourceSlice, ResourceClaim, Node; others give a
-    warning). Claims with `status.allocation` are in use; the others are one pod's claims and are
+    `objects`: dicts of any kind (DeviceClass, ResourceSlice, ResourceClaim, Node, DeviceTaintRule;
+    others give a warning). DeviceTaintRules taint the devices they select as if their slices listed
+    the taint (taintrules.py). Claims with `status.allocation` are in use; the others are one pod's claims and are
     allocated in one search, as kube-scheduler does (claims in order, requests in order, a later
     claim's failure backtracks into earlier claims' choices; all or nothing). With
     `sequential=True` each claim gets its own scheduling cycle in the given order, seeing the
@@ -87,6 +88,7 @@ class Objects:
     allocated: list[dict] = field(default_factory=list)
     pending: list[dict] = field(default_factory=list)
     nodes: dict[str, dict] = field(default_factory=dict)
+    taint_rules: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -100,7 +102,7 @@ def split_objects(objects: Iterable[Any]) -> Objects:
             raise InputError(f"object #{i + 1}: expected a mapping with apiVersion and kind, got {type(obj).__name__}")
         kind = obj.get("kind")
         name = (obj.get("metadata") or {}).get("name")
-        if kind in ("DeviceClass", "ResourceSlice", "ResourceClaim", "Node") and not name:
+        if kind in ("DeviceClass", "ResourceSlice", "ResourceClaim", "Node", "DeviceTaintRule") and not name:
             raise InputError(f"{kind} (object #{i + 1}): metadata.name: required")
         if kind == "DeviceClass":
             out.classes.append(dict(obj))
@@ -111,6 +113,8 @@ def split_objects(objects: Iterable[Any]) -> Objects:
             (out.allocated if status.get("allocation") else out.pending).append(dict(obj))
         elif kind == "Node":
             out.nodes[str(name)] = dict(obj)
+        elif kind == "DeviceTaintRule":
+            out.taint_rules.append(dict(obj))
         elif kind is None:
             raise InputError(f"object #{i + 1}: kind: required")
         else:
@@ -126,6 +130,7 @@ def cluster_view(objs: Objects, features: Features = Features()) -> ClusterView:
     for name, obj in objs.nodes.items():
         view.set_node(name, (obj.get("metadata") or {}).get("labels") or {})
     view.replace_claims(objs.allocated)
+    view.replace_taint_rules(objs.taint_rules)
     return view
 
 

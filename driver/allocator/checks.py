@@ -10,8 +10,11 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from driver.allocator.taintrules import first_untolerated
 from driver.allocator.devices import Capacity, DeviceInfo, consumed_amount, qualify
+from driver.allocator.derived import derived_value
 from driver.allocator.inputs import Constraint, Request
+from driver.errors import AllocationError
 from driver.allocator.rules import request_driven_counters
 from driver.model.quantity import format_quantity
 
@@ -212,24 +215,10 @@ def status_capacity_name(qualified: str, device: DeviceInfo) -> str:
     return qualified if qualified in device.capacity else qualified.split("/", 1)[1]
 
 
-def _tolerates(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    if tol.get("effect") and tol.get("effect") != taint.get("effect"):
-        return False
-    if tol.get("key") and tol.get("key") != taint.get("key"):
-        return False
-    if tol.get("operator", "Equal") == "Exists":
-        return True
-    return (tol.get("value") or "") == (taint.get("value") or "")
-
-
 def taint_blocks(device: DeviceInfo, request: Request) -> Mapping[str, Any] | None:
-    """The first NoSchedule/NoExecute taint the request does not tolerate, if any."""
-    for taint in device.taints:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(
-            _tolerates(t, taint) for t in request.tolerations
-        ):
-            return taint
-    return None
+    """The first NoSchedule/NoExecute taint the device's slice lists that the request does not
+    tolerate, if any (DeviceTaintRule taints: `Allocator.blocking_taint`)."""
+    return first_untolerated(device.taints, request.tolerations) if device.taints else None
 
 
 def lookup_attribute(device: DeviceInfo, fq_name: str) -> Mapping[str, Any] | None:
@@ -280,9 +269,11 @@ class ConstraintState:
     (as upstream) the first device of a constraint is taken whatever its value.
     """
 
-    def __init__(self, constraint: Constraint, list_types: bool = True):
+    def __init__(self, constraint: Constraint, list_types: bool = True, derived: bool = False, claim: str = ""):
         self.constraint = constraint
         self.list_types = list_types
+        self.derived = derived  # DRADerivedAttributes: requests' derived attributes shadow the device's
+        self.claim = claim
         self.entries: list[tuple[DeviceInfo, Any]] = []  # in the order devices were added
         self.running: list[tuple[str, frozenset] | None] = []  # matchAttribute: intersection so far
 
@@ -293,7 +284,7 @@ class ConstraintState:
     def add(self, request: Request, device: DeviceInfo) -> bool:
         if not self.constraint.applies(request):
             return True
-        raw = lookup_attribute(device, self.constraint.attribute)
+        raw = self._value(request, device)
         if raw is None:
             return False
         value = attribute_set(raw) if self.list_types else raw
@@ -306,6 +297,26 @@ class ConstraintState:
             return False
         self.entries.append((device, value))
         return True
+
+    def _value(self, request: Request, device: DeviceInfo) -> Mapping[str, Any] | None:
+        """The constraint's attribute for a device chosen for `request`: the request's derived
+        attribute of that name when there is one (KEP-6080 shadowing), else the device's own."""
+        if self.derived and request.derived:
+            wanted = self.constraint.attribute
+            for name, selector in request.derived:
+                if name == wanted:
+                    try:
+                        return derived_value(device, name, selector, request.name, self.list_types)
+                    except AllocationError as exc:
+                        raise AllocationError(f"claim {self.claim}: {exc}") from None
+        return lookup_attribute(device, self.constraint.attribute)
+
+    def describe(self, request: Request | None = None) -> str:
+        """The constraint in words, saying which requests derive its attribute (when they do)."""
+        text = self.constraint.describe()
+        if self.derived and request is not None and any(n == self.constraint.attribute for n, _ in request.derived):
+            text += f" (derived attribute of request {request.name})"
+        return text
 
     def _match(self, value: Any) -> tuple[bool, Any]:
         if not self.entries:

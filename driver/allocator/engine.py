@@ -24,7 +24,6 @@ from driver.allocator.checks import (
     ConstraintState,
     FatalRequestError,
     capacity_consumption,
-    taint_blocks,
 )
 from driver.allocator.devices import CounterKey, DeviceInfo, DeviceKey, qualify
 from driver.allocator.inputs import MAX_RESULTS, Claim, Request
@@ -97,7 +96,8 @@ class Search:
         self.steps = 0
         self.results: list[list[Placement]] = [[] for _ in claims]
         lists = alloc.features.list_type_attributes
-        self.constraints = [[ConstraintState(c, lists) for c in claim.constraints] for claim in claims]
+        derived = alloc.features.derived_attributes
+        self.constraints = [[ConstraintState(c, lists, derived, claim.label) for c in claim.constraints] for claim in claims]
         self.selected: dict[tuple[int, int], int] = {}
         self.all_devices: dict[tuple[int, int, int], list[tuple[DeviceInfo, Pool]]] = {}
         self.applied: list[Callable[[], None]] = []  # undo of every placement currently held
@@ -288,15 +288,15 @@ class Search:
             blocked = self.alloc.charge_counters(dev, pool, request_counters, not skip_counters, undo_steps)
             if blocked is not None:
                 return fail(f"counters:{blocked}")
-        if feats.device_taints and taint_blocks(dev, req) is not None:
+        if feats.device_taints and self.alloc.blocking_taint(dev, req) is not None:
             return fail("taint")
         for state in self.constraints[ci]:
             if not state.add(req, dev):
-                fail(f"constraint:{state.constraint.describe()}")
+                fail(f"constraint:{state.describe(req)}")
                 if must:
                     raise AllocationError(
                         f"claim {claim.label}, request {req.name}: cannot add device {'/'.join(dev.key)} because a claim "
-                        f"constraint would not be satisfied ({state.constraint.describe()})")
+                        f"constraint would not be satisfied ({state.describe(req)})")
                 return None
             undo_steps.append(lambda s=state: s.remove(req, dev))
         if not multi:

@@ -7,7 +7,7 @@ a failure):
 1. Each claim alone against what is already allocated: every candidate device of each request is
    tried and its first blocker tallied — not matching the selectors, in use, counters exhausted on
    counter set X (with amounts), groups incompatible on counter set X, capacity or requestPolicy
-   (what was asked and what is allowed), taints, constraints.
+   (what was asked and what is allowed), taints (naming the DeviceTaintRule that set one), constraints.
 2. When every claim fits alone, the first claim (and request) that cannot join the ones before it:
    the search's first solution for everything before it is placed, and that request's candidates
    are diagnosed against it — which is how "fits alone, not together" names the counter set, group
@@ -41,7 +41,7 @@ def _describe(code: str, count: int, alloc: Any, details: dict[str, str]) -> str
     if kind == "constraint":
         return f"{count} blocked by {detail}"
     if kind == "taint":
-        return f"{count} tainted without a matching toleration"
+        return f"{count} tainted without a matching toleration{extra}"
     if code == "counter request policy":
         return f"{count} rejected: the requested amount violates the counter requestPolicy{extra}"
     if kind == "capacity":
@@ -60,9 +60,21 @@ def _detail(alloc: Any, code: str, req: Request, dev: Any, pool: Any) -> str | N
         text = counter_policy_shortfall(dev, req.capacity or {}, pool.counter_sets)
     elif code.startswith("counters:"):
         text = counter_shortfall(alloc, dev, pool, code.partition(":")[2], req)
+    elif code == "taint":
+        text = taint_text(alloc.blocking_taint(dev, req))
     else:
         return None
     return f"{dev.name}: {text}" if text else None
+
+
+def taint_text(hit: Any) -> str | None:
+    """`taint gpu.example.com/unhealthy=ecc:NoExecute (DeviceTaintRule gpu-0-ecc)` for a blocking taint."""
+    if hit is None:
+        return None
+    taint, rule = hit
+    value = taint.get("value")
+    text = f"taint {taint.get('key')}{'=' + str(value) if value else ''}:{taint.get('effect')}"
+    return f"{text} (DeviceTaintRule {rule})" if rule else f"{text} (listed by its ResourceSlice)"
 
 
 def _group_clash_behind_constraint(search: Any, ci: int, req: Request, grouped: list) -> str | None:

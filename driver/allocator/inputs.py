@@ -16,6 +16,7 @@ from typing import Any
 
 from driver.celexpr import Selector, compile_selector
 from driver.errors import InputError
+from driver.model.dnsnames import is_c_identifier, is_dns_subdomain
 from driver.model.quantity import parse_quantity
 
 MAX_RESULTS = 32  # resourceapi.AllocationResultsMaxSize
@@ -70,6 +71,9 @@ class Request:
     tolerations: tuple[Mapping[str, Any], ...]
     capacity: Mapping[str, Fraction] | None  # raw key -> amount; None when no capacity requests
     where: str
+    # KEP-6080 derivedAttributes: (name, compiled expression), evaluated per candidate device for the
+    # constraints that name them (derived.py).
+    derived: tuple[tuple[str, Selector], ...] = ()
 
     @cached_property
     def selector_exprs(self) -> tuple[str, ...]:
@@ -133,7 +137,40 @@ def _parse_exact(raw: Mapping[str, Any], name: str, top: str, where: str) -> Req
         name=name, top=top, class_name=str(class_name), selectors=selectors, mode=mode, count=int(count),
         admin_access=bool(raw.get("adminAccess")), has_admin_access=raw.get("adminAccess") is not None,
         tolerations=tolerations, capacity=capacity, where=where,
+        derived=_parse_derived(raw.get("derivedAttributes"), f"{where}.derivedAttributes"),
     )
+
+
+MAX_DERIVED = 32  # ExactDeviceRequest.derivedAttributes: "The maximum number of derived attributes is 32."
+
+
+def _parse_derived(raw: Any, where: str) -> tuple[tuple[str, Selector], ...]:
+    """KEP-6080 derivedAttributes of a request (k8s.io/api resource/v1 DeviceDerivedAttribute): at
+    most 32, names unique, each `<DNS subdomain>/<C identifier>`, expressions compiled as selectors
+    are (the same environment with its single `device` variable)."""
+    if not raw:
+        return ()
+    if not isinstance(raw, list):
+        raise InputError(f"{where}: must be a list")
+    if len(raw) > MAX_DERIVED:
+        raise InputError(f"{where}: Too many: {len(raw)}: must have at most {MAX_DERIVED} items")
+    out: list[tuple[str, Selector]] = []
+    for i, entry in enumerate(raw):
+        at = f"{where}[{i}]"
+        name = (entry or {}).get("name") if isinstance(entry, Mapping) else None
+        if not name:
+            raise InputError(f"{at}.name: required")
+        domain, sep, ident = str(name).partition("/")
+        if not sep or not is_dns_subdomain(domain) or not is_c_identifier(ident) or len(ident) > 32:
+            raise InputError(f"{at}.name: {name!r} must be a DNS subdomain, a '/', and a C identifier of at most 32 "
+                             "characters (e.g. derived/numaNode)")
+        if any(n == name for n, _ in out):
+            raise InputError(f"{at}.name: Duplicate value: {name!r}")
+        expression = entry.get("expression")
+        if not isinstance(expression, str) or not expression.strip():
+            raise InputError(f"{at}.expression: required")
+        out.append((str(name), compile_selector(expression, f"{at}.expression")))
+    return tuple(out)
 
 
 def parse_claim(obj: Mapping[str, Any]) -> Claim:
@@ -192,7 +229,23 @@ def parse_claim(obj: Mapping[str, Any]) -> Claim:
         if unknown:
             raise InputError(f"{where}.requests: unknown request {unknown[0]!r}")
         constraints.append(Constraint(kinds[0], attribute, scope))
+    _check_derived_used(requests, constraints, raw_requests, base)
     return Claim(label, obj, tuple(requests), tuple(constraints), first_available)
+
+
+def _check_derived_used(requests: Sequence[tuple[Request, ...]], constraints: Sequence[Constraint],
+                        raw_requests: Sequence[Any], base: str) -> None:
+    """Every derived attribute must be named by a matchAttribute or distinctAttribute constraint that
+    applies to its request (DeviceDerivedAttribute.name: "It is not valid to define a derived attribute
+    that isn't used in at least one constraint"); kube-apiserver refuses the claim otherwise."""
+    for i, alternatives in enumerate(requests):
+        for j, req in enumerate(alternatives):
+            for k, (name, _) in enumerate(req.derived):
+                if not any(c.attribute == name and c.applies(req) for c in constraints):
+                    raw = raw_requests[i] or {}
+                    at = f"{base}.requests[{i}]" + (f".firstAvailable[{j}]" if raw.get("firstAvailable") else ".exactly")
+                    raise InputError(f"{at}.derivedAttributes[{k}].name: {name!r} is not used by any matchAttribute or "
+                                     "distinctAttribute constraint of this request")
 
 
 def allocated_results(obj: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:

@@ -23,6 +23,7 @@ from driver.allocator.cache import AllocatorCache
 from driver.allocator.candidates import Candidates
 from driver.allocator.pools import Node, Pool
 from driver.allocator.render import render_allocation
+from driver.allocator.taintrules import first_untolerated
 from driver.allocator.rules import CounterLedger, GroupIntersection
 from driver.celexpr import CelRuntimeError, device_variable, plain_attributes
 from driver.errors import AllocationError, InputError
@@ -68,8 +69,9 @@ class Allocator:
         allocated: Sequence[Mapping[str, Any]] = (),
         budget: int = DEFAULT_BUDGET,
         cache: AllocatorCache | None = None,
+        taint_rules: Sequence[Mapping[str, Any]] = (),
     ):
-        """One node's allocator from objects: the slices, classes and already allocated claims.
+        """One node's allocator from objects: the slices, classes, already allocated claims and DeviceTaintRules.
 
         With `cache` the objects are synced into the cache's ClusterView (only what changed is parsed
         again); without it a private view is built. Either way this is `ClusterView.allocator(node)`.
@@ -84,6 +86,7 @@ class Allocator:
         else:
             view.replace_classes(classes)
         view.replace_claims(allocated)
+        view.replace_taint_rules(taint_rules)
         view.set_node(node.name, node.labels if node.labels else None)
         self._setup(view, node.name, budget)
 
@@ -103,6 +106,10 @@ class Allocator:
         # Upstream's DeviceBindingAndStatus: binding conditions need both gates.
         self.binding_conditions = features.binding_conditions and features.device_status
         self.budget = budget
+        # DeviceTaintRules act as taints the slices list (resourceslice/tracker) while both taint
+        # gates are on; None when no rule can apply.
+        self.taint_rules = view.taint_rules if (features.device_taints and features.device_taint_rules
+                                                and view.taint_rules) else None
         self.classes = view.classes
         # A class is known to selector memos by its expressions, so an edited class is re-evaluated.
         self._class_keys = view.class_keys
@@ -171,6 +178,27 @@ class Allocator:
             hit = memo[key] = selectors_match("claim", claim.label, req.selectors, dev,
                                               plain_device(dev) if plain is None else plain, cel_variable)
         return hit
+
+    def device_taints(self, dev: DeviceInfo) -> list[tuple[Mapping[str, Any], str | None]]:
+        """Every taint the device carries with where it comes from: the slice's own first, then those
+        of the DeviceTaintRules selecting it (the tracker appends rule taints after the slice's)."""
+        out: list[tuple[Mapping[str, Any], str | None]] = [(t, None) for t in dev.taints]
+        if self.taint_rules is not None:
+            out.extend((r.taint, r.rule) for r in self.taint_rules.for_device(*dev.key))
+        return out
+
+    def blocking_taint(self, dev: DeviceInfo, req: Request) -> tuple[Mapping[str, Any], str | None] | None:
+        """The first NoSchedule/NoExecute taint of the device (its slice's or a rule's) the request
+        does not tolerate, with the rule's name (None for a slice taint); None when nothing blocks."""
+        if dev.taints:
+            hit = first_untolerated(dev.taints, req.tolerations)
+            if hit is not None:
+                return hit, None
+        if self.taint_rules is not None:
+            for rule in self.taint_rules.for_device(*dev.key):
+                if first_untolerated((rule.taint,), req.tolerations) is not None:
+                    return rule.taint, rule.rule
+        return None
 
     def candidates(self, claim: Claim, req: Request) -> Candidates:
         """The devices of this node that match the request's selectors, found lazily in search

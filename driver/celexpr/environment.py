@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 from driver.celexpr.fastpath import Declined, FastNoSuchKey, compile_fast
-from driver.celexpr.values import FUNCTIONS, CelValueError, quantity_value, semver_value
+from driver.celexpr.values import FUNCTIONS, SEMVER_KEY, CelValueError, quantity_value, semver_value
 from driver.errors import InputError
 from driver.model.quantity import parse_quantity
 
@@ -127,6 +127,14 @@ class Selector:
                 raise CelRuntimeError(f"no such key: {exc.args[0]}") from None
             except Declined:
                 pass
+        result = self.evaluate(device)
+        if not isinstance(result, bool):
+            raise CelRuntimeError(f"must evaluate to bool, got {type(result).__name__} {result!r}")
+        return result
+
+    def evaluate(self, device: Mapping[str, Any]) -> Any:
+        """The expression's value for a `device` variable (any CEL type; CelRuntimeError on errors).
+        KEP-6080 derived attributes use it: their expressions yield the attribute's value."""
         variable = device
         missing = [d for d in self.domains if d not in device["attributes"] or d not in device["capacity"]]
         if missing:
@@ -136,14 +144,46 @@ class Selector:
         ctx = _context()
         ctx.add_variable("device", variable)
         try:
-            result = self.program.execute(ctx)
+            return self.program.execute(ctx)
         except KeyError as exc:
             raise CelRuntimeError(f"no such key: {exc.args[0] if exc.args else exc}") from None
         except (CelValueError, ValueError, TypeError, RuntimeError, ZeroDivisionError, OverflowError) as exc:
             raise CelRuntimeError(_clean(str(exc))) from None
-        if not isinstance(result, bool):
-            raise CelRuntimeError(f"must evaluate to bool, got {type(result).__name__} {result!r}")
-        return result
+
+
+def attribute_of_value(value: Any, lists: bool = True) -> dict[str, Any]:
+    """A CEL value as a ResourceSlice attribute value (`{"int": 3}`, `{"strings": [...]}`, ...).
+
+    KEP-6080: a derived attribute's expression must yield a string, int, bool or semver, or (with
+    DRAListTypeAttributes, `lists`) a non-empty list of one of them; anything else makes the
+    evaluation fail for that device (k8s.io/api resource/v1 DeviceDerivedAttribute.expression)."""
+    scalar = _scalar_attribute(value)
+    if scalar is not None:
+        return scalar
+    if isinstance(value, (list, tuple)):
+        if not lists:
+            raise CelRuntimeError("evaluated to a list, which needs DRAListTypeAttributes")
+        items = [_scalar_attribute(v) for v in value]
+        if not items:
+            raise CelRuntimeError("evaluated to an empty list (a list attribute needs at least one element)")
+        if any(i is None for i in items) or len({next(iter(i)) for i in items}) != 1:  # type: ignore[arg-type]
+            raise CelRuntimeError(f"evaluated to {value!r}: a list must hold strings, ints, bools or semvers of one type")
+        kind = next(iter(items[0]))  # type: ignore[arg-type]
+        return {kind + "s": [i[kind] for i in items]}  # type: ignore[index]
+    raise CelRuntimeError(f"must evaluate to a string, int, bool or semver (or a list of them), got "
+                          f"{type(value).__name__} {value!r}")
+
+
+def _scalar_attribute(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, bool):
+        return {"bool": value}
+    if isinstance(value, int):
+        return {"int": int(value)}
+    if isinstance(value, str):
+        return {"string": str(value)}
+    if isinstance(value, Mapping) and SEMVER_KEY in value and len(value) == 1:
+        return {"version": str(value[SEMVER_KEY])}
+    return None
 
 
 _local = threading.local()

@@ -138,8 +138,10 @@ def _allocate(store, planned: list[Planned], args: argparse.Namespace) -> dict[i
     classes = stored("deviceclasses", "DeviceClass") + [p.obj for p in planned if p.kind.kind == "DeviceClass"]
     in_use = [c for c in stored("resourceclaims", "ResourceClaim") if (c.get("status") or {}).get("allocation")]
     in_use += [p.obj for p in planned if p.kind.kind == "ResourceClaim" and p not in pending]
+    # DeviceTaintRules taint what they select, as kube-scheduler's taint tracker makes them do.
+    rules = stored("devicetaintrules", "DeviceTaintRule") + [p.obj for p in planned if p.kind.kind == "DeviceTaintRule"]
     node = _pick_node(slices, args.node_name, store.root)
-    outcome = allocate_claims([*classes, *slices, *in_use, *(p.obj for p in pending)], node=node,
+    outcome = allocate_claims([*classes, *slices, *rules, *in_use, *(p.obj for p in pending)], node=node,
                               features=_features(args, store.root))
     if not outcome.ok:
         _record_failures(store, pending, outcome)

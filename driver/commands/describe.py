@@ -108,16 +108,30 @@ def _generic(store: ObjectStore, kind: Kind, obj: Mapping[str, Any], now: dateti
     return out.text()
 
 
-def _nodes(store: ObjectStore, args: argparse.Namespace, usage) -> list[tuple[str, dict[str, Any] | None]]:
-    stored = {o["metadata"]["name"]: o for o in store.list("nodes")}
-    if args.names:
-        missing = [n for n in args.names if n not in stored and not usage.for_node(n)]
-        if missing:
-            known = sorted(set(stored) | set(usage.nodes()))
+def _named_nodes(store: ObjectStore, args: argparse.Namespace) -> list[tuple[str, dict[str, Any] | None, Any]]:
+    """(name, Node or None, usage of its pools) of each named node, each read through the store's
+    indexes (driver.store.scopes): the cost of one node, whatever the store holds."""
+    from driver.allocator.usage import usage_of
+    from driver.store.scopes import node_scope
+
+    out = []
+    for name in args.names:
+        try:
+            node = store.get("nodes", None, name)
+        except NotFoundError:
+            node = None
+        usage = usage_of(*node_scope(store, name))
+        if node is None and not usage.for_node(name):
+            known = sorted(set(store.names("nodes")) | set(store.index_values("resourceslices", "node")))
             shown = ", ".join(known[:10]) + (f" (+{len(known) - 10} more)" if len(known) > 10 else "")
-            raise NotFoundError(f'nodes "{missing[0]}" not found: no Node object and no ResourceSlice names it '
+            raise NotFoundError(f'nodes "{name}" not found: no Node object and no ResourceSlice names it '
                                 f"(nodes here: {shown or 'none'})")
-        return [(n, stored.get(n)) for n in args.names]
+        out.append((name, node, usage))
+    return out
+
+
+def _all_nodes(store: ObjectStore, args: argparse.Namespace, usage) -> list[tuple[str, dict[str, Any] | None]]:
+    stored = {o["metadata"]["name"]: o for o in store.list("nodes")}
     names = sorted(set(stored) | set(usage.nodes()))
     return [(n, stored.get(n)) for n in names if args.label_selector.matches(stored.get(n) or {})]
 
@@ -134,13 +148,16 @@ def run(args: argparse.Namespace) -> int:
     store = _store.open_store(args, write=False)
     now = datetime.now(timezone.utc)
     blocks: list[str] = []
-    if kind.kind in ("ResourceClaim", "Node"):
-        claims = store.list("resourceclaims", all_namespaces=True)
-        usage = usage_of(store.list("resourceslices"), claims)
-        if kind.kind == "Node":
-            blocks = [describe_node(args, store, name, obj, usage, now) for name, obj in _nodes(store, args, usage)]
-        else:
-            blocks = [describe_claim(args, store, c, usage, now) for c in _objects(store, kind, args)]
+    if kind.kind == "Node" and args.names:
+        blocks = [describe_node(args, store, name, obj, usage, now) for name, obj, usage in _named_nodes(store, args)]
+    elif kind.kind == "Node":
+        usage = usage_of(store.list("resourceslices"), store.list("resourceclaims", all_namespaces=True))
+        blocks = [describe_node(args, store, name, obj, usage, now) for name, obj in _all_nodes(store, args, usage)]
+    elif kind.kind == "ResourceClaim":
+        from driver.store.scopes import claim_scope
+
+        blocks = [describe_claim(args, store, c, usage_of(*claim_scope(store, c)), now)
+                  for c in _objects(store, kind, args)]
     elif kind.kind == "Pod":
         blocks = [_pod(store, p, now) for p in _objects(store, kind, args)]
     else:

@@ -192,7 +192,8 @@ def _apply(args: argparse.Namespace, target: Any, fleet: Any, features: Features
                                 templates=templates, progress=progress)
         except KeyboardInterrupt:
             print(f"fleet {fleet.name}: interrupted after {progress.done} of {progress.total or fleet.size} nodes; "
-                  "every write made is complete: `fleet apply` again finishes the rest", file=sys.stderr)
+                  "nothing is half-written (the batch of nodes in progress was undone whole): `fleet apply` again "
+                  "finishes the rest", file=sys.stderr)
             raise
     _report(args, target, fleet.name, stats, features)
     return 0

@@ -31,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
         return 0
     print(f"backend: {backend.kind}")
+    if report.release:
+        print(f"kubernetes: {report.release} (its gate table decides which gates exist)")
     width = max(len(g) for g in report.gates)
     for gate, s in report.gates.items():
         print(f"{gate:<{width}}  effective={_b(s.effective):<5}  ({s.effective_source})")

@@ -8,7 +8,9 @@ Claims from templates are made as the resourceclaim controller makes them; each 
 allocated on the node chosen (status.allocation, reservedFor) and the pod bound (spec.nodeName,
 PodScheduled=True). A container's extended resource that a DeviceClass serves (`nvidia.com/gpu: 1`
 with NVIDIA's classes) gets a claim of the scheduler's own, as KEP-5004 makes it. A pod that fits nowhere stays pending with PodScheduled=False/Unschedulable and
-the nodes grouped by reason. docs/fleet.md lists what is modelled of kube-scheduler.
+the nodes grouped by reason. DeviceTaintRules taint the devices they select. ResourcePoolStatusRequests
+without a status are answered afterwards (driver/schedule/poolstatus.py). docs/fleet.md lists what is
+modelled of kube-scheduler.
 Exit 0 (pending pods are an outcome, not an error; `-o json` or `get pods` shows them); 2 for bad input.
 """
 
@@ -57,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     scheduler = Scheduler(store, features=_features(args, store.root), policy=args.policy, percentage=percentage,
                           progress=common.Progress("schedule:", "pods"))
     report = scheduler.run()
+    from driver.schedule.poolstatus import answer_pending
+    answered = answer_pending(store, scheduler.features)
     if args.output == "json":
         for outcome in report.outcomes:
             print(json.dumps(outcome.as_dict()))
@@ -69,4 +73,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"pending {outcome.name}: {outcome.reason}")
     if len(pending) > 20:
         print(f"... and {len(pending) - 20} more pending (fake-dra get pods, or -o json)")
+    for request in answered:
+        print(f"answered resourcepoolstatusrequest {request['metadata']['name']}: "
+              f"{request['status']['poolCount']} pool(s)")
     return 0

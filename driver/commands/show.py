@@ -238,18 +238,21 @@ def _usage(args: argparse.Namespace) -> int:
 
     args.store = args.store or None  # `--store` alone: the default store
     store = open_store(args, write=False)
-    usage = usage_of(store.list("resourceslices"), store.list("resourceclaims", all_namespaces=True))
     groups: list = []
     if args.node_name:
+        from driver.store.scopes import node_scope
+
+        usage = usage_of(*node_scope(store, args.node_name))  # that node's pools only, through the indexes
         pools = usage.for_node(args.node_name)
         if not pools:
-            nodes = usage.nodes()
+            nodes = store.index_values("resourceslices", "node")
             raise NotFoundError(f"--node-name {args.node_name}: no ResourceSlices of that node in the local store "
                                 f"{store.root} (nodes: {', '.join(nodes[:10]) or 'none'}"
                                 f"{f' and {len(nodes) - 10} more' if len(nodes) > 10 else ''})")
     else:
         from driver.fleet.summary import fleet_nodes, group_usage
 
+        usage = usage_of(store.list("resourceslices"), store.list("resourceclaims", all_namespaces=True))
         members = fleet_nodes(store.list("nodes"))
         groups = group_usage(usage, members)
         pools = [p for _, p in sorted(usage.pools.items(), key=lambda kv: (kv[1].node or "", kv[0]))

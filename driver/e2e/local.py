@@ -17,7 +17,6 @@ Roles, each played by the component a real cluster uses for it where we have one
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
@@ -180,16 +179,11 @@ class LocalBackend:
 
     # ---- reads -----------------------------------------------------------------------------
     def _slices(self) -> list[dict[str, Any]]:
-        """This driver's slices. Parsing YAML dominates a step, so reuse them while no file changed."""
-        folder = self.store.path_of("resourceslices", None, "x").parent  # the store owns its layout
-        try:
-            key = tuple(sorted((e.name, e.inode(), e.stat().st_mtime_ns, e.stat().st_size) for e in os.scandir(folder)
-                               if e.name.endswith(".yaml")))
-        except FileNotFoundError:
-            key = ()
+        """This driver's slices. Parsing and checking them dominates a step, so reuse them while
+        none changed (their names and resourceVersions, read without reading the slices)."""
+        key = tuple(self.store.versions("resourceslices", index={"driver": self.driver_name}))
         if key != self._slice_key:
-            self._slice_cache = [s for s in self.store.list("resourceslices")
-                                 if s.get("spec", {}).get("driver") == self.driver_name]
+            self._slice_cache = self.store.list("resourceslices", index={"driver": self.driver_name})
             # What the plugin published must be well-formed. Every gated field counts as known here:
             # the store's writes already refused what its gates do not know, and a slice written
             # before a gate flip keeps its fields until republished (as on kube-apiserver).

@@ -49,6 +49,7 @@ INDEX_DIGITS = 4
 RESERVED_LABELS = ("type", "kubernetes.io/hostname", "fake-dra.example.com/profile", "fake-dra.example.com/personality",
                    "fake-dra.example.com/fleet", "fake-dra.example.com/node-group")
 
+ANNOTATIONS_LIMIT = 256 * 1024  # bytes of annotations per object (kube-apiserver)
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
 _LABEL_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -149,6 +150,14 @@ def _labels(value: Any, where: str) -> tuple[tuple[str, str], ...]:
             raise InputError(f"{where}.{key}: {val!r} is not a valid label value (a string of <= 63 "
                              "alphanumerics, '-', '_' or '.', starting and ending alphanumeric; quote numbers)")
         out.append((key, val))
+    # The fleet lists its labels' keys in an annotation of every Node (driver.fleet.nodes), so that
+    # a label dropped from the file is removed again: kube-apiserver takes at most 256 KiB of
+    # annotations per object (apimachinery ValidateAnnotationsSize, TotalAnnotationSizeLimitB).
+    listed = sum(len(k) + 1 for k, _ in out)
+    if listed > ANNOTATIONS_LIMIT // 2:
+        raise InputError(f"{where}: {len(out):,} labels; their keys alone are {listed:,} bytes of the Node's "
+                         f"annotations, and kube-apiserver takes at most {ANNOTATIONS_LIMIT:,} bytes of annotations "
+                         f"per object (each Node also needs room for its own): use fewer labels")
     return tuple(sorted(out))
 
 

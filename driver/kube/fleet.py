@@ -39,10 +39,10 @@ class _Listed:
     def take(self, driver: str, node: str, names: list[str]) -> list[dict[str, Any]]:
         return self._by_key.pop((driver, node), [])
 
-    def rest(self) -> dict[str, list[dict[str, Any]]]:
-        out: dict[str, list[dict[str, Any]]] = {}
-        for (_, node), slices in self._by_key.items():
-            out.setdefault(node, []).extend(slices)
+    def for_node(self, node: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for key in [k for k in self._by_key if k[1] == node]:
+            out.extend(self._by_key.pop(key))
         return out
 
 

@@ -69,6 +69,10 @@ class KubeSliceBackend:
     def allocated_devices(self, driver: str, pool: str) -> set[str]:
         return allocated_from_claims(self.list_paged(CLAIMS, []), driver, pool)
 
+    def server_version(self) -> str:
+        """kube-apiserver's gitVersion (GET /version), e.g. v1.38.0: which release's gate table applies."""
+        return str(self.api.request("GET", "/version").get("gitVersion") or "")
+
     def metrics_text(self) -> str:
         """The apiserver's own /metrics (authenticated like every other request)."""
         return self.api.request_text("GET", "/metrics", accept="text/plain")

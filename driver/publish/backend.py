@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +28,8 @@ from driver import schema
 from driver.errors import ConfigError, ConflictError, InputError, InvalidObjectError, NotFoundError
 from driver.features import Features, KNOWN_GATES, unknown_gate_error
 from driver.yamlio import load_one
-from driver.kube.allocated import allocated_from_claims
-from driver.publish.fields import DETECTED_GATES, gates_used, strip_disabled
+from driver.publish.fields import (DETECTED_GATES, GROUPS, PARTITIONABLE, SHARED_CONSUMABLE, gates_present, gates_used,
+                                   strip_disabled)
 from driver.store.objectstore import ObjectStore
 
 log = logging.getLogger("fake-dra.publish")
@@ -157,16 +156,16 @@ class StoreSliceBackend:
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
         self.requests = 0  # same meaning as the API backend's counter: calls made on the store
+        # Subtrees of slices already admitted (schema.Proven): a fleet's stamped slices share most.
+        self._proven: schema.Proven | None = None
 
     def gate_config(self) -> LocalGateConfig:
         return LocalGateConfig.load(self.store.root)
 
     def list_slices(self, driver: str, node: str) -> list[dict[str, Any]]:
         self.requests += 1
-        return [
-            s for s in self.store.list(SLICES)
-            if (s.get("spec") or {}).get("driver") == driver and (s.get("spec") or {}).get("nodeName") == node
-        ]
+        return [s for s in self.store.list(SLICES, index={"node": node})
+                if (s.get("spec") or {}).get("driver") == driver]
 
     def _admit(self, obj: dict[str, Any], old_name: str | None) -> dict[str, Any]:
         """What kube-apiserver does to a write before storing it: drop the fields of gates it has
@@ -176,14 +175,22 @@ class StoreSliceBackend:
         never stored for a later reader to trip over."""
         config = self.gate_config()
         off = config.disabled("apiserver")
-        # Read the old object only when something may be stripped: most stores have every gate on.
-        keep = gates_used(self.store.get(SLICES, None, old_name).get("spec") or {}) if off and old_name else set()
-        stripped = (off - keep) & gates_used(obj.get("spec") or {}) if off else set()
-        if off:
-            obj = {**obj, "spec": strip_disabled(obj.get("spec") or {}, off, keep)}  # strip_disabled copies
+        spec = obj.get("spec") or {}
+        keep: set[str] = set()
+        # gates_present looks only where gated fields can be; the stored object is read, and its
+        # gates found exactly, only when the new object has a field a disabled gate would drop.
+        if off and gates_present(spec) & _dropped(off):
+            if old_name:
+                keep = gates_used(self.store.get(SLICES, None, old_name).get("spec") or {})
+            obj = {**obj, "spec": strip_disabled(spec, off, keep)}  # strip_disabled copies
         known = config.apiserver_features().with_gates({g: True for g in keep})
-        problems = schema.errors(obj, "ResourceSlice", known)
+        on = schema.gates_on(known)
+        if self._proven is None or self._proven.gates_on != on:
+            self._proven = schema.Proven(on)
+        problems = schema.errors(obj, "ResourceSlice", known, proven=self._proven)
         if problems:
+            # Only a refusal pays for walking every field: which gates' fields were dropped.
+            stripped = (off - keep) & gates_used(spec) if off else set()
             name = (obj.get("metadata") or {}).get("name")
             why = (f" (it dropped the fields of {', '.join(sorted(stripped))}, off for the simulated kube-apiserver "
                    f"in {self.store.root / GATE_CONFIG_FILE})" if stripped else "")
@@ -203,14 +210,14 @@ class StoreSliceBackend:
             # (the index prefix, which reconcile matches slices by, stays).
             other = self._free_name(name)
             log.warning(f"{problem}; it sits at this node's slice name {name}, so that slice is published as {other}",
-                        extra={"path": str(self.store.path_of(SLICES, None, name)), "slice": other})
+                        extra={"store": str(self.store.root), "slice": other})
             obj = {**obj, "metadata": {**obj["metadata"], "name": other}}
         return self.store.create(SLICES, obj)
 
     def _unreadable(self, name: str) -> str | None:
         """Why the file at slice `name` cannot be read, or None (nothing there, or a readable object:
         a real conflict, which reconcile settles by listing again)."""
-        if not os.path.lexists(self.store.path_of(SLICES, None, name)):
+        if not self.store.exists(SLICES, None, name):
             return None
         try:
             self.store.get(SLICES, None, name)
@@ -224,13 +231,16 @@ class StoreSliceBackend:
         for n in range(1, 1000):
             suffix = f"-{n}"
             candidate = name[:253 - len(suffix)].rstrip("-.") + suffix
-            if not os.path.lexists(self.store.path_of(SLICES, None, candidate)):
+            if not self.store.exists(SLICES, None, candidate):
                 return candidate
         raise InputError(f"local store {self.store.root}: no free name for slice {name}")
 
     def update_slice(self, obj: dict[str, Any]) -> dict[str, Any]:
         self.requests += 1
-        return self.store.update(SLICES, self._admit(obj, obj["metadata"]["name"]))
+        name = obj["metadata"]["name"]
+        if not self.store.exists(SLICES, None, name):  # kube-apiserver reads the old object before validating
+            self.store.get(SLICES, None, name)  # raises the store's NotFoundError
+        return self.store.update(SLICES, self._admit(obj, name))
 
     def delete_slice(self, name: str, *, uid: str | None = None, resource_version: str | None = None) -> None:
         self.requests += 1
@@ -253,9 +263,18 @@ class StoreSliceBackend:
 
     def allocated_devices(self, driver: str, pool: str) -> set[str]:
         self.requests += 1
-        return allocated_from_claims(self.store.list("resourceclaims", all_namespaces=True), driver, pool)
+        return self.store.allocated_devices(driver, pool)
+
+
+def _dropped(off: set[str] | frozenset[str]) -> set[str]:
+    """The gates whose fields a write loses when `off` are disabled (partitionable devices' fields
+    hold those of compatibility groups and KEP-5941, which go with them)."""
+    out = set(off)
+    if PARTITIONABLE in out:
+        out |= {GROUPS, SHARED_CONSUMABLE}
+    return out
 
 
 def store_backend(store: ObjectStore) -> StoreSliceBackend:
-    """The embedded default backend (a directory of YAML objects)."""
+    """The embedded default backend (the local object store)."""
     return StoreSliceBackend(store)

@@ -16,6 +16,13 @@ ignored, which makes the whole pool unusable. So each of the four gates is detec
   its fields); `--features` overrides win over everything and are reported as such.
 
 Gates not detected (prioritized list, admin access, taints) come from `--features` or the defaults.
+
+Release-aware (driver.features.gates_of): with an API server the detector reads its /version and
+uses that release's gate table. A gate the release does not have (DRADeviceCompatibilityGroups in
+1.36) is neither probed nor assumed: it is reported as "not a gate of Kubernetes 1.36" and off
+unless `--features` sets it, and the fallback defaults are that release's defaults. The
+project-only KEP-5941 gate is in no release's table and is still probed (a build carrying its PR
+answers the probe).
 """
 
 from __future__ import annotations
@@ -23,12 +30,12 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from driver.errors import FakeDraError, InputError
-from driver.features import GATE_FIELDS, Features
+from driver.features import GATE_FIELDS, KUBERNETES_VERSIONS, PROJECT_ONLY_GATES, TARGET_VERSION, Features, gates_of, kube_minor
 from driver.publish.fields import CONSUMABLE, DETECTED_GATES, GROUPS, PARTITIONABLE, SHARED_CONSUMABLE
 
 log = logging.getLogger("fake-dra.gates")
@@ -37,6 +44,15 @@ log = logging.getLogger("fake-dra.gates")
 # (publishing groups to a scheduler that ignores them hides the pool, so unknown means off).
 DEFAULTS_1_37: dict[str, bool] = {PARTITIONABLE: True, GROUPS: False, CONSUMABLE: True, SHARED_CONSUMABLE: False}
 _NESTED_IN_PARTITIONABLE = (GROUPS, SHARED_CONSUMABLE)
+
+
+def release_defaults(version: str) -> dict[str, bool]:
+    """The detected gates' defaults in Kubernetes `version`; a gate that release lacks is off."""
+    table = gates_of(version)
+    return {g: (table[g].default if g in table else False) for g in DETECTED_GATES}
+
+
+assert release_defaults(TARGET_VERSION) == DEFAULTS_1_37
 
 SchedulerSource = Callable[[], Mapping[str, bool]]
 DryRun = Callable[[dict[str, Any]], dict[str, Any]]
@@ -59,9 +75,11 @@ class GateReport:
     gates: dict[str, GateState]
     warnings: tuple[str, ...] = ()
     detected_at: float = 0.0
+    release: str | None = None  # the apiserver's minor release whose gate table applied; None: not known
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "kubernetes": self.release,
             "features": str(self.features),
             "gates": {
                 g: {"effective": s.effective, "source": s.effective_source,
@@ -138,6 +156,7 @@ class GateDetector:
     base: Features = field(default_factory=Features)
     interval_s: float = 300.0
     clock: Callable[[], float] = time.monotonic
+    server_version: Callable[[], str] | None = None  # kube-apiserver's /version gitVersion
     _last: GateReport | None = field(default=None, init=False, repr=False)
     _next_at: float = field(default=0.0, init=False, repr=False)
     _dropped: set[str] = field(default_factory=set, init=False, repr=False)
@@ -161,8 +180,13 @@ class GateDetector:
 
     def detect(self) -> GateReport:
         warnings: list[str] = []
-        api = self._apiserver(warnings)
-        sched = self._scheduler(api, warnings)
+        release = self._release(warnings)
+        defaults = release_defaults(release or TARGET_VERSION)
+        # A project-only gate (KEP-5941) is in no release's table but may be in a build carrying its
+        # PR: it is still probed, never judged absent.
+        absent = {g for g in DETECTED_GATES if release and g not in gates_of(release) and g not in PROJECT_ONLY_GATES}
+        api = self._apiserver(warnings, absent, release)
+        sched = self._scheduler(api, warnings, absent)
         states: dict[str, GateState] = {}
         effective: dict[str, bool] = {}
         for gate in DETECTED_GATES:
@@ -170,8 +194,10 @@ class GateDetector:
             s_val, s_src = sched[gate]
             if gate in self.overrides:
                 val, src = bool(self.overrides[gate]), "--features override"
+            elif gate in absent:
+                val, src = False, f"not a gate of Kubernetes {release}"
             elif a_val is None or s_val is None:
-                val, src = DEFAULTS_1_37[gate], "Kubernetes 1.37 default (detection failed)"
+                val, src = defaults[gate], f"Kubernetes {release or TARGET_VERSION} default (detection failed)"
             else:
                 val, src = a_val and s_val, "apiserver AND scheduler"
             effective[gate] = val
@@ -184,7 +210,7 @@ class GateDetector:
                                            effective_source=states[gate].effective_source + ", off: needs " + PARTITIONABLE)
         extra = {g: v for g, v in self.overrides.items() if g not in DETECTED_GATES}
         features = self.base.with_gates({**effective, **extra})
-        report = GateReport(features, states, tuple(warnings), self.clock())
+        report = GateReport(features, states, tuple(warnings), self.clock(), release)
         if self._last is None or self._last.features != features:
             log.info("feature gates detected", extra={"features": str(features),
                      "sources": {g: s.effective_source for g, s in states.items()}})
@@ -192,9 +218,34 @@ class GateDetector:
         self._next_at = self.clock() + self.interval_s
         return report
 
-    def _apiserver(self, warnings: list[str]) -> dict[str, tuple[bool | None, str]]:
+    def _release(self, warnings: list[str]) -> str | None:
+        """The apiserver's minor release when it has a gate table here; None: not known (local store,
+        /version unreachable, or a release outside KUBERNETES_VERSIONS, each with a warning)."""
+        if self.server_version is None:
+            return None
+        try:
+            text = self.server_version()
+        except (FakeDraError, OSError) as exc:
+            warnings.append(f"kube-apiserver version unknown ({exc}): gates judged by the Kubernetes {TARGET_VERSION} table")
+            return None
+        try:
+            minor = kube_minor(text, "kube-apiserver /version")
+        except InputError as exc:
+            warnings.append(f"{exc}: gates judged by the Kubernetes {TARGET_VERSION} table")
+            return None
+        if minor not in KUBERNETES_VERSIONS:
+            warnings.append(f"kube-apiserver is {text}: no gate table for {minor} here (known: "
+                            f"{', '.join(KUBERNETES_VERSIONS)}); gates judged by the Kubernetes {TARGET_VERSION} table")
+            return None
+        return minor
+
+    def _apiserver(self, warnings: list[str], absent: Collection[str] = (),
+                   release: str | None = None) -> dict[str, tuple[bool | None, str]]:
         out: dict[str, tuple[bool | None, str]] = {}
         for gate in DETECTED_GATES:
+            if gate in absent:
+                out[gate] = (False, f"not probed: not a gate of Kubernetes {release}")
+                continue
             if self.dry_run is None:
                 out[gate] = (None, "not probed (no apiserver)")
                 continue
@@ -219,7 +270,8 @@ class GateDetector:
         self._dropped.clear()
         return out
 
-    def _scheduler(self, api: Mapping[str, tuple[bool | None, str]], warnings: list[str]) -> dict[str, tuple[bool | None, str]]:
+    def _scheduler(self, api: Mapping[str, tuple[bool | None, str]], warnings: list[str],
+                   absent: Collection[str] = ()) -> dict[str, tuple[bool | None, str]]:
         metrics: Mapping[str, bool] | None = None
         failure = ""
         if self.scheduler_source is not None:
@@ -232,7 +284,9 @@ class GateDetector:
                 warnings.append(failure)
         out: dict[str, tuple[bool | None, str]] = {}
         for gate in DETECTED_GATES:
-            if metrics is not None:
+            if gate in absent:
+                out[gate] = (False, api[gate][1].replace("not probed: ", "not read: "))
+            elif metrics is not None:
                 # A binary that does not know a gate does not implement it.
                 out[gate] = (bool(metrics.get(gate, False)),
                              f"{self.scheduler_label}" + ("" if gate in metrics else " (gate unknown to it)"))
@@ -240,7 +294,8 @@ class GateDetector:
                 out[gate] = (bool(self.scheduler_flags[gate]), "--scheduler-features flag")
             else:
                 out[gate] = (api[gate][0], "ASSUMED equal to apiserver")
-        assumed = [g for g in DETECTED_GATES if out[g][1].startswith("ASSUMED") and g not in self.overrides]
+        assumed = [g for g in DETECTED_GATES if out[g][1].startswith("ASSUMED") and g not in self.overrides
+                   and g not in absent]
         if assumed:
             msg = ("kube-scheduler feature gates are NOT known; assuming they match the apiserver for "
                    + ", ".join(assumed) + ". If the scheduler has DRADeviceCompatibilityGroups off while the "

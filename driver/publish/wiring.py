@@ -61,6 +61,7 @@ def make_detector(
         overrides=dict(overrides or {}),
         base=base or Features(),
         interval_s=interval_s,
+        server_version=getattr(backend, "server_version", None),
     )
 
 

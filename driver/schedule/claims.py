@@ -9,6 +9,15 @@ and recorded in the pod's `status.resourceClaimStatuses`. A claim made earlier f
 entry is found again, recorded or not (the controller's own check for orphans after a crash), so an
 interrupted `schedule` never makes a second claim. An entry naming `resourceClaimName` uses that
 claim, which must exist.
+
+PodGroup claims (KEP-5729, gate DRAWorkloadResourceClaims, beta and off by default in 1.37): a pod
+whose `spec.schedulingGroup.podGroupName` names a PodGroup (scheduling.k8s.io/v1beta1) and whose claim
+entry matches one of the group's `spec.resourceClaims` exactly (same name, same claim or template)
+uses the group's claim: for a template, one claim made for the whole group (owned by the PodGroup,
+named `<podgroup>-<claim>-` plus five random characters, recorded in the PodGroup's
+`status.resourceClaimStatuses`), and the claim is reserved for the PodGroup rather than for each pod
+(k8s.io/api scheduling/v1beta1 PodGroupSpec.resourceClaims, PodGroupResourceClaim). So the first pod
+of the group allocates it and the others share the allocation.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ class PodClaim:
     entry: str  # the name in the pod's spec.resourceClaims
     claim: dict[str, Any]
     new: bool = False  # made from a template by this pass: not stored yet
+    group: Mapping[str, Any] | None = None  # the PodGroup whose claim this is (reserved for the group)
 
 
 @dataclass
@@ -58,9 +68,14 @@ def _owned_by(claim: Mapping[str, Any], uid: str) -> bool:
 class ClaimIndex:
     """The namespace's claims and templates, kept up to date as claims are made and written."""
 
-    def __init__(self, claims: list[dict[str, Any]], templates: list[dict[str, Any]]) -> None:
+    def __init__(self, claims: list[dict[str, Any]], templates: list[dict[str, Any]],
+                 podgroups: list[dict[str, Any]] = (), group_claims: bool = False) -> None:
         self.claims: dict[tuple[str, str], dict[str, Any]] = {}
         self.by_owner: dict[tuple[str, str], dict[str, Any]] = {}  # (pod uid, entry) -> claim
+        self.by_group: dict[tuple[str, str], dict[str, Any]] = {}  # (PodGroup uid, entry) -> claim
+        # DRAWorkloadResourceClaims: PodGroups by (namespace, name); empty with the gate off.
+        self.podgroups = {((g.get("metadata") or {}).get("namespace") or "default", g["metadata"]["name"]): g
+                          for g in podgroups} if group_claims else {}
         for claim in claims:
             self.put(claim)
         self.templates = {((t.get("metadata") or {}).get("namespace") or "default", t["metadata"]["name"]): t
@@ -73,6 +88,21 @@ class ClaimIndex:
         for ref in meta.get("ownerReferences") or []:
             if entry and ref.get("kind") == "Pod" and ref.get("uid"):
                 self.by_owner[(str(ref["uid"]), entry)] = claim
+            if entry and ref.get("kind") == "PodGroup" and ref.get("uid"):
+                self.by_group[(str(ref["uid"]), entry)] = claim
+
+    def _group_entry(self, pod: Mapping[str, Any], ns: str, entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The pod's PodGroup when `entry` matches one of the group's claims exactly, else None."""
+        ref = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+        group = self.podgroups.get((ns, str(ref))) if ref else None
+        if group is None:
+            return None
+        keys = ("name", "resourceClaimName", "resourceClaimTemplateName")
+        want = {k: entry.get(k) or None for k in keys}
+        for theirs in (group.get("spec") or {}).get("resourceClaims") or ():
+            if {k: theirs.get(k) or None for k in keys} == want:
+                return group
+        return None
 
     def resolve(self, pod: Mapping[str, Any]) -> Resolution:
         meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
@@ -82,13 +112,23 @@ class ClaimIndex:
         out = Resolution()
         for entry in spec.get("resourceClaims") or []:
             pod_claim = str(entry.get("name"))
+            group = self._group_entry(pod, ns, entry)
             if entry.get("resourceClaimName"):
                 claim = self.claims.get((ns, str(entry["resourceClaimName"])))
                 if claim is None:
                     out.problem = f'resourceclaim "{entry["resourceClaimName"]}" not found'
                     return out
-                out.claims.append(PodClaim(pod_claim, claim))
+                out.claims.append(PodClaim(pod_claim, claim, group=group))
                 continue
+            if group is not None:
+                gmeta = group.get("metadata") or {}
+                made_for = {s.get("name"): s.get("resourceClaimName")
+                            for s in (group.get("status") or {}).get("resourceClaimStatuses") or () if isinstance(s, Mapping)}
+                made = self.claims.get((ns, str(made_for.get(pod_claim)))) if made_for.get(pod_claim) else None
+                made = made or self.by_group.get((str(gmeta.get("uid") or ""), pod_claim))
+                if made is not None:
+                    out.claims.append(PodClaim(pod_claim, made, group=group))
+                    continue
             made = self.claims.get((ns, str(recorded.get(pod_claim)))) if recorded.get(pod_claim) else None
             made = made or self.by_owner.get((uid, pod_claim))
             if made is not None:
@@ -98,10 +138,18 @@ class ClaimIndex:
             if template is None:
                 out.problem = f'resource claim template "{entry.get("resourceClaimTemplateName")}" not found'
                 return out
+            if group is not None:
+                gmeta = group.get("metadata") or {}
+                claim = self._from_template(template, ns, str(gmeta.get("name")), str(gmeta.get("uid") or ""), pod_claim,
+                                            owner=("scheduling.k8s.io/v1beta1", "PodGroup"))
+                self.put(claim)  # the group's other pods of this pass find it
+                out.claims.append(PodClaim(pod_claim, claim, new=True, group=group))
+                continue
             out.claims.append(PodClaim(pod_claim, self._from_template(template, ns, name, uid, pod_claim), new=True))
         return out
 
-    def _from_template(self, template: Mapping[str, Any], ns: str, pod: str, uid: str, entry: str) -> dict[str, Any]:
+    def _from_template(self, template: Mapping[str, Any], ns: str, pod: str, uid: str, entry: str,
+                       owner: tuple[str, str] = ("v1", "Pod")) -> dict[str, Any]:
         tmeta = ((template.get("spec") or {}).get("metadata") or {})
         base = generate_name(pod, entry)
         while True:
@@ -111,7 +159,7 @@ class ClaimIndex:
         annotations = {**(tmeta.get("annotations") or {}), POD_CLAIM_ANNOTATION: entry}
         metadata: dict[str, Any] = {
             "name": claim_name, "namespace": ns, "annotations": annotations,
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": uid, "controller": True,
+            "ownerReferences": [{"apiVersion": owner[0], "kind": owner[1], "name": pod, "uid": uid, "controller": True,
                                  "blockOwnerDeletion": True}],
         }
         if tmeta.get("labels"):

@@ -37,8 +37,12 @@ def shape_of(claims: Sequence[Mapping[str, Any]]) -> str:
 
 class DraFilter:
     def __init__(self, *, slices: Sequence[Mapping[str, Any]], classes: Sequence[Mapping[str, Any]],
-                 labels: Mapping[str, Mapping[str, str]], allocated: Sequence[Mapping[str, Any]], features: Features) -> None:
+                 labels: Mapping[str, Mapping[str, str]], allocated: Sequence[Mapping[str, Any]], features: Features,
+                 taint_rules: Sequence[Mapping[str, Any]] = ()) -> None:
         self.view = ClusterView(features=features)
+        # DeviceTaintRules taint what they select as if the slices listed the taint: kube-scheduler's
+        # plugin reads slices through the device-taint tracker (ListWithDeviceTaintRules).
+        self.view.replace_taint_rules(taint_rules)
         self.view.replace_slices(slices)
         self.view.replace_classes(classes)
         for node, node_labels in labels.items():

@@ -136,13 +136,15 @@ class Scheduler:
         self.by_name = {n.name: n for n in self.nodes}
         pods = store.list("pods", all_namespaces=True)
         claims = store.list("resourceclaims", all_namespaces=True)
-        self.index = ClaimIndex(claims, store.list("resourceclaimtemplates", all_namespaces=True))
+        group_claims = self.features.enabled("DRAWorkloadResourceClaims")
+        self.index = ClaimIndex(claims, store.list("resourceclaimtemplates", all_namespaces=True),
+                                store.list("podgroups", all_namespaces=True) if group_claims else [], group_claims)
         classes = store.list("deviceclasses")
         self.extended_classes = class_for_resource(classes)
         self.dra = DraFilter(slices=store.list("resourceslices"), classes=classes,
                              labels={n.name: n.labels for n in self.nodes},
                              allocated=[c for c in claims if (c.get("status") or {}).get("allocation")],
-                             features=self.features)
+                             features=self.features, taint_rules=store.list("devicetaintrules"))
         self.held = {n.name: 0 for n in self.nodes}
         for claim in claims:
             self._count_held(claim)
@@ -295,12 +297,12 @@ class Scheduler:
         claims = [*todo, *([PodClaim("", special[0], new=True)] if special else [])]
         for c, allocation in zip(claims, allocations, strict=True):
             claim = {**c.claim, "status": {**(c.claim.get("status") or {}), "allocation": allocation,
-                                           "reservedFor": [consumer]}}
-            self._write_claim(claim, c.new)
+                                           "reservedFor": [group_consumer(c.group) if c.group else consumer]}}
+            self._write_claim(claim, c.new, c.group, c.entry)
             self.dra.commit(claim)
             self._count_held(claim)
         for c in bound:
-            reserved = with_consumer(c.claim, consumer)
+            reserved = with_consumer(c.claim, group_consumer(c.group) if c.group else consumer)
             if reserved is not None:
                 self._write_claim(reserved, False)
         status = dict(pod.get("status") or {})
@@ -319,7 +321,7 @@ class Scheduler:
     def _unschedulable(self, pod: dict[str, Any], resolution: Resolution, label: str, message: str) -> PodOutcome:
         for c in resolution.claims:
             if c.new:
-                self._write_claim(c.claim, True)
+                self._write_claim(c.claim, True, c.group, c.entry)
         status = dict(pod.get("status") or {})
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
         status["conditions"] = _with_condition(status.get("conditions"), condition)
@@ -339,9 +341,23 @@ class Scheduler:
         if made:
             status["resourceClaimStatuses"] = made
 
-    def _write_claim(self, claim: dict[str, Any], new: bool) -> None:
+    def _write_claim(self, claim: dict[str, Any], new: bool, group: Mapping[str, Any] | None = None,
+                     entry: str = "") -> None:
         stored = self.store.create("resourceclaims", claim) if new else self.store.update("resourceclaims", claim)
         self.index.put(stored)
+        self.report.writes += 1
+        if new and group is not None and not any(r.get("kind") == "Pod" for r in claim["metadata"].get("ownerReferences") or ()):
+            self._record_group_claim(group, entry, claim["metadata"]["name"])
+
+    def _record_group_claim(self, group: Mapping[str, Any], entry: str, claim_name: str) -> None:
+        """podgroup.status.resourceClaimStatuses gets the claim made for the group from a template."""
+        meta = group.get("metadata") or {}
+        current = self.store.get("podgroups", meta.get("namespace") or "default", meta["name"])
+        status = dict(current.get("status") or {})
+        statuses = [s for s in status.get("resourceClaimStatuses") or () if s.get("name") != entry]
+        status["resourceClaimStatuses"] = [*statuses, {"name": entry, "resourceClaimName": claim_name}]
+        updated = self.store.update("podgroups", {**current, "status": status})
+        self.index.podgroups[(meta.get("namespace") or "default", meta["name"])] = updated
         self.report.writes += 1
 
     def _write_pod(self, pod: dict[str, Any]) -> None:
@@ -350,6 +366,12 @@ class Scheduler:
 
 
 _DRA = "cannot allocate all claims"  # kube-scheduler's words; replaced by the allocator's reason
+
+
+def group_consumer(group: Mapping[str, Any]) -> dict[str, Any]:
+    """A PodGroup as a claim consumer (KEP-5729: the claim is reserved for the group, not each pod)."""
+    meta = group.get("metadata") or {}
+    return {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": meta.get("name"), "uid": meta.get("uid")}
 
 
 

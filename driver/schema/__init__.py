@@ -9,7 +9,8 @@ Public API
 ----------
 `check_api_version(obj, where) -> kind | None`
     The one apiVersion rule (versions.py): the kind when its apiVersion is what a stock 1.37
-    kube-apiserver serves (resource.k8s.io/v1; v1 for Node and Pod), None for a kind fake-dra does
+    kube-apiserver serves (resource.k8s.io/v1; v1 for Node, Pod, Namespace, Event; apps/v1, batch/v1
+    for the workload kinds), None for a kind fake-dra does
     not read, InputError otherwise (resource.k8s.io/v1beta1 is refused, saying what v1 changes).
 `validate(obj, kind, features, where="", gate_hint=None, old=None)`
     InputError `<where>: <path>: <problem>; ...` for every unknown or misplaced field (with a
@@ -21,8 +22,10 @@ Public API
     The gates of overlay.GATED whose fields `obj` carries.
 `check(obj, features, where, gate_hint=None) -> kind | None`
     Both: the apiVersion rule, then the schema.
-`errors(obj, kind, features) -> list[FieldError]`
-    The same findings as data (path, message), for callers that report them their own way.
+`errors(obj, kind, features, proven=None) -> list[FieldError]`
+    The same findings as data (path, message), for callers that report them their own way;
+    `proven` (a `Proven` for the same gates) skips subtrees already found valid (a fleet's
+    template-stamped slices share most of theirs).
 `document_label(source, index, obj) -> str`
     `claims.yaml: document 2 (ResourceClaim gpu)`, the `where` every command passes.
 
@@ -40,10 +43,10 @@ from driver.errors import InputError
 from driver.features import Features
 from driver.schema import overlay
 from driver.schema.compact import schema_for
-from driver.schema.validator import FieldError, raise_for, walk
+from driver.schema.validator import FieldError, Proven, raise_for, walk
 from driver.schema.versions import check_api_version, served
 
-__all__ = ["FieldError", "check", "check_api_version", "document_label", "errors", "gates_in_use", "gates_on", "served",
+__all__ = ["FieldError", "Proven", "check", "check_api_version", "document_label", "errors", "gates_in_use", "gates_on", "served",
            "validate"]
 
 
@@ -64,14 +67,15 @@ def gates_on(features: Features) -> frozenset[str]:
     return frozenset(g for g in overlay.GATED if features.enabled(g))
 
 
-def _walk(obj: Any, kind: str, on: frozenset[str], gate_hint: str | None) -> tuple[list[FieldError], frozenset[str]]:
+def _walk(obj: Any, kind: str, on: frozenset[str], gate_hint: str | None,
+          proven: Proven | None = None) -> tuple[list[FieldError], frozenset[str]]:
     api_version = served().get(kind)
     node = schema_for(on).root(api_version, kind) if api_version else None
     if node is None:
         raise InputError(f"{kind}: not a kind fake-dra validates (known: {', '.join(sorted(served()))})")
     if not isinstance(obj, Mapping):
         return [FieldError("", f"expected an object, got {type(obj).__name__}")], frozenset()
-    return walk(node, obj, on, gate_hint)
+    return walk(node, obj, on, gate_hint, proven if proven is not None and proven.gates_on == on else None)
 
 
 def gates_in_use(obj: Mapping[str, Any], kind: str) -> frozenset[str]:
@@ -80,11 +84,11 @@ def gates_in_use(obj: Mapping[str, Any], kind: str) -> frozenset[str]:
 
 
 def errors(obj: Mapping[str, Any], kind: str, features: Features, gate_hint: str | None = None,
-           old: Mapping[str, Any] | None = None) -> list[FieldError]:
+           old: Mapping[str, Any] | None = None, proven: Proven | None = None) -> list[FieldError]:
     on = gates_on(features)
     if old is not None:
         on |= gates_in_use(old, kind)
-    return _walk(obj, kind, on, gate_hint)[0]
+    return _walk(obj, kind, on, gate_hint, proven)[0]
 
 
 def validate(obj: Mapping[str, Any], kind: str, features: Features, where: str = "",

@@ -262,11 +262,75 @@ def _unsupported(value: str, allowed: frozenset[str]) -> str:
     return f'Unsupported value: "{shown}": supported values: ' + ", ".join(f'"{v}"' for v in sorted(allowed))
 
 
+class Proven:
+    """Subtrees already found valid, by identity, for one set of gates: a value validated once need
+    not be walked again while it is the same object. Worth it where many objects share most of
+    their values: a fleet's slices are stamped from one template and share every value the stamp
+    does not change (driver.fleet.template), so a stamped slice costs its changed paths only.
+
+    Sound because the store's writers never change a value once they passed it in (their nested
+    values are shared with what was stored), and each entry keeps its object alive, so an id is
+    never reused for another object while it is remembered. At most `limit` entries (then it
+    starts afresh)."""
+
+    def __init__(self, gates_on: frozenset[str], limit: int = 200_000) -> None:
+        self.gates_on = gates_on
+        self.limit = limit
+        self.seen: dict[int, tuple[Any, Any]] = {}
+
+    def has(self, value: Any, node: Any) -> bool:
+        hit = self.seen.get(id(value))
+        return hit is not None and hit[0] is value and hit[1] is node
+
+    def add(self, value: Any, node: Any) -> None:
+        if len(self.seen) >= self.limit:
+            self.seen.clear()
+        self.seen[id(value)] = (value, node)
+
+
+_SMALL = 3  # fields of an object (an attribute value, a quantity holder) below which memoizing costs more
+
+
+class _ProvenWalk(_Walk):
+    """A walk that skips subtrees `proven` holds and remembers the ones it finds valid."""
+
+    __slots__ = ("proven",)
+
+    def __init__(self, gates_on: frozenset[str], gate_hint: str | None, proven: Proven) -> None:
+        super().__init__(gates_on, gate_hint)
+        self.proven = proven
+
+    def object(self, node: TypeNode, obj: Mapping[str, Any], path: Path_) -> None:
+        if len(obj) <= _SMALL:  # as cheap to check as to look up: not remembered
+            _Walk.object(self, node, obj, path)
+            return
+        if self.proven.has(obj, node):
+            return
+        errors, gated = len(self.errors), len(self.gated_unknown)
+        super().object(node, obj, path)
+        if len(self.errors) == errors and len(self.gated_unknown) == gated:
+            self.proven.add(obj, node)
+
+    def value(self, spec: Field, value: Any, path: Path_) -> None:
+        if spec.kind != LIST and spec.kind != MAP:
+            super().value(spec, value, path)
+            return
+        if self.proven.has(value, spec):
+            return
+        errors, gated = len(self.errors), len(self.gated_unknown)
+        super().value(spec, value, path)
+        if len(self.errors) == errors and len(self.gated_unknown) == gated:
+            self.proven.add(value, spec)
+
+
 def walk(node: TypeNode, obj: Mapping[str, Any], gates_on: frozenset[str],
-         gate_hint: str | None) -> tuple[list[FieldError], frozenset[str]]:
+         gate_hint: str | None, proven: Proven | None = None) -> tuple[list[FieldError], frozenset[str]]:
     """Every error of `obj` against `node` (at most MAX_ERRORS), in document order, and the gates
-    whose fields `obj` has although they are off."""
-    run = _Walk(gates_on, gate_hint)
+    whose fields `obj` has although they are off. `proven`: remembered valid subtrees (for the
+    same gates) to skip and add to."""
+    if proven is not None and proven.gates_on != gates_on:
+        raise ValueError("a Proven memo is for one set of gates")
+    run = _Walk(gates_on, gate_hint) if proven is None else _ProvenWalk(gates_on, gate_hint, proven)
     run.object(node, obj, None)
     return [FieldError(format_path(p), m) for p, m in run.errors], frozenset(run.gated_unknown)
 

@@ -1,7 +1,11 @@
 """One rule for apiVersions, in every command: what a Kubernetes 1.37 kube-apiserver serves by default.
 
 For the kinds fake-dra reads that is resource.k8s.io/v1 (DeviceClass, ResourceClaim,
-ResourceClaimTemplate, ResourceSlice) and the core group's v1 (Node, Pod). Nothing else:
+ResourceClaimTemplate, ResourceSlice, DeviceTaintRule), the core group's v1 (Node, Pod, Namespace,
+Event) and apps/v1 (Deployment, ReplicaSet) and batch/v1 (Job) for the workload kinds the local store
+keeps. Two kinds exist only in versions off by default, and are read in those: ResourcePoolStatusRequest
+(resource.k8s.io/v1alpha3, KEP-5677) and PodGroup (scheduling.k8s.io/v1beta1, the newest of its
+versions; a cluster serves it with `--runtime-config`, as hack/kind-config.yaml does). Nothing else:
 
 - resource.k8s.io/v1beta1 and v1beta2 (and the alpha versions) still exist in 1.37 but are beta,
   and beta API versions introduced after 1.24 are off by default (KEP-3136, "Beta APIs Off by

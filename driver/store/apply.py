@@ -3,20 +3,28 @@
 What the API server does, and so what happens here:
 - every document is checked before anything is written (kind, apiVersion, strictly against the
   1.37 schema (driver.schema: unknown fields are errors, as with kubectl's default strict field
-  validation), names, namespace, the spec as the allocator reads it), and every error names the
-  document, the object and the field;
-  one invalid document leaves the store untouched;
+  validation), then admitted as kube-apiserver admits it (driver.store.admission: the kind's
+  defaults, the mutating admission plugins and registry strategy, the kind's typed validation
+  with kube-apiserver's field paths and messages), then read by the allocator's parsers), and every
+  error names the document, the object and the field; one invalid document leaves the store
+  untouched;
 - the server owns `metadata.uid`, `creationTimestamp`, `generation` and `resourceVersion`: a uid or
   resourceVersion given in a document is a precondition on update (conflict when stale) and
   refused on create ("resourceVersion should not be set on objects to be created"); a given
   creationTimestamp is ignored;
-- the spec of a ResourceClaim or ResourceClaimTemplate is immutable; `status.allocation`, once set,
-  may be cleared but not changed to another allocation;
-- a document without `status` keeps the stored status (kubectl apply never touches status).
+- an update keeps what `kubectl apply`'s merge patch keeps although the document does not say it
+  (a pod's binding, a job's generated selector: driver.store.admission.mutate.carry_over), and is
+  checked by the kind's ValidateUpdate (immutable fields);
+- a document without `status` keeps the stored status (kubectl apply never touches status); pods
+  and workloads always keep it (their strategy resets status on create and keeps it on update).
+- what kube-apiserver's strategies do per kind of the 1.37 DRA API (driver/store/server_defaults.py):
+  fields of gates the simulated apiserver has off are dropped (a claim's `derivedAttributes`
+  without DRADerivedAttributes), a DeviceTaintRule's `timeAdded` is set, a ResourcePoolStatusRequest's
+  spec is immutable and a completed one immutable whole.
 
 Unlike kube-apiserver, a document may carry a claim `status`: the local store is also the
 scheduler's stand-in, so writing an allocation by hand is how a claim gets one without
-`fake-dra apply --allocate`.
+`fake-dra apply --allocate` (an allocation once set may be cleared but not changed).
 """
 
 from __future__ import annotations
@@ -29,8 +37,9 @@ from typing import Any
 from driver import schema
 from driver.errors import ConflictError, FakeDraError, InputError, NotFoundError
 from driver.features import Features
-from driver.slices.names import is_dns_label, is_dns_subdomain
-from driver.store import validate
+from driver.store import admission, server_defaults, validate
+from driver.store.admission.field import invalid_each, invalid_message
+from driver.store.admission.names import name_is_dns_label, name_is_dns_subdomain, name_is_long_name
 from driver.store.kinds import Kind, for_object
 from driver.store.objectstore import ObjectStore
 from driver.yamlio import load_all
@@ -81,6 +90,11 @@ def load_documents(text: str, source: str) -> list[tuple[int, Any]]:
     return out
 
 
+# The name rule of each kind's Validate function (ValidateObjectMeta's nameFn): checked before the
+# store is asked for the object, since the name is also its file name.
+_NAME_RULES = {"Namespace": name_is_dns_label, "DeviceClass": name_is_long_name}
+
+
 def _check_metadata(obj: Mapping[str, Any], kind: Kind, where: str, namespace: str, explicit_ns: bool) -> tuple[str | None, str]:
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping):
@@ -89,27 +103,32 @@ def _check_metadata(obj: Mapping[str, Any], kind: Kind, where: str, namespace: s
     if not name:
         hint = " (generateName needs `kubectl create`; the local store's apply needs a name)" if meta.get("generateName") else ""
         raise InputError(f"{where}: metadata.name: required{hint}")
-    if not isinstance(name, str) or not is_dns_subdomain(name):
-        raise InputError(f"{where}: metadata.name: {name!r} must be a DNS subdomain (lower-case letters, "
-                         "digits, '-' and '.', at most 253 characters)")
+    if not isinstance(name, str):
+        raise InputError(f"{where}: metadata.name: expected a string, got {type(name).__name__}")
+    problems = invalid_each("metadata.name", name, _NAME_RULES.get(kind.kind, name_is_dns_subdomain)(name, False))
     if not kind.namespaced:
+        _refuse(kind, name, where, problems)
         return None, name
     ns = meta.get("namespace")
     if ns is not None and explicit_ns and ns != namespace:
         raise InputError(f"{where}: the namespace from the provided object {ns!r} does not match the namespace "
                          f"{namespace!r}. You must pass '--namespace={ns}' to perform this operation.")
     ns = ns if ns is not None else namespace
-    if not isinstance(ns, str) or not is_dns_label(ns):
-        raise InputError(f"{where}: metadata.namespace: {ns!r} must be a DNS label")
+    if not isinstance(ns, str):
+        raise InputError(f"{where}: metadata.namespace: expected a string, got {type(ns).__name__}")
+    _refuse(kind, name, where, problems + invalid_each("metadata.namespace", ns, name_is_dns_label(ns)))
     return ns, name
 
 
+def _refuse(kind: Kind, name: str, where: str, problems: list[Any]) -> None:
+    if problems:
+        raise InputError(f"{where}: {invalid_message(kind.kind, name, problems)}")
+
+
 def _strip_server_fields(obj: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(obj)
-    meta = out.setdefault("metadata", {})
-    for key in SERVER_FIELDS:
-        meta.pop(key, None)
-    return out
+    """`obj` without the server's metadata fields: a new top level and metadata, the rest shared."""
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_FIELDS}
+    return {**obj, "metadata": meta}
 
 
 def _check_preconditions(doc: Mapping[str, Any], current: dict[str, Any] | None, planned: Planned, where: str) -> None:
@@ -129,44 +148,31 @@ def _check_preconditions(doc: Mapping[str, Any], current: dict[str, Any] | None,
                             f'{cur.get("resourceVersion")}); please apply your changes to the latest version and try again')
 
 
-def _merge(doc: dict[str, Any], current: dict[str, Any] | None, planned: Planned, where: str) -> dict[str, Any]:
-    new = _strip_server_fields(doc)
+def _merge(doc: dict[str, Any], current: dict[str, Any] | None, planned: Planned, where: str,
+           now: Callable[[], str] = lambda: "") -> dict[str, Any]:
+    """The object to store: `doc` (the caller's copy, changed in place) without server fields, in
+    its namespace, with the stored status when it gives none, and the 1.37 DRA strategies' rules."""
+    new = doc
+    new["metadata"] = {k: v for k, v in (doc.get("metadata") or {}).items() if k not in SERVER_FIELDS}
     meta = new["metadata"]
     if planned.kind.namespaced:
         meta["namespace"] = planned.namespace
     else:
         meta.pop("namespace", None)
-    if planned.kind.kind == "Namespace":
-        _namespace_defaults(new)
-    if current is None:
-        return new
-    if planned.kind.immutable_spec and new.get("spec") != current.get("spec"):
-        raise InputError(f"{where}: spec: field is immutable (delete the {planned.kind.kind} and apply it again)")
-    if "status" not in doc:
-        if "status" in current:
-            new["status"] = copy.deepcopy(current["status"])
-    else:
-        old_alloc = (current.get("status") or {}).get("allocation")
-        new_alloc = (new.get("status") or {}).get("allocation")
-        if old_alloc and new_alloc and new_alloc != old_alloc:
-            raise InputError(f"{where}: status.allocation: field is immutable once set (remove it or delete the claim first)")
+    if planned.kind.kind == "DeviceTaintRule":
+        server_defaults.taint_rule_time_added(new, current, now())
+    if planned.kind.kind == "ResourcePoolStatusRequest":
+        if current is not None and new.get("spec") != current.get("spec"):
+            raise InputError(f"{where}: spec: field is immutable (delete the ResourcePoolStatusRequest and apply it again)")
+        server_defaults.pool_status_request(new, current, where)
+    if current is not None and "status" not in doc and "status" in current:
+        new["status"] = copy.deepcopy(current["status"])
     return new
-
-
-def _namespace_defaults(obj: dict[str, Any]) -> None:
-    """What kube-apiserver's namespace strategy sets on every write: the immutable label naming the
-    namespace (kubernetes.io/metadata.name), the `kubernetes` finalizer and phase Active."""
-    meta = obj["metadata"]
-    meta["labels"] = {**(meta.get("labels") or {}), "kubernetes.io/metadata.name": meta["name"]}
-    spec = obj.setdefault("spec", {})
-    if not spec.get("finalizers"):
-        spec["finalizers"] = ["kubernetes"]
-    obj.setdefault("status", {}).setdefault("phase", "Active")
 
 
 def plan(store: ObjectStore, documents: Sequence[tuple[str, int, Any]], *, namespace: str = "default",
          explicit_namespace: bool = False, features: Features = Features(),
-         gate_hint: str | None = None) -> list[Planned]:
+         gate_hint: str | None = None, clock: Callable[[], str] | None = None) -> list[Planned]:
     """Check every (source, document number, object) against the store; call inside `store.locked()`
     and hand the result to `commit` so nothing changes in between.
 
@@ -191,9 +197,12 @@ def plan(store: ObjectStore, documents: Sequence[tuple[str, int, Any]], *, names
             current = None
         planned = Planned(index, kind, ns, name, {}, current)
         _check_preconditions(doc, current, planned, where)
-        schema.validate(doc, kind.kind, features, where, gate_hint, old=current)
-        planned.obj = _merge(dict(doc), current, planned, where)
+        decoded = admission.decode(kind.kind, doc, current)
+        schema.validate(decoded, kind.kind, features, where, gate_hint, old=current)
+        decoded = server_defaults.drop_disabled_fields(decoded, kind.kind, features, current)
+        merged = _merge(decoded, current, planned, where, clock or server_defaults.now)  # its errors name `where`
         try:
+            planned.obj = admission.admit(kind.kind, merged, current, copy=False)
             validate.check_object(kind.kind, planned.obj)
         except InputError as exc:
             raise InputError(f"{where}: {exc}") from None
@@ -223,8 +232,9 @@ def commit(store: ObjectStore, planned: Sequence[Planned],
                 written = store.create(p.kind.plural, p.obj)
                 action = "created"
             else:
-                obj = copy.deepcopy(p.obj)
-                obj["metadata"]["resourceVersion"] = p.current["metadata"].get("resourceVersion")
+                # update() sets only metadata fields, so a new top level and metadata suffice.
+                obj = {**p.obj, "metadata": {**p.obj["metadata"],
+                                             "resourceVersion": p.current["metadata"].get("resourceVersion")}}
                 written = store.update(p.kind.plural, obj)
                 action = "configured"
             done.append((p, p.current))

@@ -50,13 +50,13 @@ def decode(text: str, source: str) -> Any:
         except (ValueError, RecursionError):
             pass  # not JSON (flow-style YAML, or garbage): the YAML reader decides and words the error
         else:
-            if _deeper_than(value, MAX_NESTING):
+            if deeper_than(value, MAX_NESTING):
                 raise InputError(f"{source}: nests more than {MAX_NESTING} levels deep")
             return value
     return load_one(text, source)
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
+def deeper_than(value: Any, limit: int) -> bool:
     """Whether containers nest more than `limit` deep (iterative: a deep value must not recurse)."""
     if type(value) is not dict and type(value) is not list:
         return False

@@ -8,12 +8,23 @@ kubernetes/kubernetes api/discovery/apis__resource.k8s.io__v1.json; `rc` is kube
 replicationcontrollers); core/v1 Nodes, Pods, Events and Namespaces have `no`, `po`, `ev` and `ns`
 (api/discovery/api__v1.json).
 
+Deployments and ReplicaSets (apps/v1, short names `deploy` and `rs`) and Jobs (batch/v1, none) are
+stored so that workload manifests apply as they do on a cluster (api/discovery/apis__apps__v1.json,
+apis__batch__v1.json); they are checked and defaulted as kube-apiserver does (driver.store.admission).
+
 Nodes and Pods are the core/v1 kinds scheduling needs: fleets create Nodes, and `fake-dra schedule`
 binds Pods to them. Events (core/v1, short name `ev`) are where the local scheduler stand-ins say
 why a claim or pod is pending (driver.store.events). Namespaces (core/v1, `ns`) are kept so that manifests
 written for a cluster (NVIDIA's quickstart files open with one) apply unchanged; deleting one
 deletes what it holds, as the namespace controller does. Kubernetes prints core objects without a
 group (`pod/x created`).
+
+The rest of the 1.37 DRA API is stored too (docs/allocator.md, "Device taint rules" and "Pool
+status"): DeviceTaintRules (resource.k8s.io/v1, cluster-scoped), which the scheduler stand-ins apply
+as device taints; ResourcePoolStatusRequests (KEP-5677, alpha, so only resource.k8s.io/v1alpha3
+serves them; cluster-scoped; the spec is immutable, and the whole object once its status is set),
+answered from the allocator's usage; and PodGroups (scheduling.k8s.io/v1beta1, KEP-5729's shared
+claims belong to them), so kube-scheduler's and dra-example-driver's workload objects apply.
 """
 
 from __future__ import annotations
@@ -33,9 +44,6 @@ class Kind:
     kind: str  # ResourceClaim
     plural: str  # resourceclaims: the store's directory name (docs/architecture.md §4)
     namespaced: bool
-    # kube-apiserver refuses updates that change the spec (pkg/apis/resource/validation:
-    # ValidateResourceClaimUpdate / ValidateResourceClaimTemplateUpdate use ValidateImmutableField).
-    immutable_spec: bool = False
     group: str = GROUP  # "" for the core API
     version: str = VERSION
     short_names: tuple[str, ...] = ()
@@ -72,15 +80,28 @@ class Kind:
 
 KINDS: tuple[Kind, ...] = (
     Kind("DeviceClass", "deviceclasses", namespaced=False),
-    Kind("ResourceClaim", "resourceclaims", namespaced=True, immutable_spec=True),
-    Kind("ResourceClaimTemplate", "resourceclaimtemplates", namespaced=True, immutable_spec=True),
+    Kind("ResourceClaim", "resourceclaims", namespaced=True),
+    Kind("ResourceClaimTemplate", "resourceclaimtemplates", namespaced=True),
     Kind("ResourceSlice", "resourceslices", namespaced=False),
     Kind("Node", "nodes", namespaced=False, group="", short_names=("no",)),
     Kind("Pod", "pods", namespaced=True, group="", short_names=("po",)),
     Kind("Event", "events", namespaced=True, group="", short_names=("ev",)),
     Kind("Namespace", "namespaces", namespaced=False, group="", short_names=("ns",)),
+    Kind("DeviceTaintRule", "devicetaintrules", namespaced=False),
+    Kind("ResourcePoolStatusRequest", "resourcepoolstatusrequests", namespaced=False,
+         version="v1alpha3"),
+    Kind("PodGroup", "podgroups", namespaced=True, group="scheduling.k8s.io", version="v1beta1"),
+    Kind("Deployment", "deployments", namespaced=True, group="apps", short_names=("deploy",)),
+    Kind("ReplicaSet", "replicasets", namespaced=True, group="apps", short_names=("rs",)),
+    Kind("Job", "jobs", namespaced=True, group="batch"),
 )
 _BY_KIND = {k.kind: k for k in KINDS}
+_BY_PLURAL = {k.plural: k for k in KINDS}
+
+
+def by_plural(plural: str) -> Kind | None:
+    """The Kind stored under a resource name (`resourceclaims`), None for one the store does not keep."""
+    return _BY_PLURAL.get(plural)
 
 
 def known_kinds() -> str:

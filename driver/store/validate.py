@@ -1,10 +1,10 @@
-"""Semantic checks for objects written through `fake-dra apply`, by the readers that will use them.
+"""The allocator's reading of objects written through `fake-dra apply`, after kube-apiserver's checks.
 
 The API server validates what it stores: the schema (field names, types, required fields) is
-driver.schema's, checked first; the rules beyond it (CEL, names, exactly-one-of) are the
-reference allocator's own input parsers here (the scheduler reads these objects through them), so
-an object the allocator or the plugin would later choke on is refused when applied, with the field
-path in the message.
+driver.schema's, checked first; kube-apiserver's typed validation is driver.store.admission's,
+checked next. What the scheduler then reads these objects with, the reference allocator's own input
+parsers, runs last, so an object the allocator or the plugin would still choke on is refused when
+applied, with the field path in the message.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from typing import Any
 
 from driver.allocator.inputs import allocated_results, parse_claim, parse_class
 from driver.allocator.parsed import index_slices
+from driver.allocator.poolstatus import parse_pool_status_request
+from driver.allocator.taintrules import parse_rule
 from driver.errors import InputError
 from driver.slices.names import is_dns_label
 
@@ -30,18 +32,12 @@ def check_object(kind: str, obj: Mapping[str, Any]) -> None:
         parse_class(obj)
     elif kind == "ResourceSlice":
         _check_slice(obj)
-    elif kind == "Pod":
-        _check_pod(obj)
-    elif kind == "Namespace":
-        _check_namespace(obj)
-
-
-def _check_namespace(obj: Mapping[str, Any]) -> None:
-    """ValidateNamespace (pkg/apis/core/validation): the name is a DNS label (63 characters at most)."""
-    name = (obj.get("metadata") or {}).get("name")
-    if not isinstance(name, str) or not is_dns_label(name):
-        raise InputError(f"Namespace {name}: metadata.name: {name!r} must be a DNS label (lower-case letters, "
-                         "digits and '-', at most 63 characters, starting and ending with a letter or digit)")
+    elif kind == "DeviceTaintRule":
+        parse_rule(obj)
+    elif kind == "ResourcePoolStatusRequest":
+        parse_pool_status_request(obj)
+    elif kind == "PodGroup":
+        _check_pod_group(obj)
 
 
 def _check_template(obj: Mapping[str, Any]) -> None:
@@ -62,24 +58,21 @@ def _check_slice(obj: Mapping[str, Any]) -> None:
     _ = parsed.counter_sets, parsed.devices
 
 
-def _check_pod(obj: Mapping[str, Any]) -> None:
-    """The part of a Pod that scheduling with DRA reads: spec.resourceClaims (core/v1 PodResourceClaim:
-    a name and exactly one of resourceClaimName / resourceClaimTemplateName)."""
+def _check_pod_group(obj: Mapping[str, Any]) -> None:
+    """scheduling.k8s.io/v1beta1 PodGroup, the part DRA reads: spec.resourceClaims entries each a
+    DNS-label name, unique, with exactly one of resourceClaimName / resourceClaimTemplateName
+    (k8s.io/api scheduling/v1beta1 PodGroupResourceClaim)."""
     meta = obj.get("metadata") or {}
-    label = f"Pod {meta.get('namespace') or 'default'}/{meta.get('name')}"
-    claims = (obj.get("spec") or {}).get("resourceClaims")
-    if claims is None:
-        return
-    if not isinstance(claims, list):
-        raise InputError(f"{label}: spec.resourceClaims: must be a list")
+    label = f"PodGroup {meta.get('namespace') or 'default'}/{meta.get('name')}"
     seen: set[str] = set()
-    for i, entry in enumerate(claims):
+    for i, entry in enumerate(((obj.get("spec") or {}).get("resourceClaims")) or ()):
         where = f"{label}: spec.resourceClaims[{i}]"
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str) or not entry.get("name"):
-            raise InputError(f"{where}.name: required")
-        if entry["name"] in seen:
-            raise InputError(f"{where}.name: Duplicate value: {entry['name']!r}")
-        seen.add(entry["name"])
+        name = entry.get("name") if isinstance(entry, Mapping) else None
+        if not isinstance(name, str) or not is_dns_label(name):
+            raise InputError(f"{where}.name: {name!r} must be a DNS label")
+        if name in seen:
+            raise InputError(f"{where}.name: Duplicate value: {name!r}")
+        seen.add(name)
         sources = [k for k in ("resourceClaimName", "resourceClaimTemplateName") if entry.get(k)]
         if len(sources) != 1:
             raise InputError(f"{where}: must specify exactly one of resourceClaimName, resourceClaimTemplateName")

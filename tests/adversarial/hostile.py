@@ -8,7 +8,7 @@ error naming the claim, or a clean answer), keeps serving, and reserves nothing 
 Three families of inputs (`catalogue()`, 100+ fixed ones; `fuzz(seed, n)` adds random variants):
 - kubelet fields: malformed/huge/empty/unicode UIDs, names and namespaces, duplicated claims in one
   call, wrong namespaces and UIDs, thousands of claims, raw protobuf that does not decode;
-- store objects: wrong kind or shape, not UTF-8, directories, deep nesting, alias bombs, huge files;
+- store objects: wrong kind or shape, rows that are not JSON or not text, deep nesting, huge rows;
 - allocations malformed in every field, and recorded quantities at and beyond the limits.
 Each hostile claim travels with a good claim in the same call, which must still be prepared.
 
@@ -32,10 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import yaml
 
+from driver.errors import InputError, NotFoundError
 from driver.plugin.client import KubeletClient
 from driver.plugin.protos import DRA
+from driver.store import ObjectStore
+from storeutil import plant_row  # tests/ is on the path: pytest's and the command line's (PYTHONPATH=tests)
 
 ERROR, OK, EMPTY, ANY = "error", "ok", "empty", "any"
 MAX_ERROR_CHARS = 4096  # an error echoing a megabyte of hostile input is a violation
@@ -58,20 +60,20 @@ class Devices:
 
 @dataclass
 class Input:
-    """One hostile call. `claims` is what the kubelet sends; `objects` are store files written
-    first (namespace, name, bytes; written raw, bypassing every check); `expect` maps a claim UID
-    to ERROR / OK / EMPTY / ANY, with optional fragments one of which the error must contain."""
+    """One hostile call. `claims` is what the kubelet sends; `objects` are store objects written
+    first (namespace, name, bytes: JSON of an object, stored through the store's API as `apply`
+    would, unless its key is in `raw_keys`: then planted as a raw row, bypassing every check);
+    `expect` maps a claim UID to ERROR / OK / EMPTY / ANY, with optional fragments one of which the
+    error must contain."""
 
     name: str
     claims: list[Ref] = field(default_factory=list)
     objects: list[tuple[str, str, bytes]] = field(default_factory=list)
+    raw_keys: set[tuple[str, str]] = field(default_factory=set)
     expect: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     call: str = "prepare"  # prepare | unprepare | raw
     raw: bytes = b""
     raw_codes: tuple[str, ...] = ()  # gRPC status codes a raw call may end with ("OK" included if fine)
-    dirs: list[tuple[str, str]] = field(default_factory=list)  # (namespace, name) made a directory
-    blockers: list[str] = field(default_factory=list)  # namespaces made a plain file
-    fifos: list[tuple[str, str]] = field(default_factory=list)  # (namespace, name) made a FIFO
 
 
 @dataclass
@@ -106,8 +108,10 @@ def claim_object(name: str, namespace: str, uid: str, results: Any = None, *, al
     return obj
 
 
-def _yaml(obj: Any) -> bytes:
-    return yaml.safe_dump(obj, sort_keys=False).encode()
+def _encoded(obj: Any) -> bytes:
+    """A claim object as the bytes planted for it (JSON: what the store keeps; _write_objects
+    stores a well-formed one through the store's API and plants anything else as a raw row)."""
+    return json.dumps(obj).encode()
 
 
 class Builder:
@@ -129,7 +133,7 @@ class Builder:
     def good(self) -> tuple[Ref, tuple[str, str, bytes]]:
         name, uid = self._name("good"), _uid()
         obj = claim_object(name, "default", uid, [self.result(self.dev.good)])
-        return ("default", name, uid), ("default", name, _yaml(obj))
+        return ("default", name, uid), ("default", name, _encoded(obj))
 
     def add(self, name: str, bad: Ref | Sequence[Ref], *, objects: Iterable[tuple[str, str, bytes]] = (),
             expect: str = ERROR, fragments: Sequence[str] = (), with_good: bool = True, **kw: Any) -> Input:
@@ -147,14 +151,17 @@ class Builder:
 
     def stored(self, name: str, obj_or_bytes: Any, *, expect: str = ERROR, fragments: Sequence[str] = (),
                claim_name: str | None = None, namespace: str = "default", uid: str | None = None) -> Input:
-        """A claim whose store object is `obj_or_bytes` (a dict becomes YAML; a callable gets
-        (name, namespace, uid) and returns either)."""
+        """A claim whose store object is `obj_or_bytes` (a dict is stored through the store's API;
+        bytes are planted as the raw row; a callable gets (name, namespace, uid) and returns either)."""
         cname, uid = claim_name or self._name("bad"), uid or _uid()
         if callable(obj_or_bytes):
             obj_or_bytes = obj_or_bytes(cname, namespace, uid)
-        data = obj_or_bytes if isinstance(obj_or_bytes, bytes) else _yaml(obj_or_bytes)
-        return self.add(name, (namespace, cname, uid), objects=[(namespace, cname, data)],
-                        expect=expect, fragments=fragments)
+        data = obj_or_bytes if isinstance(obj_or_bytes, bytes) else _encoded(obj_or_bytes)
+        inp = self.add(name, (namespace, cname, uid), objects=[(namespace, cname, data)],
+                       expect=expect, fragments=fragments)
+        if isinstance(obj_or_bytes, bytes):
+            inp.raw_keys.add((namespace, cname))
+        return inp
 
     def allocated(self, name: str, results: Any, *, expect: str = ERROR, fragments: Sequence[str] = (),
                   **claim_kw: Any) -> Input:
@@ -189,8 +196,8 @@ def _kubelet_fields(b: Builder) -> None:
     }
     for label, name in names.items():
         b.add(f"name/{label}", (valid_ns, name, _uid()), fragments=("invalid claim name",))
-    b.add("name/253-chars-no-file-fits", (valid_ns, ".".join(["a" * 63] * 4)[:253], _uid()),
-          fragments=("at most 250 fit",))
+    b.add("name/253-chars-unknown", (valid_ns, ".".join(["a" * 63] * 4)[:253], _uid()),
+          fragments=("not found",))
     namespaces = {
         "empty": "", "64-chars": "a" * 64, "dotted": "a.b", "unicode": "nämespace", "cluster-dir": "_cluster",
         "dotdot": "..", "huge": "s" * 1_000_000, "upper": "Default",
@@ -214,12 +221,13 @@ def _kubelet_fields(b: Builder) -> None:
     # Wrong namespace / UID: the object exists, the kubelet's coordinates do not match it.
     def _wrong_ns(n: str, ns: str, u: str) -> dict[str, Any]:
         return claim_object(n, "other", u, [b.result()])
-    b.stored("claim/object-names-another-namespace", _wrong_ns, fragments=("metadata.namespace is 'other'",))
+    b.stored("claim/object-names-another-namespace", _wrong_ns,
+             fragments=("metadata.namespace is 'other'", "metadata.namespace 'other' is not the namespace it is stored under"))
     b.stored("claim/uid-mismatch", lambda n, ns, u: claim_object(n, ns, _uid(), [b.result()]),
              fragments=("UID mismatch",))
     cname, cuid = b._name("elsewhere"), _uid()
     b.add("claim/asked-in-the-wrong-namespace", ("kube-system", cname, cuid),
-          objects=[("default", cname, _yaml(claim_object(cname, "default", cuid, [b.result()])))],
+          objects=[("default", cname, _encoded(claim_object(cname, "default", cuid, [b.result()])))],
           fragments=("not found",))
     b.add("unprepare/hostile-uids", [("default", "c", "../x"), ("n" * 300_000, "c", "v" * 300_000),
                                      ("default", "never-prepared", _uid())],
@@ -236,26 +244,18 @@ def _store_objects(b: Builder) -> None:
     b.stored("store/kind-pod", lambda n, ns, u: base(n, ns, u, kind="Pod"), fragments=("kind is 'Pod'",))
     b.stored("store/api-version", lambda n, ns, u: base(n, ns, u, apiVersion="v1"), fragments=("apiVersion",))
     b.stored("store/spec-string", lambda n, ns, u: base(n, ns, u, spec="x"), fragments=("spec: expected an object",))
-    b.stored("store/list-document", b"- 1\n- 2\n", fragments=("does not hold an object",))
-    b.stored("store/null-document", b"null\n", fragments=("does not hold an object",))
-    b.stored("store/empty-file", b"", fragments=("does not hold an object",))
-    b.stored("store/not-yaml", b"a: [1, 2\n", fragments=("invalid YAML",))
-    b.stored("store/python-tag", b"!!python/object/apply:os.system ['true']\n", fragments=("invalid YAML",))
-    b.stored("store/non-utf8", b"metadata:\n  name: \xff\xfe\n", fragments=("not UTF-8",))
-    b.stored("store/deep-5000", b"a: " + b"[" * 5000 + b"]" * 5000 + b"\n", fragments=("nests more than",))
-    b.stored("store/deep-100000", b"a: " + b"[" * 100_000 + b"]" * 100_000 + b"\n", fragments=("nests more than",))
-    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(7))
-    b.stored("store/alias-bomb", bomb.encode(), fragments=("expands to more than",))
-    b.stored("store/huge-integer", b"metadata:\n  generation: " + b"9" * 5000 + b"\n", fragments=("ValueError",))
-    b.stored("store/oversized", b"a: " + b"x" * (3 * 1024 * 1024 + 1) + b"\n", fragments=("larger than",))
-    name, uid = b._name("dir"), _uid()
-    b.add("store/directory-instead-of-file", ("default", name, uid), dirs=[("default", name)],
-          fragments=("Is a directory",))
-    b.add("store/namespace-is-a-file", ("blocked", "c", _uid()), blockers=["blocked"], fragments=("Not a directory",))
-    name = b._name("fifo")  # used to block the reading thread forever (and with it a state-gate slot)
-    b.add("store/fifo-instead-of-file", ("default", name, _uid()), fifos=[("default", name)],
-          fragments=("not a regular file",))
+    b.stored("store/list-document", b"[1, 2]", fragments=("does not hold an object",))
+    b.stored("store/null-document", b"null", fragments=("does not hold an object",))
+    b.stored("store/empty-row", b"", fragments=("does not parse",))
+    b.stored("store/not-json", b"a: [1, 2\n", fragments=("does not parse",))
+    b.stored("store/python-tag", b"!!python/object/apply:os.system ['true']\n", fragments=("does not parse",))
+    b.stored("store/non-utf8", b"metadata:\n  name: \xff\xfe\n", fragments=("not text",))
+    b.stored("store/deep-150", lambda n, ns, u: b'{"metadata": {"name": "%s", "namespace": "%s"}, "a": %s}' % (
+        n.encode(), ns.encode(), b"[" * 150 + b"]" * 150), fragments=("nests more than",))
+    b.stored("store/deep-5000", b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}", fragments=("does not parse",))
+    b.stored("store/deep-100000", b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", fragments=("does not parse",))
+    b.stored("store/huge-integer", b'{"metadata": {"generation": ' + b"9" * 5000 + b"}}", fragments=("does not parse",))
+    b.stored("store/oversized", b'{"a": "' + b"x" * (3 * 1024 * 1024 + 1) + b'"}', fragments=("larger than",))
 
 
 def _allocations(b: Builder) -> None:
@@ -445,8 +445,8 @@ class Target:
 
     def devices(self) -> Devices:
         """Pick the devices the inputs use from the slices this plugin published."""
-        root = self.store / "resourceslices" / "_cluster"
-        slices = [yaml.safe_load(p.read_text()) for p in sorted(root.glob("*.yaml"))] if root.is_dir() else []
+        root = self.store
+        slices = ObjectStore(root).list("resourceslices")
         specs = [s["spec"] for s in slices if s.get("spec", {}).get("driver") == self.driver
                  and s["spec"].get("nodeName") == self.node]
         if not specs:
@@ -481,37 +481,41 @@ class Target:
         return Devices(self.driver, pool, gpus[0]["name"], gpus[1]["name"], mig, vf, vf_set, vf_counter)
 
 
-def _write_objects(target: Target, inp: Input) -> list[Path]:
+def _write_objects(target: Target, inp: Input) -> list[tuple[str, str]]:
+    """Store each object: through the store's API when it is an object with metadata naming it
+    (as `fake-dra apply` would, so only the plugin's own checks stand between it and a prepare),
+    else as a raw row planted under its key (as a hand edit of the database would)."""
+    store = ObjectStore(target.store)
     written = []
-    claims = target.store / "resourceclaims"
     for ns, name, data in inp.objects:
-        path = claims / ns / f"{name}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        written.append(path)
-    for ns, name in inp.dirs:
-        path = claims / ns / f"{name}.yaml"
-        path.mkdir(parents=True, exist_ok=True)
-        written.append(path)
-    for ns, name in inp.fifos:
-        path = claims / ns / f"{name}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.mkfifo(path)
-        written.append(path)
-    for ns in inp.blockers:
-        path = claims / ns
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("a file where a namespace directory should be\n")
-        written.append(path)
+        try:
+            obj = None if (ns, name) in inp.raw_keys else json.loads(data)
+        except (ValueError, RecursionError):
+            obj = None
+        try:
+            if not (isinstance(obj, dict) and isinstance(obj.get("metadata"), dict)
+                    and obj["metadata"].get("name") == name and obj["metadata"].get("namespace") == ns):
+                raise InputError("not a well-formed object")
+            store.restore("resourceclaims", obj)
+        except InputError:
+            try:
+                text: str | bytes = data.decode("utf-8")
+            except UnicodeDecodeError:
+                text = data
+            plant_row(target.store, "resourceclaims", ns, name, text)
+        written.append((ns, name))
+    store.close()
     return written
 
 
-def _remove(paths: Iterable[Path]) -> None:
-    for path in paths:
-        if path.is_dir():
-            path.rmdir()
-        else:
-            path.unlink(missing_ok=True)
+def _remove(target: Target, keys: Iterable[tuple[str, str]]) -> None:
+    store = ObjectStore(target.store)
+    for ns, name in keys:
+        try:
+            store.delete("resourceclaims", ns, name)
+        except (NotFoundError, InputError):
+            pass
+    store.close()
 
 
 def _raw_call(client: KubeletClient, data: bytes, timeout: float) -> str:
@@ -605,7 +609,7 @@ def _run_one(target: Target, client: KubeletClient, inp: Input, report: Report) 
                     problems.append(f"unprepare of the prepared claims failed: {left}")
             except grpc.RpcError as exc:
                 problems.append(f"unprepare of the prepared claims failed: {exc.code().name}")
-        _remove(written)
+        _remove(target, written)
     after = target.reserved()
     if after != before:
         problems.append(f"left reserved: checkpoint {sorted(after[0] - before[0])[:5]}, "

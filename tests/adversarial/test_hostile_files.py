@@ -175,20 +175,22 @@ def test_temp_files_of_interrupted_metadata_writes_are_removed_at_start(make_plu
 
 
 @pytest.mark.slow
-def test_an_unreadable_file_at_the_plugins_own_slice_name_is_skipped_and_named(make_plugin):
-    """Issue 18 item 11: `list` leaves such a file out, so the create at that name failed on every
-    attempt and `run` exited 1 at start with a message that did not name the file."""
+def test_an_unreadable_row_at_the_plugins_own_slice_name_is_skipped_and_named(make_plugin):
+    """Issue 18 item 11: `list` leaves such an object out, so the create at that name failed on every
+    attempt and `run` exited 1 at start with a message that did not name it."""
+    from driver.store import ObjectStore
+    from storeutil import plant_row, raw_row
+
     plugin = make_plugin()
-    slices = plugin.store_dir / "resourceslices" / "_cluster"
-    slices.mkdir(parents=True)
-    broken = slices / f"00000-{DRIVER}-n1.yaml"
-    broken.write_text("spec: [\n")
+    name = f"00000-{DRIVER}-n1"
+    ObjectStore(plugin.store_dir).create("deviceclasses", {"metadata": {"name": "opens-the-store"}})
+    plant_row(plugin.store_dir, "resourceslices", None, name, "spec: [\n")
     plugin.start()
     published = plugin.wait_slices()
     assert sorted(s["metadata"]["name"] for s in published)[0] == f"00000-{DRIVER}-n1-1"
-    assert broken.read_text() == "spec: [\n", "the file is left to whoever wrote it"
+    assert raw_row(plugin.store_dir, "resourceslices", None, name)[3] == "spec: [\n", "the row is left to its writer"
     text = plugin.log_text()
-    assert f"{broken}" in text and f"so that slice is published as 00000-{DRIVER}-n1-1" in text
+    assert f"resourceslices {name}" in text and f"so that slice is published as 00000-{DRIVER}-n1-1" in text
     ref = plugin.allocate("g", [{"name": "gpu", "exactly": {"deviceClassName": f"gpu.{DRIVER}"}}])
     assert plugin.client().prepare([ref])[ref[2]].error == ""
     assert plugin.stop() == 0

@@ -12,6 +12,7 @@ Shorthands (all expand into plain API objects):
   `null` and `[]` stay distinguishable from an absent field).
 * `allocatedDevices: [driver/pool/device, ...]` and `allocatedShares: [{device, consumedCapacity}]`:
   devices already allocated by other claims (one claim object holds them).
+* a request's `derived: {name: expression}` becomes its KEP-6080 `derivedAttributes`.
 * `upstreamFeatures: [PartitionableDevices, ...]`: the upstream allocator test's Features value —
   every listed feature on, every other one of UPSTREAM_FEATURES off (`features` may still add gates).
 """
@@ -46,6 +47,8 @@ def _exact(req: dict) -> dict:
         out["capacity"] = {"requests": req["capacity"]}
     if req.get("tolerations"):
         out["tolerations"] = req["tolerations"]
+    if req.get("derived"):  # KEP-6080: {name: expression}
+        out["derivedAttributes"] = [{"name": n, "expression": e} for n, e in req["derived"].items()]
     return out
 
 

@@ -170,3 +170,23 @@ def test_callback_errors_are_clean_and_not_logged(caplog):
     assert str(err.value).startswith("invalid quantity 'bad'")
     assert "Check function arguments" not in str(err.value)
     assert not [r for r in caplog.records if r.name == "cel"]
+
+
+def test_derived_values_become_attribute_values():
+    # KEP-6080: a derived expression yields a string, int, bool or semver, or a list of one of them.
+    from driver.celexpr import CelRuntimeError, attribute_of_value, compile_selector, device_variable
+
+    dev = device_variable("gpu.example.com", {"name": "g", "attributes": {"numa": {"int": 1}, "fw": {"version": "1.2.3"}}})
+
+    def derive(expr, lists=True):
+        return attribute_of_value(compile_selector(expr, "x").evaluate(dev), lists)
+
+    assert derive("device.attributes['gpu.example.com'].numa") == {"int": 1}
+    assert derive("device.attributes['gpu.example.com'].numa == 1") == {"bool": True}  # a bool, not an int
+    assert derive("device.attributes['gpu.example.com'].fw") == {"version": "1.2.3"}
+    assert derive("'numa' + string(device.attributes['gpu.example.com'].numa)") == {"string": "numa1"}
+    assert derive("[1, 2]") == {"ints": [1, 2]}
+    for bad, lists, message in (("[1, 'a']", True, "one type"), ("[1]", False, "DRAListTypeAttributes"),
+                                ("1.5", True, "must evaluate to"), ("[]", True, "empty list")):
+        with pytest.raises(CelRuntimeError, match=message):
+            derive(bad, lists)

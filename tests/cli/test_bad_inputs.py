@@ -92,9 +92,9 @@ CASES = [
     Case(("apply", "-f", "classes-only.yaml", "--store", "/proc/store"), ("--store", "/proc/store", "cannot write")),
     Case(("apply", "-f", "classes-only.yaml", "--store", "store"), ("FAKE_DRA_OUTPUT", "table"),
          env={"FAKE_DRA_OUTPUT": "table"}),
-    Case(("apply", "-f", "deploy.yaml", "--store", "store"), ("deploy.yaml: document 1 (Deployment d)", "kind")),
+    Case(("apply", "-f", "sts.yaml", "--store", "store"), ("sts.yaml: document 1 (StatefulSet d)", "kind")),
     Case(("apply", "-f", "badpod.yaml", "--store", "store"),
-         ("badpod.yaml: document 1 (Pod p)", "spec.resourceClaims[0]: must specify exactly one of resourceClaimName",)),
+         ("badpod.yaml: document 1 (Pod p)", "spec.resourceClaims[0]: Invalid value: {\"name\":\"gpu\"}: must specify one of: `resourceClaimName`, `resourceClaimTemplateName`",)),
     Case(("get", "rc"), ('resource type "rc"',)),
     Case(("get",), ("required: KIND\n",)),  # not "KIND, NAME": the names are optional
     Case(("get", "resourceclaims", "--store", "afile"), ("--store", "afile", "not a directory")),
@@ -133,6 +133,12 @@ CASES = [
     Case(("explain", "rc"), ('resource type "rc"',)),
     Case(("explain",), ("required: KIND[.FIELD...]",)),
     Case(("version", "-o", "xml"), ("--output", "invalid choice: 'xml'")),
+    # store
+    Case(("store",), ("required: action",)),
+    Case(("store", "export", "--store", "store"), ("store export: DIR is required",)),
+    Case(("store", "import", "afile", "--store", "store"), ("store import: afile is not a directory",)),
+    Case(("store", "import", "adir", "--store", "store"), ("store import: adir holds no",)),
+    Case(("store", "export", "adir", "--store", "afile"), ("--store", "afile", "not a directory")),
     # completion
     Case(("completion",), ("required: shell",)),
     Case(("completion", "fish"), ("invalid choice: 'fish'", "bash", "zsh")),
@@ -174,6 +180,11 @@ CASES = [
     Case(("e2e", "--list"), ("FAKE_DRA_BACKEND", "kind"), env={"FAKE_DRA_BACKEND": "cloud"}),
     # fault
     Case(("fault", "--sysfs-root", "sys", "--device", "0000:07:00.0", "--message", "x" * 1025), ("--message", "1024")),
+    Case(("fault", "--store", "store", "--node", "nowhere"), ("--store", "no local store there")),
+    Case(("fault", "--store", "store", "--fraction", "2"), ("--fraction", "(0, 1]")),
+    Case(("fault", "--store", "store", "--gpu", "gpu-0", "--device", "0000:07:00.0"), ("--gpu", "only in fleet mode")),
+    Case(("corpus", "export", "new-corpus", "--profile", "nope"), ("--profile 'nope'", "unknown")),
+    Case(("corpus", "check", "missing"), ("missing", "not a directory")),
     Case(("fault", "--sysfs-root", "sys", "--device", "07:00", "--clear"), ("--device", "07:00")),
     Case(("fault", "--sysfs-root", "sys", "--device", "0000:07:20.0", "--clear"), ("--device", "above 1f")),
     Case(("fault", "--sysfs-root", "sys", "--device", "0000:99:00.0", "--clear"), ("0000:99:00.0",)),
@@ -315,6 +326,7 @@ def world(tmp_path_factory) -> Path:
     (root / "nameless.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {labels: {a: b}}\n"
                                         "spec: {containers: [{name: c, image: x}]}\n")
     (root / "deploy.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
+    (root / "sts.yaml").write_text("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: d}\n")
     (root / "badpod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
                                       "spec: {containers: [{name: c, image: busybox}], resourceClaims: [{name: gpu}]}\n")
     (root / "broken.yaml").write_text("a: [\n")

@@ -61,7 +61,7 @@ def test_bash_completes_commands_flags_values_kinds_and_names(complete, tmp_path
     assert complete("fake-dra", "get", "-o", "j") == (0, ["json", "jsonpath="])
     assert complete("fake-dra", "completion", "") == (0, ["bash", "zsh"])
     assert complete("fake-dra", "describe", "resourceclaims")[1] == ["resourceclaims"]
-    assert complete("fake-dra", "get", "po")[1] == ["po", "pod", "pods"]
+    assert complete("fake-dra", "get", "po")[1] == ["po", "pod", "podgroup", "podgroups", "pods"]
     assert complete("fake-dra", "apply", "-f", "") == (1, []), "a path: the shell's file names"
     store = tmp_path / "store"
     (tmp_path / "c.yaml").write_text(CLAIM % "alpha" + "---\n" + CLAIM % "beta")

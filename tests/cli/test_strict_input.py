@@ -107,7 +107,7 @@ def test_apply_refuses_both_typos_and_stores_nothing(tmp_path, capsys):
                        (classes, f"(DeviceClass gpu.{DRIVER}): spec.selector")):
         code, _, err = run(["apply", "-f", path, "--store", str(store)], capsys)
         assert code == 2 and what in err and 'did you mean "selectors"' in err
-    assert not (store / "resourceclaims").exists() and not (store / "deviceclasses").exists()
+    assert ObjectStore(store).count("resourceclaims") == 0 and ObjectStore(store).count("deviceclasses") == 0
 
 
 @pytest.mark.parametrize("command", ["apply", "allocate"])
@@ -180,8 +180,8 @@ def test_apply_knows_kep5941_fields_when_the_stores_apiserver_has_the_gate(tmp_p
     assert code == 2
     assert f"(a KEP-5941 field: DRASharedConsumableCapacity is off; turn it on in {store / 'featuregates.yaml'} " \
            "(apiserver: and scheduler:))" in err
-    assert not (store / "resourceslices").exists()
-    store.mkdir()
+    assert ObjectStore(store).count("resourceslices") == 0
+    store.mkdir(exist_ok=True)
     (store / "featuregates.yaml").write_text("apiserver: {DRASharedConsumableCapacity: true}\n")
     code, out, err = run(["apply", "-f", slices, "--store", str(store)], capsys)
     assert code == 0, err

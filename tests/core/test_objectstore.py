@@ -4,6 +4,7 @@ import pytest
 
 from driver.errors import ConflictError, InputError, NotFoundError
 from driver.store import ObjectStore
+from tests.storeutil import plant_row, raw_row
 
 
 def claim(name="c1", ns="default"):
@@ -11,12 +12,12 @@ def claim(name="c1", ns="default"):
             "metadata": {"name": name, "namespace": ns}, "spec": {"devices": {}}}
 
 
-def test_layout_and_resource_version_increase(tmp_path):
+def test_one_database_file_and_resource_version_increase(tmp_path):
     store = ObjectStore(tmp_path)
     a = store.create("resourceclaims", claim())
-    assert (tmp_path / "resourceclaims" / "default" / "c1.yaml").is_file()
     b = store.create("resourceslices", {"metadata": {"name": "n1-gpu-0"}, "spec": {}})
-    assert (tmp_path / "resourceslices" / "_cluster" / "n1-gpu-0.yaml").is_file()
+    assert (tmp_path / "store.db").is_file() and not (tmp_path / "resourceclaims").exists()
+    assert raw_row(tmp_path, "resourceslices", None, "n1-gpu-0")[0] == int(b["metadata"]["resourceVersion"])
     assert int(b["metadata"]["resourceVersion"]) > int(a["metadata"]["resourceVersion"])
     a["spec"]["devices"] = {"requests": []}
     c = store.update("resourceclaims", a)
@@ -46,11 +47,11 @@ def test_missing_and_hostile_names(tmp_path):
         store.list("resourceclaims", "..")
 
 
-def test_garbled_file_names_path(tmp_path):
+def test_a_garbled_row_names_its_object(tmp_path):
     store = ObjectStore(tmp_path)
     store.create("resourceclaims", claim())
-    (tmp_path / "resourceclaims" / "default" / "c1.yaml").write_text("{ not yaml")
-    with pytest.raises(InputError, match="c1.yaml"):
+    plant_row(tmp_path, "resourceclaims", "default", "c1", "{ not json")
+    with pytest.raises(InputError, match=r"store.db: resourceclaims default/c1: its stored JSON does not parse"):
         store.get("resourceclaims", "default", "c1")
 
 
@@ -74,7 +75,7 @@ def test_generate_name(tmp_path):
 
 
 @pytest.mark.parametrize("mask", [0o000, 0o077])
-def test_directories_have_fixed_modes_whatever_the_umask(tmp_path, mask):
+def test_the_store_has_fixed_modes_whatever_the_umask(tmp_path, mask):
     import os
     import stat
 
@@ -85,73 +86,66 @@ def test_directories_have_fixed_modes_whatever_the_umask(tmp_path, mask):
     finally:
         os.umask(old)
     mode = lambda p: stat.S_IMODE(p.stat().st_mode)  # noqa: E731
-    dirs = [root.parent, root, root / "resourceclaims", root / "resourceclaims" / "default"]
-    assert [oct(mode(d)) for d in dirs] == [oct(0o755)] * 4
-    assert mode(root / "resourceclaims" / "default" / "c1.yaml") == 0o644
+    assert [oct(mode(d)) for d in (root.parent, root)] == [oct(0o755)] * 2
+    assert mode(root / "store.db") == 0o644
 
 
-@pytest.mark.parametrize("content", [b"{ not yaml", b"\xff\xfe binary", b"- a list\n", b"[" * 5000 + b"]" * 5000],
-                         ids=["not-yaml", "not-utf8", "not-an-object", "nested-5000"])
-def test_list_leaves_out_a_broken_file_and_names_it(tmp_path, caplog, content):
+@pytest.mark.parametrize("content", ["{ not json", b"\xff\xfe binary", "[1, 2]", "[" * 5000 + "]" * 5000,
+                                     '{"metadata": [1, 2]}', '{"metadata": {"name": "other"}}',
+                                     '{"metadata": {"name": "b", "namespace": "default", "labels": {"a": 1}}}', None, 42],
+                         ids=["not-json", "binary", "not-an-object", "nested-5000", "metadata-a-list", "other-name",
+                              "label-not-a-string", "null", "a-number"])
+def test_list_leaves_out_a_broken_row_and_names_it(tmp_path, caplog, content):
     store = ObjectStore(tmp_path)
     for name in ("a", "b", "c"):
         store.create("resourceclaims", claim(name))
-    bad = tmp_path / "resourceclaims" / "default" / "b.yaml"
-    bad.write_bytes(content)
+    plant_row(tmp_path, "resourceclaims", "default", "b", content)
     assert [o["metadata"]["name"] for o in store.list("resourceclaims", "default")] == ["a", "c"]
     assert [o["metadata"]["name"] for o in store.list("resourceclaims", all_namespaces=True)] == ["a", "c"]
-    assert str(bad) in caplog.text and "leaving out" in caplog.text
-    with pytest.raises(InputError, match="b.yaml"):
+    assert "resourceclaims default/b" in caplog.text and "leaving out" in caplog.text
+    with pytest.raises(InputError, match="resourceclaims default/b"):
         store.get("resourceclaims", "default", "b")
+    store.delete("resourceclaims", "default", "b")  # an unreadable object can still be deleted
+    assert store.names("resourceclaims", "default") == ["a", "c"]
 
 
-@pytest.mark.parametrize("kind", ["fifo", "symlink-to-fifo", "char-device"])
-def test_a_file_that_is_not_regular_is_an_error_and_never_blocks(tmp_path, kind):
-    """A FIFO in the store used to block the reading thread forever: with the plugin's two
-    state-gate slots, two such claims stopped every prepare (the good claims timed out too)."""
+def test_a_row_changed_outside_the_store_is_read_as_the_apiserver_decodes_it(tmp_path):
+    """Issue 29 item 3: a valid JSON object of the wrong shape crashed whichever command read it."""
+    store = ObjectStore(tmp_path)
+    store.create("nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    plant_row(tmp_path, "nodes", None, "n1", '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, '
+                                             '"spec": {"taints": "none"}}')
+    with pytest.raises(InputError, match=r"nodes n1: changed outside the store and not a valid Node: spec.taints"):
+        store.get("nodes", None, "n1")
+    plant_row(tmp_path, "nodes", None, "n1", '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}')
+    assert store.get("nodes", None, "n1")["metadata"]["name"] == "n1"  # valid, though written by hand
+
+
+@pytest.mark.parametrize("what", ["store.db", "store.db-wal", "store.db-shm"])
+def test_a_symlink_in_the_store_is_never_followed(tmp_path, what):
+    """Issue 29 item 7: the directory store followed links out of its directory."""
     import os
-    import threading
 
-    from driver.state.sources import StoreClaimSource
-
-    store = ObjectStore(tmp_path)
+    store = ObjectStore(tmp_path / "s")
     store.create("resourceclaims", claim("a"))
-    path = tmp_path / "resourceclaims" / "default" / "b.yaml"
-    if kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "symlink-to-fifo":
-        os.mkfifo(tmp_path / "pipe")
-        path.symlink_to(tmp_path / "pipe")
-    else:
-        path.symlink_to("/dev/null")
-    outcome: list[BaseException | None] = []
-
-    def read() -> None:
-        try:
-            StoreClaimSource(store).get_claim("default", "b")
-            outcome.append(None)
-        except BaseException as exc:  # noqa: BLE001 - inspected below
-            outcome.append(exc)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    reader.join(5)
-    if reader.is_alive():  # unblock the stuck reader so the test process can exit
-        with open(path, "wb"):
-            pass
-        pytest.fail("reading a claim stored as a FIFO blocked")
-    assert isinstance(outcome[0], InputError) and "b.yaml is not a regular file" in str(outcome[0])
-    assert "resourceclaim default/b" in str(outcome[0])
-    with pytest.raises(InputError, match="not a regular file"):
-        store.get("resourceclaims", "default", "b")
-    assert [o["metadata"]["name"] for o in store.list("resourceclaims", "default")] == ["a"]
+    store.close()
+    target = tmp_path / "elsewhere"
+    target.write_text("secret\n")
+    path = tmp_path / "s" / what
+    if os.path.lexists(path):
+        os.rename(path, tmp_path / "moved")
+    path.symlink_to(target)
+    with pytest.raises(InputError, match=f"{what} is a symbolic link; the store never follows links"):
+        ObjectStore(tmp_path / "s").get("resourceclaims", "default", "a")
+    assert target.read_text() == "secret\n"
 
 
-def test_a_directory_in_place_of_an_object_still_says_so(tmp_path):
-    store = ObjectStore(tmp_path)
-    (tmp_path / "resourceclaims" / "default" / "d.yaml").mkdir(parents=True)
-    with pytest.raises(InputError, match="cannot read .*d.yaml: Is a directory"):
-        store.get("resourceclaims", "default", "d")
+def test_a_fifo_in_place_of_the_database_never_blocks(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "store.db")
+    with pytest.raises(InputError, match="store.db is not a regular file"):
+        ObjectStore(tmp_path).list("pods", all_namespaces=True)
 
 
 def test_the_writer_lock_can_be_waited_for_with_a_timeout(tmp_path):

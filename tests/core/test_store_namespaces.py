@@ -105,7 +105,8 @@ def test_deleting_a_missing_namespace_touches_nothing(tmp_path, capsys):
 def test_a_namespace_name_must_be_a_dns_label(tmp_path, capsys):
     code, _, err = _apply(tmp_path, capsys, "apiVersion: v1\nkind: Namespace\nmetadata: {name: a.b}\n")
     assert code == 2
-    assert "Namespace a.b: metadata.name: 'a.b' must be a DNS label" in err
+    # ValidateNamespace's nameFn is ValidateNamespaceName (a DNS label): a dot is its own message.
+    assert 'The Namespace "a.b" is invalid: metadata.name: Invalid value: "a.b": must not contain dots' in err
     code, _, err = _apply(tmp_path, capsys, "apiVersion: v1\nkind: Namespace\nmetadata: {name: ok}\nspek: {}\n")
     assert code == 2 and 'spek: unknown field "spek" (did you mean "spec"?)' in err
     assert ObjectStore(tmp_path / "store").list("namespaces", None) == []

@@ -26,6 +26,8 @@ from .kustomize import ROOT, kubectl
 SCRIPTS = sorted(ROOT.glob("hack/*.sh")) + sorted(ROOT.glob("hack/lib/*.sh"))
 SOURCED = {"kind-common.sh", "venv.sh", "image.sh"}  # sourced by other scripts, never run
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
+# Every command of the image's build stage (the Dockerfile RUNs it; hack/image-size.sh measures with it).
+VENV_SCRIPT = (ROOT / "hack" / "image-venv.sh").read_text()
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # Linux x86_64 CPython 3.11: the image's platform, for evaluating dependency markers.
 IMAGE_ENV = {**default_environment(), "python_version": "3.11", "python_full_version": "3.11.2",
@@ -85,14 +87,17 @@ def test_dockerfile_stages() -> None:
 
 
 def test_dockerfile_installs_only_from_the_locks() -> None:
-    installs = [line for line in DOCKERFILE.replace("\\\n", " ").splitlines() if "pip install" in line]
+    runs = re.findall(r"^RUN (.+)$", DOCKERFILE, re.M)
+    assert runs == ["bash /src/image-venv.sh deps /opt/fake-dra /src", "bash /src/image-venv.sh finish /opt/fake-dra /src"]
+    installs = [line for line in VENV_SCRIPT.replace("\\\n", " ").splitlines() if re.match(r"\s*pip install", line)]
     assert len(installs) == 2, installs
     locked, own = installs
-    for flag in ("--require-hashes", "--no-deps", "--only-binary :all:", "-r /src/requirements.lock",
-                 "-r /src/requirements-build.lock"):
+    for flag in ("--require-hashes", "--no-deps", "--only-binary :all:", '-r "$src/requirements.lock"',
+                 '-r "$src/requirements-build.lock"'):
         assert flag in locked
     assert "--no-index" in own and "--no-deps" in own and "--no-build-isolation" in own
-    assert "pip check" in DOCKERFILE
+    assert "pip check" in VENV_SCRIPT
+    assert VENV_SCRIPT.index("pip check") < VENV_SCRIPT.index("pip uninstall --yes tzdata"), "pip check before the cuts"
 
 
 def test_dockerignore_lets_in_exactly_what_the_dockerfile_copies() -> None:
@@ -213,32 +218,62 @@ def test_runtime_lock_is_complete_where_the_test_venv_has_the_same_versions() ->
     assert checked >= len(pins) // 2, "the test venv should mostly match the lock; rerun hack/test.sh after hack/lock.sh"
 
 
-def test_dockerfile_prunes_exactly_what_only_aiohttp_needs() -> None:
-    """The image drops kubernetes.aio and the packages only it (via aiohttp) needs: the list in the
-    Dockerfile must be what the lock's `via` annotations say nothing else needs."""
+def _only_through(roots_cut: set[str]) -> set[str]:
+    """The locked packages that only `roots_cut` bring in (by the lock's `via` annotations)."""
     pins = _lock("requirements.lock")
     roots = {canonicalize_name(Requirement(r).name) for r in PYPROJECT["project"]["dependencies"]}
     children: dict[str, set[str]] = {}
     for name, (_v, _h, via) in pins.items():
         for parent in via:
             children.setdefault(parent, set()).add(name)
-    async_roots = {"aiohttp", "aiohttp-retry"}
-    seen, todo = set(), [r for r in roots if r not in async_roots]
+    seen, todo = set(), [r for r in roots if r not in roots_cut]
     while todo:
         n = todo.pop()
         if n not in seen:
             seen.add(n)
-            todo += [c for c in children.get(n, ()) if c not in async_roots]
-    only_async = set(pins) - seen
-    (line,) = [ln for ln in DOCKERFILE.splitlines() if "pip uninstall --yes aiohttp" in ln]
-    listed = {canonicalize_name(n) for n in line.split("--yes", 1)[1].strip(" \\").split()}
-    assert listed == only_async
-    assert "rm -r /opt/fake-dra/lib/python3*/site-packages/kubernetes/aio" in DOCKERFILE
+            todo += [c for c in children.get(n, ()) if c not in roots_cut]
+    return set(pins) - seen
+
+
+def _uninstalled(first: str) -> set[str]:
+    (line,) = [ln for ln in VENV_SCRIPT.splitlines() if ln.startswith(f"pip uninstall --yes {first} ")]
+    return {canonicalize_name(n) for n in line.split("--yes", 1)[1].split()}
+
+
+def test_image_prunes_exactly_what_only_aiohttp_needs() -> None:
+    """The image drops kubernetes.aio and the packages only it (via aiohttp) needs: the list in
+    hack/image-venv.sh must be what the lock's `via` annotations say nothing else needs."""
+    assert _uninstalled("aiohttp") == _only_through({"aiohttp", "aiohttp-retry"})
+    assert 'rm -r "$site/kubernetes/aio"' in VENV_SCRIPT
+
+
+def test_image_prunes_exactly_the_cel_shells_packages() -> None:
+    """The CEL library's interactive shell (cel.cli) and what only it brings leave the image: the
+    list must be what the lock says only common-expression-language's dependencies need (colorama:
+    Windows only, never installed there)."""
+    pins = _lock("requirements.lock")
+    shell = {c for c, (_v, _h, via) in pins.items() if "common-expression-language" in via}
+    assert shell, "the CEL library's dependencies are its shell's"
+    wanted = _only_through(shell | {"aiohttp", "aiohttp-retry"}) - _only_through({"aiohttp", "aiohttp-retry"})
+    assert _uninstalled("annotated-doc") == wanted - {"colorama"}
+    assert 'rm -f "$prefix/bin/cel" "$site/cel/cli.py"' in VENV_SCRIPT
+
+
+def test_the_driver_loads_cel_without_the_package_init() -> None:
+    """`import cel` runs the package __init__, which imports the shell the image removes: the driver
+    reaches the evaluator through driver.celexpr's loader only (importlib of cel.cel and cel.stdlib)."""
+    for path in (ROOT / "driver").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
+            assert not [n for n in names if n == "cel" or n.startswith("cel.")], path.relative_to(ROOT)
 
 
 def test_driver_never_imports_what_the_image_leaves_out() -> None:
     pruned = {"kubernetes.aio", "aiohttp", "aiohttp_retry", "aiohappyeyeballs", "aiosignal", "attr", "attrs",
-              "frozenlist", "multidict", "propcache", "yarl", "pip", "setuptools", "grpc_tools"}
+              "frozenlist", "multidict", "propcache", "yarl", "pip", "setuptools", "grpc_tools", "typer", "rich",
+              "prompt_toolkit", "pygments", "markdown_it", "mdurl", "wcwidth", "shellingham", "annotated_doc",
+              "tzdata"}
     for path in (ROOT / "driver").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (

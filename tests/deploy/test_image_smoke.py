@@ -45,7 +45,7 @@ def test_plugin_runs_with_the_daemonsets_settings(rendered: Path, tmp_path: Path
     assert {"--network=none", "--read-only", "--read-only-tmpfs=false", "--security-opt=no-new-privileges",
             "--cap-drop=ALL", "--memory=256m", "--tmpfs=/tmp:rw,size=16m", "--env=NODE_NAME=n1",
             "--env=FAKE_DRA_SYSFS_ROOT=/fake-sysfs", "--env=FAKE_DRA_METRICS_ADDR=0.0.0.0:9090",
-            "--env=FAKE_DRA_FEATURES=DRAPartitionableDevices=true,DRADeviceCompatibilityGroups=true"} <= set(flags)
+            "--env=FAKE_DRA_FEATURES=DRADeviceCompatibilityGroups=true,DRAPartitionableDevices=true"} <= set(flags)
     for path in ("/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry", "/var/run/cdi"):
         host = work / "host" / path.lstrip("/")
         assert f"--volume={host}:{path}" in flags and host.is_dir()

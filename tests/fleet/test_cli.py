@@ -30,11 +30,11 @@ def test_ctrl_c_says_the_next_apply_finishes_the_work(tmp_path, monkeypatch, cap
     path = tmp_path / "lab.yaml"
     path.write_text(json.dumps(fleet_doc(group("a", 4))))
     assert main(["fleet", "apply", "-f", str(path), "--store", str(tmp_path / "s")]) == 130
-    assert "fleet lab: interrupted after 2 of 4 nodes; every write made is complete: `fleet apply` again " \
-           "finishes the rest" in capsys.readouterr().err
+    assert "fleet lab: interrupted after 2 of 4 nodes; nothing is half-written (the batch of nodes in progress was " \
+           "undone whole): `fleet apply` again finishes the rest" in capsys.readouterr().err
     monkeypatch.setattr(apply_mod, "apply_fleet", real)
     assert main(["fleet", "apply", "-f", str(path), "--store", str(tmp_path / "s"), "-o", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)["nodesCreated"] == 2
+    assert json.loads(capsys.readouterr().out)["nodesCreated"] == 4  # the interrupted batch was undone
 
 
 def _wait(predicate, timeout=60.0):

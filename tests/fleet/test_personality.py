@@ -9,6 +9,7 @@ import json
 import pytest
 
 from driver.cli import main
+from driver.store import ObjectStore
 from driver.errors import InputError
 from driver.features import Features
 from driver.fleet.apply import delete_fleet
@@ -289,7 +290,7 @@ def test_dry_run_refuses_a_group_that_cannot_be_rendered(tmp_path, capsys):
         assert main(["fleet", "apply", "-f", path, "--store", str(tmp_path / "s"), *extra]) == 2
         err = capsys.readouterr().err
         assert "spec.nodeGroups[0] (bad: profile h100, personality nvidia): " in err and "Traceback" not in err
-    assert not (tmp_path / "s" / "nodes").exists()
+    assert ObjectStore(tmp_path / "s").count("nodes") == 0
 
 
 def test_fleet_run_seeds_classes_and_keeps_the_last_good_fleet(store, target, tmp_path):

@@ -49,6 +49,9 @@ def test_names_stay_when_the_count_changes_and_grow_past_four_digits():
     (fleet_doc(group("a", 1), group("a", 2)), "spec.nodeGroups[1].name: 'a' already names spec.nodeGroups[0]"),
     (fleet_doc(group("a", 1, labels={"type": "gpu"})), "spec.nodeGroups[0].labels.type: set by the fleet itself"),
     (fleet_doc(group("a", 1, labels={"bad key!": "x"})), "spec.nodeGroups[0].labels: 'bad key!' is not a valid label key"),
+    (fleet_doc(group("a", 1, labels={f"l{i}": "x" for i in range(60_000)})),
+     "spec.nodeGroups[0].labels: 60,000 labels; their keys alone are 408,890 bytes of the Node's annotations, and "
+     "kube-apiserver takes at most 262,144 bytes of annotations per object"),
     (fleet_doc(group("a", 1, labels={"rack": 3})), "spec.nodeGroups[0].labels.rack: 3 is not a valid label value"),
     (fleet_doc(group("a", 1, driverConfig={"slice": {}})), "spec.nodeGroups[0].driverConfig.slice: unknown field; did you mean 'slices'?"),
     (fleet_doc(group("a", 1, driverConfig={"slices": {"singleMode": "maybe"}})), "spec.nodeGroups[0].driverConfig.slices.singleMode"),

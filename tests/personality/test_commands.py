@@ -11,6 +11,7 @@ import yaml
 
 from driver.cli import main
 from driver.discovery import make_sysfs
+from driver.store import ObjectStore
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +54,8 @@ def test_publish_once_reconciles_one_pool_per_driver(sysfs: Path, tmp_path: Path
     assert [s["devices"] for s in stats] == [2, 32]  # --gpus trims GPUs only: 4 ConnectX-7 x 8 VFs stay
     code, out, _ = _run(capsys, *argv)
     assert out.startswith("driver=gpu.nvidia.com\nbackend=store slices=1 devices=2")
-    stored = sorted(p.name for p in (tmp_path / "store" / "resourceslices" / "_cluster").glob("*.yaml"))
-    assert stored == ["00000-gpu.nvidia.com-n1.yaml", "00000-sriovnetwork.k8snetworkplumbingwg.io-n1.yaml"]
+    stored = ObjectStore(tmp_path / "store").names("resourceslices")
+    assert stored == ["00000-gpu.nvidia.com-n1", "00000-sriovnetwork.k8snetworkplumbingwg.io-n1"]
 
 
 def test_show_lists_what_the_personality_publishes(sysfs: Path, capsys) -> None:

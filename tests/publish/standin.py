@@ -130,6 +130,7 @@ class StandInState:
         self.conflicts_left = 0
         self.failures: list[tuple[int, int | None]] = []  # (status, Retry-After seconds) for the next requests
         self.failures_method: str | None = None  # only requests of this method fail
+        self.git_version = "v1.37.0"  # what GET /version answers (the release decides which gates exist)
 
     def next_rv(self) -> str:
         self.rv += 1
@@ -190,6 +191,9 @@ class _Handler(BaseHTTPRequestHandler):
                                          "message": f"stand-in: injected {code}", "code": code}, retry_after=retry_after)
             if url.path == "/api/v1/nodes" or url.path.startswith("/api/v1/nodes/"):
                 return self._node(method, url.path, q)
+            if url.path == "/version" and method == "GET":
+                major, minor = st.git_version.lstrip("v").split(".")[:2]
+                return self._send(200, {"major": major, "minor": minor, "gitVersion": st.git_version})
             if url.path == "/metrics" and method == "GET":
                 if st.scheduler_gates is None:
                     return self._status(503, "ServiceUnavailable", "metrics disabled")

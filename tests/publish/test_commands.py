@@ -9,6 +9,7 @@ import yaml
 
 from driver.cli import main
 from driver.discovery.fakesysfs import make_sysfs
+from driver.store import ObjectStore
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def test_publish_once_against_apiserver_with_scheduler_metrics(capsys, sysfs, se
 def test_delete_slices_on_exit_with_once(capsys, sysfs, tmp_path):
     store = tmp_path / "store"
     code, _ = publish(capsys, "--sysfs-root", str(sysfs), "--store", str(store), "--delete-slices-on-exit")
-    assert code == 0 and not list((store / "resourceslices" / "_cluster").glob("*.yaml"))
+    assert code == 0 and ObjectStore(store).names("resourceslices") == []
 
 
 def test_gates_command_reports_sources(capsys, server, kubeconfig):

@@ -143,3 +143,83 @@ def test_fixed_features_publisher_report():
     from driver.publish.gates import fixed_report
     r = fixed_report(Features(compatibility_groups=False))
     assert r.gates[GROUPS].effective is False and r.gates[GROUPS].effective_source == "--features override"
+
+
+# -- the apiserver's release decides which gates exist ------------------------------------------------
+
+
+def test_a_gate_the_release_lacks_is_neither_probed_nor_assumed(api, server):
+    """Kubernetes 1.36 has no DRADeviceCompatibilityGroups (new in 1.37): no probe, no scheduler
+    assumption, no warning about it; off, and said why."""
+    probed = []
+
+    def dry_run(obj):
+        probed.append(obj["metadata"]["name"])
+        return api.dry_run_create_slice(obj)
+
+    report = GateDetector(node_name=NODE, driver_name=DRIVER, dry_run=dry_run,
+                          server_version=lambda: "v1.36.3").detect()
+    state = report.gates[GROUPS]
+    assert state.effective is False and state.effective_source == "not a gate of Kubernetes 1.36"
+    assert state.apiserver_source == "not probed: not a gate of Kubernetes 1.36"
+    assert not any("compatibilitygroups" in name for name in probed)
+    assert all(GROUPS not in w.split(". If the scheduler")[0] for w in report.warnings), "not among the assumed gates"
+    # The project-only KEP-5941 gate is in no release's table and is still probed.
+    assert any(SHARED_CONSUMABLE.lower() in name for name in probed)
+
+
+def test_a_1_38_apiserver_uses_the_1_38_table(api, server):
+    report = GateDetector(node_name=NODE, driver_name=DRIVER, dry_run=api.dry_run_create_slice,
+                          scheduler_source=http_metrics_source(server.url + "/metrics"),
+                          server_version=lambda: "v1.38.0").detect()
+    assert report.gates[GROUPS].effective is True  # a 1.38 gate: probed and read as before
+    assert not report.warnings
+
+
+def test_release_defaults_apply_when_detection_fails():
+    def broken(obj):
+        raise FakeDraError("connection refused")
+    report = GateDetector(node_name=NODE, driver_name=DRIVER, dry_run=broken, server_version=lambda: "v1.38.1").detect()
+    assert "Kubernetes 1.38 default (detection failed)" in report.gates[PARTITIONABLE].effective_source
+
+
+@pytest.mark.parametrize(("version", "warning"), [
+    ("v1.40.0", "kube-apiserver is v1.40.0: no gate table for 1.40 here"),
+    ("banana", "kube-apiserver /version: 'banana' is not a Kubernetes version"),
+])
+def test_an_unknown_release_is_judged_by_the_target_table_with_a_warning(api, server, version, warning):
+    report = GateDetector(node_name=NODE, driver_name=DRIVER, dry_run=api.dry_run_create_slice,
+                          scheduler_source=http_metrics_source(server.url + "/metrics"),
+                          server_version=lambda: version).detect()
+    assert any(w.startswith(warning) and "Kubernetes 1.37 table" in w for w in report.warnings), report.warnings
+    assert report.gates[GROUPS].effective is True
+
+
+def test_an_unreachable_version_endpoint_is_a_warning_not_a_failure(api, server):
+    def down():
+        raise FakeDraError("GET /version: connection refused")
+    report = GateDetector(node_name=NODE, driver_name=DRIVER, dry_run=api.dry_run_create_slice,
+                          scheduler_source=http_metrics_source(server.url + "/metrics"), server_version=down).detect()
+    assert any("kube-apiserver version unknown" in w for w in report.warnings)
+
+
+def test_the_report_names_the_release(api, server):
+    report = GateDetector(node_name=NODE, driver_name=DRIVER, dry_run=api.dry_run_create_slice,
+                          scheduler_source=http_metrics_source(server.url + "/metrics"),
+                          server_version=lambda: "v1.38.2").detect()
+    assert report.release == "1.38" and report.as_dict()["kubernetes"] == "1.38"
+    assert detector(api, server).detect().release is None  # no version source: not known
+
+
+def test_the_apiservers_version_decides_through_the_wiring(api, server):
+    """make_detector asks the API-server backend for /version (KubeSliceBackend.server_version)."""
+    from driver.publish import make_detector
+
+    server.state.git_version = "v1.36.1"
+    report = make_detector(api, node_name=NODE, driver_name=DRIVER, scheduler_metrics_url=server.url + "/metrics").detect()
+    assert report.release == "1.36"
+    assert report.gates[GROUPS].effective_source == "not a gate of Kubernetes 1.36"
+    assert not any("/version" in r[1] and r[0] != "GET" for r in server.state.requests)
+    server.state.git_version = "v1.37.4"
+    report = make_detector(api, node_name=NODE, driver_name=DRIVER, scheduler_metrics_url=server.url + "/metrics").detect()
+    assert report.release == "1.37" and report.gates[GROUPS].effective is True and not report.warnings

@@ -12,20 +12,16 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from driver.discovery.fakesysfs import make_sysfs
+from driver.store import ObjectStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _devices(store: Path) -> set[str]:
     names = set()
-    for f in (store / "resourceslices" / "_cluster").glob("*.yaml"):
-        try:
-            obj = yaml.safe_load(f.read_text())
-        except (OSError, yaml.YAMLError):
-            continue
+    for obj in ObjectStore(store).list("resourceslices"):
         names |= {d["name"] for d in (obj or {}).get("spec", {}).get("devices", [])}
     return names
 
@@ -63,7 +59,7 @@ def test_sighup_rescans_and_sigterm_leaves_slices(tmp_path):
         assert _wait(lambda: not any(n.startswith("gpu-") for n in _devices(store))), "SIGHUP did not re-scan"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
-        assert list((store / "resourceslices" / "_cluster").glob("*.yaml")), "slices must stay after shutdown"
+        assert ObjectStore(store).names("resourceslices"), "slices must stay after shutdown"
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -48,9 +48,13 @@ def test_check_mode_passes_on_the_committed_file():
 
 def test_the_schema_reaches_every_type_of_the_kinds_read():
     data = json.loads(DATA.read_text())
-    assert sorted(data["kinds"]) == ["resource.k8s.io/v1/DeviceClass", "resource.k8s.io/v1/ResourceClaim",
+    assert sorted(data["kinds"]) == ["apps/v1/Deployment", "apps/v1/ReplicaSet", "batch/v1/Job",
+                                     "resource.k8s.io/v1/DeviceClass", "resource.k8s.io/v1/DeviceTaintRule",
+                                     "resource.k8s.io/v1/ResourceClaim",
                                      "resource.k8s.io/v1/ResourceClaimTemplate", "resource.k8s.io/v1/ResourceSlice",
-                                     "v1/Namespace", "v1/Node", "v1/Pod"]
+                                     "resource.k8s.io/v1alpha3/ResourcePoolStatusRequest",
+                                     "scheduling.k8s.io/v1beta1/PodGroup",
+                                     "v1/Event", "v1/Namespace", "v1/Node", "v1/Pod"]
     refs = {d["ref"] for t in data["types"].values() for f in t["fields"].values() for d in _descs(f) if "ref" in d}
     assert refs <= set(data["types"])  # closed: every reference resolves
     # The 1.37 fields this project cares about are there (alpha ones included).

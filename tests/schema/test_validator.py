@@ -156,8 +156,8 @@ def test_many_errors_are_counted_not_all_shown():
 
 
 def test_unknown_kind_is_a_caller_error():
-    with pytest.raises(InputError, match="Deployment: not a kind fake-dra validates"):
-        schema.validate({}, "Deployment", OFF)
+    with pytest.raises(InputError, match="StatefulSet: not a kind fake-dra validates"):
+        schema.validate({}, "StatefulSet", OFF)
 
 
 # -- KEP-5941: known with its gate on, unknown (with a hint) otherwise ------------------------
@@ -243,7 +243,8 @@ def test_the_1_37_alpha_fields_are_always_known():
 @pytest.mark.parametrize(("api_version", "kind", "expected"), [
     ("resource.k8s.io/v1", "ResourceClaim", "ResourceClaim"),
     ("v1", "Pod", "Pod"),
-    ("apps/v1", "Deployment", None),  # not a kind fake-dra reads: the caller decides
+    ("apps/v1", "Deployment", "Deployment"),  # a workload kind the local store keeps
+    ("apps/v1", "StatefulSet", None),  # not a kind fake-dra reads: the caller decides
 ])
 def test_served_api_versions(api_version, kind, expected):
     assert schema.check_api_version({"apiVersion": api_version, "kind": kind}, "f.yaml") == expected
@@ -274,7 +275,7 @@ def test_unserved_api_versions_are_refused_saying_what_to_write(obj, message):
 
 def test_check_is_the_api_version_rule_then_the_schema():
     assert schema.check(claim(), OFF, "f.yaml") == "ResourceClaim"
-    assert schema.check({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"anything": 1}}, OFF, "f.yaml") is None
+    assert schema.check({"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"anything": 1}}, OFF, "f.yaml") is None
     with pytest.raises(InputError, match=r"^f.yaml: spec.bogus: unknown field"):
         schema.check(device_class({"bogus": 1}), OFF, "f.yaml")
 

@@ -26,16 +26,17 @@ from driver.state.revalidate import PlacedIndex
 from driver.state.sources import StoreClaimSource
 from driver.state.types import ClaimRef, PreparedDevice
 from driver.store.objectstore import ObjectStore
+from tests.storeutil import plant_row
 from state.conftest import DRIVER, NODE, result
 
-def test_store_claim_source_names_the_file_of_bad_yaml(tmp_path):
+def test_store_claim_source_names_the_claim_of_a_bad_row(tmp_path):
     store = ObjectStore(tmp_path)
-    path = store.path_of("resourceclaims", "default", "c1")
-    path.parent.mkdir(parents=True)
-    path.write_text("metadata: [\n")
-    with pytest.raises(InputError, match=r"c1\.yaml: invalid YAML at line 2"):
+    store.create("resourceclaims", {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                                    "metadata": {"name": "c1", "namespace": "default"}, "spec": {"devices": {}}})
+    plant_row(tmp_path, "resourceclaims", "default", "c1", '{"metadata": [')
+    with pytest.raises(InputError, match=r"resourceclaim default/c1: .*resourceclaims default/c1: its stored JSON does not parse"):
         StoreClaimSource(store).get_claim("default", "c1")
-    path.write_text("- a list\n")
+    plant_row(tmp_path, "resourceclaims", "default", "c1", "[1]")
     with pytest.raises(InputError, match="does not hold an object"):
         StoreClaimSource(store).get_claim("default", "c1")
 

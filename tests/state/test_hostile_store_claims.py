@@ -6,6 +6,7 @@ must be prepared, the bad one answered with its own error, and nothing reserved 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +14,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-import yaml
 
 from driver.state.cdi import CdiWriter
 from driver.state.checkpoint import CheckpointStore
@@ -22,7 +22,9 @@ from driver.state.prepare import DeviceState
 from driver.state.sources import StoreClaimSource
 from driver.state.types import ClaimRef
 from driver.store import ObjectStore
+from driver.store.objectstore import MAX_OBJECT_BYTES
 from state.conftest import DRIVER, NODE, result
+from tests.storeutil import plant_row
 
 NAME_253 = ".".join(["a" * 63] * 4)[:253]  # a valid DNS subdomain of the maximum length
 
@@ -44,13 +46,9 @@ class StoreEnv:
             "status": {"allocation": {"devices": {"results": [result(device)]}}}})
         return ClaimRef(namespace, name, uid)
 
-    def path(self, name: str, namespace: str = "default") -> Path:
-        return self.root / "store" / "resourceclaims" / namespace / f"{name}.yaml"
-
     def write(self, name: str, data: bytes | str, namespace: str = "default") -> ClaimRef:
-        path = self.path(name, namespace)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data.encode() if isinstance(data, str) else data)
+        """Plant `data` as the stored row of the claim, as a hand edit of the database would."""
+        plant_row(self.root / "store", "resourceclaims", namespace, name, data)
         return ClaimRef(namespace, name, str(uuid.uuid4()))
 
 
@@ -64,32 +62,32 @@ def senv(tmp_path, demo_pool):
 def _doc(**override) -> str:
     obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
            "metadata": {"name": "bad", "namespace": "default", "uid": "u-bad"},
+           "spec": {"devices": {}},
            "status": {"allocation": {"devices": {"results": [result("gpu-1")]}}}}
     obj.update(override)
-    return yaml.safe_dump(obj)
+    return json.dumps(obj)
 
 
 HOSTILE = {
-    "status-list": (_doc(status=[1]), "claim default/bad: status: expected an object, got [1]"),
-    "metadata-list": (_doc(metadata=[1]), "claim default/bad: metadata: expected an object, got [1]"),
-    "kind-pod": (_doc(kind="Pod"), "claim default/bad: kind is 'Pod', not ResourceClaim"),
-    "api-version": (_doc(apiVersion="v1"), "claim default/bad: apiVersion is 'v1', not resource.k8s.io/..."),
+    "status-list": (_doc(status=[1]), "not a valid ResourceClaim: status: expected object, got list"),
+    "metadata-list": (_doc(metadata=[1]), "metadata: expected an object, got list"),
+    "kind-pod": (_doc(kind="Pod"), 'not a valid ResourceClaim: kind: Unsupported value: "Pod"'),
+    "api-version": (_doc(apiVersion="v1"), 'not a valid ResourceClaim: apiVersion: Unsupported value: "v1"'),
     "other-namespace": (_doc(metadata={"name": "bad", "namespace": "kube-system", "uid": "u-bad"}),
-                        "claim default/bad: metadata.namespace is 'kube-system', not 'default'"),
+                        "metadata.namespace 'kube-system' is not the namespace it is stored under"),
     "results-map": (_doc(status={"allocation": {"devices": {"results": {"a": 1}}}}),
-                    "status.allocation.devices.results: expected a list"),
+                    "status.allocation.devices.results: expected list"),
     "result-scalar": (_doc(status={"allocation": {"devices": {"results": ["gpu-1"]}}}),
-                      "status.allocation.devices.results[0]: expected an object"),
-    "not-an-object": ("- 1\n- 2\n", "does not hold an object"),
-    "not-yaml": ("a: [1, 2\n", "invalid YAML"),
-    "python-tag": ("!!python/object/apply:os.system ['true']\n", "invalid YAML"),
-    "non-utf8": (b"metadata:\n  name: \xff\xfe\n", "is not UTF-8 text"),
-    "deep-5000": ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nests more than 100 levels deep"),
-    "deep-block": ("".join("  " * i + "k:\n" for i in range(400)) + "  " * 400 + "v\n", "nests more than 100 levels"),
-    "alias-bomb": ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(7)),
-        "expands to more than 1000000 values"),
-    "huge-int": ("metadata:\n  generation: " + "9" * 5000 + "\n", "ValueError"),
+                      "status.allocation.devices.results[0]: expected object"),
+    "not-an-object": ("[1, 2]", "does not hold an object"),
+    "not-json": ("a: [1, 2\n", "its stored JSON does not parse"),
+    "yaml-tag": ("!!python/object/apply:os.system ['true']\n", "its stored JSON does not parse"),
+    "non-utf8": (b"metadata:\n  name: \xff\xfe\n", "its stored value is not text"),
+    "null": (None, "its stored value is not text"),
+    "deep-150": (_doc(spec={"a": json.loads("[" * 150 + "]" * 150)}), "nests more than 100 levels deep"),
+    "deep-5000": ('{"a": ' + "[" * 5000 + "]" * 5000 + "}", "its stored JSON does not parse"),
+    "huge-int": ('{"metadata": {"generation": ' + "9" * 5000 + "}}", "its stored JSON does not parse"),
+    "oversized": ('{"a": "' + "x" * (MAX_OBJECT_BYTES + 10) + '"}', f"larger than the {MAX_OBJECT_BYTES:,} bytes"),
 }
 
 
@@ -106,50 +104,28 @@ def test_a_hostile_store_object_is_that_claims_error(senv, case):
     assert set(senv.state.prepared()) == {good.uid}
 
 
-def test_a_directory_where_the_file_should_be(senv):
-    senv.path("bad").mkdir(parents=True)
+def test_an_invalid_namespace_is_that_claims_error(senv):
     good = senv.claim("good", "gpu-0")
-    bad = ClaimRef("default", "bad", "u-bad")
+    bad = ClaimRef("Team_A", "c", "u-bad")
     out = senv.state.prepare([bad, good])
     assert out[good.uid].error == ""
-    assert out[bad.uid].error.startswith("resourceclaim default/bad: local store: cannot read ")
-    assert "Is a directory" in out[bad.uid].error
+    assert out[bad.uid].error.startswith("claim Team_A/c: invalid claim namespace 'Team_A': must be a DNS label")
 
 
-def test_a_store_path_component_that_is_a_file(senv):
+def test_a_253_character_name_is_a_claim_like_any_other(senv):
+    """The directory store could not keep it (a file name holds 255 bytes); the database can."""
     good = senv.claim("good", "gpu-0")
-    (senv.root / "store" / "resourceclaims" / "team").write_text("not a directory\n")
-    bad = ClaimRef("team", "c", "u-bad")
-    out = senv.state.prepare([bad, good])
-    assert out[good.uid].error == ""
-    assert "resourceclaim team/c" in out[bad.uid].error and "Not a directory" in out[bad.uid].error
-
-
-def test_a_253_character_name_does_not_fit_in_a_file_name(senv):
-    good = senv.claim("good", "gpu-0")
-    bad = ClaimRef("default", NAME_253, "u-bad")
-    out = senv.state.prepare([bad, good])
-    assert out[good.uid].error == ""
-    error = out[bad.uid].error
-    assert error.startswith(f"resourceclaim default/{NAME_253}: local store: name ")
-    assert "at most 250 fit" in error
-
-
-def test_an_oversized_file_is_refused_without_reading_it_all(senv):
-    from driver.store.objectstore import MAX_OBJECT_BYTES
-
-    good = senv.claim("good", "gpu-0")
-    bad = senv.write("bad", b"a: " + b"x" * (MAX_OBJECT_BYTES + 10))
-    out = senv.state.prepare([bad, good])
-    assert out[good.uid].error == "" and f"larger than {MAX_OBJECT_BYTES} bytes" in out[bad.uid].error
+    long = senv.claim(NAME_253, "gpu-1")
+    out = senv.state.prepare([long, good])
+    assert out[good.uid].error == "" and out[long.uid].error == ""
 
 
 def test_nesting_that_overflowed_the_c_stack_is_refused(tmp_path):
     """100,000 levels crashed the process with SIGSEGV in libyaml's composer; run in a child so a
     regression cannot take the test session down with it."""
-    claims = tmp_path / "store" / "resourceclaims" / "default"
-    claims.mkdir(parents=True)
-    (claims / "deep.yaml").write_text("a: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    ObjectStore(tmp_path / "store").create("resourceclaims", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "opens", "namespace": "default"}})
+    plant_row(tmp_path / "store", "resourceclaims", "default", "deep", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
     code = ("import sys; from driver.store import ObjectStore; from driver.state.sources import StoreClaimSource\n"
             "from driver.errors import InputError\n"
             f"src = StoreClaimSource(ObjectStore({str(tmp_path / 'store')!r}))\n"
@@ -160,4 +136,4 @@ def test_nesting_that_overflowed_the_c_stack_is_refused(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.count("nests more than 100 levels deep") == 2, proc.stdout
+    assert proc.stdout.count("its stored JSON does not parse") == 2, proc.stdout

@@ -30,10 +30,11 @@ from driver.allocator.engine import DEFAULT_BUDGET
 from driver.allocator.inputs import DeviceClass, claim_label, parse_class
 from driver.allocator.parsed import ParsedSlice
 from driver.allocator.pools import Node, NodeView, Pool, gather_pools
+from driver.allocator.taintrules import TaintRules
 from driver.errors import InputError
 from driver.features import Features
 
-KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "Node")
+KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "Node", "DeviceTaintRule")
 _USAGE = ("usage",)  # the key of a pool's whole-pool account among its accounts by content
 
 
@@ -60,6 +61,8 @@ class ClusterView:
         self._classes: dict[str, DeviceClass] = {}
         self.class_keys: dict[str, tuple] = {}  # a class is known to selector memos by its expressions
         self._labels: dict[str, dict[str, str]] = {}  # Node objects
+        # DeviceTaintRules: looked up per device at taint-check time, so a rule change invalidates nothing.
+        self.taint_rules = TaintRules()
         self._claims: dict[str, tuple[Mapping[str, Any], Any, list[Hold]]] = {}
         self._allocations: dict[PoolId, PoolAllocations] = {}
         self._accounts: dict[PoolId, dict[tuple, PoolAccount]] = {}
@@ -93,7 +96,7 @@ class ClusterView:
         return warnings
 
     def upsert(self, obj: Mapping[str, Any]) -> None:
-        """Add or replace one object (DeviceClass, ResourceSlice, ResourceClaim or Node)."""
+        """Add or replace one object (DeviceClass, ResourceSlice, ResourceClaim, Node or DeviceTaintRule)."""
         kind = obj.get("kind")
         name = (obj.get("metadata") or {}).get("name")
         if kind in KINDS and not name:
@@ -107,6 +110,8 @@ class ClusterView:
             self.set_claim(obj)
         elif kind == "Node":
             self.set_node(str(name), (obj.get("metadata") or {}).get("labels") or {})
+        elif kind == "DeviceTaintRule":
+            self.taint_rules.set(obj)
         else:
             raise InputError(f"{kind or 'object without kind'} {name or ''}: not a kind the allocator uses ({', '.join(KINDS)})")
 
@@ -120,6 +125,8 @@ class ClusterView:
             self.remove_claim(f"{namespace or 'default'}/{name}")
         elif kind == "Node":
             self.set_node(name, None)
+        elif kind == "DeviceTaintRule":
+            self.taint_rules.remove(name)
         else:
             raise InputError(f"{kind}: not a kind the allocator uses ({', '.join(KINDS)})")
 
@@ -189,6 +196,13 @@ class ClusterView:
 
     def node(self, name: str) -> Node:
         return Node(name, dict(self._labels.get(name, {})))
+
+    def replace_taint_rules(self, objs: Iterable[Mapping[str, Any]]) -> None:
+        """Make the view's DeviceTaintRules exactly `objs` (InputError naming the field of an invalid one)."""
+        rules = TaintRules()
+        for obj in objs:
+            rules.set(obj)
+        self.taint_rules = rules
 
     def replace_classes(self, objs: Iterable[Mapping[str, Any]]) -> None:
         self.classes = {cls.name: cls for cls in map(parse_class, objs)}
