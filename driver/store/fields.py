@@ -23,7 +23,10 @@ Which fields each kind serves, and their values, are kube-apiserver's:
   reportingComponent, source, type (AddFieldLabelConversionsForEvent; pkg/registry/core/event);
 - ResourceSlice (pkg/apis/resource/v1/conversion.go; pkg/registry/resource/resourceslice/strategy.go):
   metadata.name, spec.nodeName, spec.driver;
-- DeviceClass, ResourceClaim, ResourceClaimTemplate: the metadata fields only.
+- Job (pkg/apis/batch/v1/conversion.go; pkg/registry/batch/job/strategy.go): metadata.namespace,
+  status.successful (the count of succeeded pods);
+- every other kind (DeviceClass, ResourceClaim, ResourceClaimTemplate, Deployment, ReplicaSet, ...):
+  the metadata fields only.
 Refusals carry kube-apiserver's message (`field label not supported: spec.foo`, or for kinds without
 a conversion `"spec.foo" is not a known field selector: only "metadata.name", "metadata.namespace"`).
 """
@@ -85,6 +88,7 @@ _SPECIFIC: dict[str, dict[str, Callable[[Mapping[str, Any]], str]]] = {
         "source": lambda o: _text(_get(o, "source", "component")),
         "type": lambda o: _text(o.get("type")),
     },
+    "Job": {"status.successful": lambda o: _text(_get(o, "status", "succeeded") or 0)},
     "ResourceSlice": {
         "spec.nodeName": lambda o: _text(_get(o, "spec", "nodeName")),
         "spec.driver": lambda o: _text(_get(o, "spec", "driver")),
@@ -93,7 +97,7 @@ _SPECIFIC: dict[str, dict[str, Callable[[Mapping[str, Any]], str]]] = {
 # Old names the conversion rewrites (Pod: spec.host, kept for old v1 clients).
 _ALIASES: dict[str, dict[str, str]] = {"Pod": {"spec.host": "spec.nodeName"}}
 # Kinds with a conversion func of their own refuse with "field label not supported".
-_OWN_CONVERSION = {"Pod", "Node", "Namespace", "Event"}
+_OWN_CONVERSION = {"Pod", "Node", "Namespace", "Event", "Job"}
 _RESOURCE_SLICE_GVK = "resource.k8s.io/v1, Kind=ResourceSlice"
 
 
@@ -112,6 +116,8 @@ def selectable_fields(kind: Kind) -> dict[str, Callable[[Mapping[str, Any]], str
 def _refusal(kind: Kind, field: str) -> str:
     if kind.kind == "ResourceSlice":
         return f"field label not supported for {_RESOURCE_SLICE_GVK}: {field}"
+    if kind.kind == "Job":
+        return f'field label "{field}" not supported for Job'  # pkg/apis/batch/v1/conversion.go
     if kind.kind in _OWN_CONVERSION:
         return f"field label not supported: {field}"
     return f'"{field}" is not a known field selector: only "metadata.name", "metadata.namespace"'

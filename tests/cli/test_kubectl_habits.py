@@ -46,7 +46,7 @@ def pod(name, ns="team", app="web", node="n1", cpu="500m", mem="1Gi", cpu_limit=
 
 @pytest.fixture()
 def store(tmp_path, capsys):
-    docs = [NODE.format(name="n1"), NODE.format(name="n2"), pod("alpha"), pod("beta", app="db", cpu="1500m"),
+    docs = [NODE.format(name="n1"), NODE.format(name="n2"), pod("alpha"), pod("beta", app="db", cpu="1500m", cpu_limit="2"),
             pod("gamma", node="n2", mem="4Gi"), pod("delta", ns="other"), claim("c1")]
     (tmp_path / "objs.yaml").write_text("---\n".join(docs))
     code, _, err = cli(capsys, "apply", "-f", str(tmp_path / "objs.yaml"), "--store", str(tmp_path / "s"))
@@ -159,15 +159,21 @@ def test_several_kinds_are_qualified_only_when_several_are_found(store, capsys):
 
 
 def test_api_resources(capsys):
+    from driver.store.kinds import KINDS
+
     code, out, _ = cli(capsys, "api-resources")
     lines = out.splitlines()
     assert lines[0].split() == ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]
-    assert "pods                     po           v1                   true         Pod" in lines
-    assert lines.index(next(line for line in lines if line.startswith("resourceclaims"))) > lines.index(
-        next(line for line in lines if line.startswith("pods"))), "the core group sorts first"
+    assert re.search(r"^pods +po +v1 +true +Pod$", out, re.M)
+    assert re.search(r"^resourceclaims {3,}resource\.k8s\.io/v1 +true +ResourceClaim$", out, re.M), "no short name"
+    assert len(lines) == 1 + len(KINDS), "one line per kind the store keeps"
+    names = [line.split()[0] for line in lines[1:]]
+    assert names.index("pods") < names.index("resourceclaims"), "the core group sorts first"
     code, out, _ = cli(capsys, "api-resources", "--namespaced=false", "-o", "name")
-    assert out.split() == ["namespaces", "nodes", "deviceclasses.resource.k8s.io", "resourceslices.resource.k8s.io"]
-    code, out, _ = cli(capsys, "api-resources", "--categories", "all", "-o", "wide", "--no-headers")
+    assert out.split() == sorted((k.resource for k in KINDS if not k.namespaced), key=lambda r: (
+        r.partition(".")[2], r.partition(".")[0]))
+    assert {"namespaces", "nodes", "deviceclasses.resource.k8s.io", "resourceslices.resource.k8s.io"} <= set(out.split())
+    code, out, _ = cli(capsys, "api-resources", "--api-group", "", "--categories", "all", "-o", "wide", "--no-headers")
     assert out.split() == ["pods", "po", "v1", "true", "Pod", "create,delete,deletecollection,get,list,patch,update,watch",
                            "all"]
     code, _, err = cli(capsys, "api-resources", "--sort-by", "age")
@@ -215,7 +221,7 @@ def test_describe_node_as_kubectl(store, capsys):
     text = "\n".join(lines)
     assert re.search(r"^Non-terminated Pods: +\(3 in total\)$", text, re.M)
     assert re.search(r"^  team +alpha +500m \(12%\) +1 \(25%\) +1Gi \(6%\) +1Gi \(6%\) +\S+$", text, re.M)
-    assert re.search(r"^  cpu +2500m \(62%\) +3 \(75%\)$", text, re.M), "alpha, beta and delta summed"
+    assert re.search(r"^  cpu +2500m \(62%\) +4 \(100%\)$", text, re.M), "alpha, beta and delta summed"
     assert re.search(r"^  memory +3Gi \(18%\) +3Gi \(18%\)$", text, re.M)
     assert re.search(r"^  example.com/gpu +0 +0$", text, re.M)
     # then the DRA part, and for a kwok node one line instead of a path

@@ -60,6 +60,9 @@ def test_escaped_values_and_apimachinerys_syntax_errors():
      "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: spec.pool.name"),
     ("resourceclaims", "status.allocation",
      '"status.allocation" is not a known field selector: only "metadata.name", "metadata.namespace"'),
+    ("jobs", "spec.parallelism", 'field label "spec.parallelism" not supported for Job'),
+    ("deployments", "spec.replicas",
+     '"spec.replicas" is not a known field selector: only "metadata.name", "metadata.namespace"'),
     ("deviceclasses", "spec.selectors",
      '"spec.selectors" is not a known field selector: only "metadata.name", "metadata.namespace"'),
 ])
@@ -83,6 +86,9 @@ def test_each_kinds_fields():
              "source": {"component": "default-scheduler"}, "type": "Normal"}
     assert parse_field_selector("involvedObject.kind=Pod,source=default-scheduler,type=Normal").for_kind(
         resolve("events")).matches(event)
+    job = {"metadata": {"name": "j", "namespace": "ns"}, "status": {"succeeded": 3}}
+    assert parse_field_selector("status.successful=3").for_kind(resolve("jobs")).matches(job)
+    assert parse_field_selector("status.successful=0").for_kind(resolve("jobs")).matches({"metadata": {"name": "k"}})
 
 
 def test_a_selector_must_be_checked_against_a_kind_before_matching():
