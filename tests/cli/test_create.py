@@ -16,7 +16,16 @@ from driver import yamlio
 from driver.store import ObjectStore
 from driver.store.names import ALPHABET, MAX_GENERATED_PREFIX, generate_name
 
-PERF = Path(__file__).resolve().parents[3] / "shared" / "upstream" / "scheduler_perf"
+def _perf_dir() -> Path:
+    """../shared/upstream/scheduler_perf beside the checkout (or beside a worktree's parent)."""
+    for parent in Path(__file__).resolve().parents[2:]:
+        found = parent / "shared" / "upstream" / "scheduler_perf"
+        if found.is_dir():
+            return found
+    return Path("/nonexistent")
+
+
+PERF = _perf_dir()
 GENERATED = re.compile(rf"[{ALPHABET}]{{5}}")
 
 
