@@ -43,7 +43,7 @@ from driver.publish.backend import LocalGateConfig, store_backend
 from driver.publish.reconcile import reconcile
 from driver.schedule.claims import with_consumer, without_consumer
 from driver.schedule.dra import DraFilter, shape_of
-from driver.schedule.reasons import fit_error
+from driver.schedule.reasons import dra_reason, fit_error
 from driver.store.objectstore import ObjectStore
 
 CLAIMS = "resourceclaims"
@@ -219,7 +219,7 @@ class MultiNodeBackend:
                     claim["status"] = {**(claim.get("status") or {}), "allocation": allocation}
                     self.store.update(CLAIMS, claim)
                 return node, ""
-        reasons = {node: dra.explain(node, parsed, shape) for node in nodes}
+        reasons = {node: dra_reason(dra.explain(node, parsed, shape)) for node in nodes}
         return None, fit_error(reasons, len(self.nodes))
 
     def _allocated_on(self, claim: Mapping[str, Any]) -> str | None:
