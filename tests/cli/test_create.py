@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
-from cli.gotemplate import render
 from core.test_object_commands import claim, cli
 from driver import yamlio
 from driver.store import ObjectStore
 from driver.store.names import ALPHABET, MAX_GENERATED_PREFIX, generate_name
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack"))
+from gotemplate import render  # noqa: E402 - the renderer hack/bench_scheduler_perf.py uses
 
 def _perf_dir() -> Path:
     """../shared/upstream/scheduler_perf beside the checkout (or beside a worktree's parent)."""
