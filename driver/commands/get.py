@@ -81,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     for kind in kinds:
         _store.field_selector(args, kind)  # every kind refuses an unsupported field before anything is read
     store = _store.open_store(args, write=False)
-    found = [(kind, obj) for kind in kinds for obj in _store.fetch(store, kind, args)]
+    names_only = args.output == "name" and args.sort_by is None
+    found = [(kind, obj) for kind in kinds for obj in _store.fetch(store, kind, args, metadata_only=names_only)]
     if args.sort_by is not None and found:
         from driver.commands._columns import sort_objects
 

@@ -240,3 +240,24 @@ def test_describe_a_fleet_node_says_it_has_no_node_agent(tmp_path, capsys):
                         "prepares claims there"]
     assert "plugin state is not on this machine" not in out
     assert "Node-Local ResourceSlices:" in out and "Non-terminated Pods:" in out
+
+
+def test_field_selectors_the_store_indexes_give_what_matching_every_object_gives(store, capsys, tmp_path):
+    # spec.nodeName and status.phase of pods are answered by the store's indexes (as kube-apiserver's
+    # watch cache indexes pods by node); a pod without a node or phase is found by the empty value.
+    unbound = POD.format(name="eps", ns="team", app="web", node="n1", cpu="1", mem="1Gi", cpu_limit="1").replace(
+        "  nodeName: n1\n", "")
+    (tmp_path / "unbound.yaml").write_text(unbound)
+    assert cli(capsys, "apply", "-f", str(tmp_path / "unbound.yaml"), "--store", store)[0] == 0
+    ObjectStore(store).update("pods", {**ObjectStore(store).get("pods", "team", "gamma"), "status": {"phase": "Running"}})
+
+    def got(selector):
+        code, out, err = cli(capsys, "get", "pods", "-A", "--field-selector", selector, "-o", "name", "--store", store)
+        assert code == 0, err
+        return out.split()
+
+    assert got("spec.nodeName=n2") == ["pod/gamma"]
+    assert got("spec.nodeName=") == ["pod/eps"]
+    assert got("status.phase=Running") == ["pod/gamma"]
+    assert "pod/gamma" not in got("status.phase!=Running") and "pod/alpha" in got("status.phase!=Running")
+    assert got("spec.nodeName=n1,status.phase=Running") == []
