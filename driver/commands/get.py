@@ -12,6 +12,7 @@
     fake-dra get pods --sort-by .metadata.creationTimestamp --show-labels --no-headers
     fake-dra get resourceslices -o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName
     fake-dra get resourceclaims -o jsonpath='{.items[*].metadata.name}'
+    fake-dra get pods -w                        then every change, until interrupted (--request-timeout 30s)
 
 Tables are kubectl's (three spaces between columns, never wrapped); which fields --field-selector
 takes for each kind are kube-apiserver's (driver.store.fields). Exit 0; 1 when a named object does
@@ -24,7 +25,7 @@ import argparse
 import sys
 from typing import Any
 
-from driver.commands import _objects, _resources, _store
+from driver.commands import _objects, _resources, _store, _watch
 from driver.errors import InputError
 from driver.store.kinds import Kind, known_kinds
 
@@ -50,6 +51,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--sort-by", default=None, metavar="PATH",
                         help="order by a JSONPath field of the objects, e.g. .metadata.creationTimestamp "
                              "(quantities compare as quantities)")
+    parser.add_argument("-w", "--watch", action="store_true",
+                        help="after listing, print every change to the objects listed (until interrupted)")
+    parser.add_argument("--watch-only", action="store_true", help="print the changes only, no list first")
+    parser.add_argument("--request-timeout", type=_watch.request_timeout, default=0.0, metavar="DURATION",
+                        help="end a watch after this long (5s, 2m; 0: never), as kubectl's flag bounds the request")
     _store.add_namespace_flag(parser)
     _store.add_store_flag(parser)
     parser.set_defaults(func=run)
@@ -81,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
     for kind in kinds:
         _store.field_selector(args, kind)  # every kind refuses an unsupported field before anything is read
     store = _store.open_store(args, write=False)
+    if args.watch or args.watch_only:
+        _watch.check(args, kinds)
+        return _watch.run(store, kinds[0], args)
     names_only = args.output == "name" and args.sort_by is None
     found = [(kind, obj) for kind in kinds for obj in _store.fetch(store, kind, args, metadata_only=names_only)]
     if args.sort_by is not None and found:
