@@ -10,6 +10,7 @@ import yaml
 
 from driver.cli import main
 from driver.fleet.corpus import FORMAT_VERSION, check_scenario, read_corpus
+from driver.personality.registry import PERSONALITIES
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +24,8 @@ def test_layout_and_index(corpus):
     index = json.loads((corpus / "index.json").read_text())
     assert index["formatVersion"] == FORMAT_VERSION and index["kubernetes"] == "1.37"
     names = {s["name"] for s in index["scenarios"]} | {s["name"] for s in index["skipped"]}
-    assert names == {f"{p}--{q}" for p in ("demo", "no-gpu") for q in ("fake-dra", "nvidia", "sriov")}
+    assert names == {f"{p}--{q}" for p in ("demo", "no-gpu") for q in PERSONALITIES}  # every bundled personality
+    assert {"fake-dra", "nvidia", "sriov", "example"} <= set(PERSONALITIES)
     assert "formatVersion" in (corpus / "README.md").read_text() or "format version" in (corpus / "README.md").read_text()
     demo = corpus / "scenarios" / "demo--fake-dra"
     kinds = {d["kind"] for d in yaml.safe_load_all((demo / "objects.yaml").read_text())}
