@@ -9,15 +9,12 @@ Roles, as in the one-node local backend (local.py), now per node:
 - a node with `plugin: false`: kubelet-less, like a kwok node: its pool is published the way a fleet
   publishes it (driver.fleet: the group template stamped for the node, reconciled with an owner
   reference to its Node); nothing prepares claims there;
-- pods: stored Pod objects, each claim a `resourceClaimName` entry, tolerating kwok's taint;
-- kube-scheduler: `fake-dra schedule`'s Scheduler (driver.schedule, `--policy first`: nodes in name
-  order, the first where the pod fits; a pod that fits nowhere gets kube-scheduler's grouped
-  reasons). A pod it leaves pending is deleted at once: a scenario's pod is tried once, so a later
-  step never binds it behind the scenario's back;
-- kube-controller-manager: `fake-dra cluster`'s controllers (driver.controllers), run until settled
-  after each deletion: a deleted pod's claims are unreserved and deallocated by the resourceclaim
-  controller; a deleted Node's slices go through the garbage collector (owned by the Node), its
-  pods through pod GC, and their claims as for a deleted pod.
+- pods, kube-scheduler and kube-controller-manager: as in local.py (driver.e2e.control): stored
+  Pods (tolerating kwok's taint) bound by `fake-dra schedule`'s Scheduler, trying nodes in name
+  order (a pod that fits nowhere gets kube-scheduler's grouped reasons), and `fake-dra cluster`'s
+  controllers after each deletion: a deleted Node's slices go through the garbage collector (owned
+  by the Node), its pods through pod GC, and their claims are unreserved and deallocated by the
+  resourceclaim controller, as a deleted pod's are.
 """
 
 from __future__ import annotations
@@ -33,8 +30,8 @@ from typing import Any
 from driver import DEFAULT_DRIVER_NAME
 from driver.discovery import make_sysfs
 from driver.allocator.usage import usage_of
-from driver.controllers import Runner, default_controllers
 from driver.e2e.container import container_view
+from driver.e2e.control import remove_pod, schedule_once, settle, store_pod
 from driver.e2e.local import FinalState
 from driver.e2e.manifests import NAMESPACE, device_classes
 from driver.e2e.observe import Observation
@@ -47,13 +44,11 @@ from driver.fleet.template import Templates
 from driver.plugin.client import ClaimResult, KubeletClient
 from driver.publish.backend import LocalGateConfig, store_backend
 from driver.publish.reconcile import reconcile
-from driver.schedule import Scheduler
 from driver.store import deletion
 from driver.store.objectstore import ObjectStore
 
 CLAIMS = "resourceclaims"
 SLICES = "resourceslices"
-PODS = "pods"
 TOLERATE_KWOK = {"key": KWOK_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}
 
 
@@ -202,27 +197,6 @@ class MultiNodeBackend:
                 for pool in usage.pools.values() if pool.driver == self.driver_name
                 for cs, counters in pool.counters().items()}
 
-    # ---- scheduler and controllers --------------------------------------------------------------
-    def _schedule(self, pod: _Pod) -> tuple[str | None, str]:
-        """One scheduling cycle for the pod, by `fake-dra schedule`'s Scheduler: (node, "") once
-        bound (its claims allocated and reserved), else (None, the scheduler's reason)."""
-        Scheduler(self.store, features=self.features, policy="first").run()
-        stored = self.store.get(PODS, NAMESPACE, pod.name)
-        node = (stored.get("spec") or {}).get("nodeName")
-        if node:
-            return str(node), ""
-        scheduled = next((c for c in (stored.get("status") or {}).get("conditions") or []
-                          if c.get("type") == "PodScheduled"), {})
-        deletion.delete(self.store, PODS, NAMESPACE, pod.name, grace_period_s=0)  # tried once (module doc)
-        return None, str(scheduled.get("message") or "not scheduled")
-
-    def _settle(self) -> None:
-        """Run the local control plane's controllers until nothing is left to do."""
-        runner = Runner(self.store, default_controllers())
-        if not runner.run(until_settled=True, timeout_s=self.settle_s).settled:
-            raise InputError(f"the controllers did not settle within {self.settle_s:.0f} s "
-                             f"({len(runner.queue)} object(s) still queued)")
-
     # ---- kubelet ---------------------------------------------------------------------------------
     def _prepare(self, pod: _Pod, node: _Node, obs: Observation) -> None:
         if node.client is None or node.dirs is None:
@@ -247,7 +221,7 @@ class MultiNodeBackend:
 
     def _release(self, pod: _Pod) -> None:
         """The kubelet's part of a pod's end: unprepare what only it used on its node, then remove
-        the pod (the kubelet's final delete); the controllers do the rest (`_settle`)."""
+        the pod (the kubelet's final delete); the controllers do the rest (driver.e2e.control.settle)."""
         node = self.nodes.get(pod.node or "")
         for name in pod.claims:
             try:
@@ -262,9 +236,8 @@ class MultiNodeBackend:
                     if errors.get(uid):
                         raise InputError(f"unprepare of claim {name} on {node.spec.name} failed: {errors[uid]}")
                     del node.prepared[uid]
-        if self.store.exists(PODS, NAMESPACE, pod.name):
-            deletion.delete(self.store, PODS, NAMESPACE, pod.name, grace_period_s=0)
-        self._settle()
+        remove_pod(self.store, pod.name)
+        settle(self.store, self.settle_s)
 
     def _released(self, names: Sequence[str]) -> bool:
         for name in names:
@@ -283,15 +256,9 @@ class MultiNodeBackend:
     def run_pod(self, name: str, claims: Sequence[str], podgroup: str | None, skewed: bool) -> Observation:
         if name in self.pods:
             raise InputError(f"pod {name} already exists")
-        stored = self.store.create(PODS, {
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"containers": [{"name": "ctr", "image": "registry.example.com/e2e:1",
-                                     "resources": {"claims": [{"name": c} for c in claims]}}],
-                     "tolerations": [dict(TOLERATE_KWOK)],
-                     "resourceClaims": [{"name": c, "resourceClaimName": c} for c in claims]}})
-        pod = _Pod(name, stored["metadata"]["uid"], list(claims))
+        pod = _Pod(name, store_pod(self.store, name, claims, [TOLERATE_KWOK]), list(claims))
         self.pods[name] = pod
-        node, reason = self._schedule(pod)
+        node, reason = schedule_once(self.store, self.features, name)
         obs = Observation(scheduled=node is not None, reason=reason, node=node)
         if node is None:
             obs.counters = self._counters()
@@ -330,7 +297,7 @@ class MultiNodeBackend:
         gone = [p for p in self.pods.values() if p.node == name]
         for pod in gone:
             del self.pods[pod.name]
-        self._settle()
+        settle(self.store, self.settle_s)
         obs = Observation(released=self._released([c for p in gone for c in p.claims]),
                           node_slices=len(self._slices(name)), counters=self._counters())
         obs.notes.append(f"node {name} deleted with {len(gone)} pod(s): {', '.join(p.name for p in gone) or 'none'}")
