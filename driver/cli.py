@@ -48,8 +48,23 @@ class _Parser(argparse.ArgumentParser):
     """argparse with the boundary's message shape: `fake-dra run: <what is wrong>` and where to look,
     instead of a screenful of usage (a sub-command's usage runs to twenty lines)."""
 
+    # kubectl's habit: flags anywhere among the positionals (`get pods -n NS NAME`). Commands that
+    # take it set this on their parser; argparse alone stops filling `NAME...` at the first flag.
+    intermixed = False
+
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"{self.prog}: {message}\n(see '{self.prog} --help')\n")
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        # parse_known_intermixed_args calls parse_known_args itself (twice): only the outer call
+        # switches to it.
+        if self.intermixed and not getattr(self, "_mixing", False):
+            self._mixing = True
+            try:
+                return self.parse_known_intermixed_args(args, namespace)
+            finally:
+                self._mixing = False
+        return super().parse_known_args(args, namespace)
 
     def parse_args(self, args=None, namespace=None):  # type: ignore[override]
         # Unknown flags are found by the top-level parser; name the command they were given to.

@@ -1,16 +1,27 @@
 """Plain-text tables and unit formatting for every human-facing output (discover, show, get, the e2e
 reports); a leaf module, so the commands and the e2e harness share it without importing each other.
 
-Tables fit the terminal (`terminal_width`: $COLUMNS, else the terminal's width, else 100 columns
-when the output is not a terminal) without ever breaking or hiding a value: a column listed in
-`wrap` (prose: reasons, messages) wraps at spaces, a word longer than its column standing alone on
-its line; when the other columns alone do not fit, the table is wider than the terminal rather than
-shortened. Names, PCI addresses and CDI IDs stay whole and copy-pastable where they stand.
+Two kinds of table:
+
+- `kubectl_table` (what `get` prints) and `tabwrite` (what `describe` lays out) are Go's
+  text/tabwriter as kubectl configures it, so the output is kubectl's byte for byte: `kubectl get`
+  pads every column but the last to its widest cell plus three spaces, at least six
+  (k8s.io/cli-runtime pkg/printers/tabwriter.go: minwidth 6, padding 3); `kubectl describe` pads
+  by two (k8s.io/kubectl pkg/describe/describe.go tabbedString: minwidth 0, padding 2). Neither
+  ever wraps a cell, whatever the terminal.
+- `table` (fake-dra's own reports) fits a terminal ($COLUMNS, else the terminal's width) without
+  ever breaking or hiding a value: a column listed in `wrap` (prose: reasons, messages) wraps at
+  spaces, a word longer than its column standing alone on its line; when the other columns alone
+  do not fit, the table is wider than the terminal rather than shortened. Piped (no terminal and
+  no $COLUMNS) nothing wraps: a script reading the output gets one line per row. Names, PCI
+  addresses and CDI IDs stay whole and copy-pastable where they stand.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import textwrap
 from collections.abc import Sequence
 
@@ -24,6 +35,66 @@ def terminal_width(default: int = DEFAULT_WIDTH) -> int:
     return max(MIN_WIDTH, shutil.get_terminal_size(fallback=(default, 24)).columns)
 
 
+def wrap_width() -> int | None:
+    """The width prose may be wrapped to: $COLUMNS when set, else the terminal's when standard
+    output is one; None when piped (then nothing wraps)."""
+    if os.environ.get("COLUMNS", "").strip().isdigit():
+        return max(MIN_WIDTH, int(os.environ["COLUMNS"]))
+    try:
+        if not sys.stdout.isatty():
+            return None
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        return None
+    return terminal_width()
+
+
+KUBECTL_MIN_WIDTH, KUBECTL_PADDING = 6, 3  # cli-runtime's GetNewTabWriter (kubectl get)
+DESCRIBE_MIN_WIDTH, DESCRIBE_PADDING = 0, 2  # kubectl describe's tabbedString
+
+
+def tabwrite(lines: Sequence[Sequence[str]], *, minwidth: int, padding: int) -> str:
+    """Go's text/tabwriter with a space pad character: each line is its cells; every cell but a
+    line's last is tab-terminated and aligned with the cells of the same column in the adjacent
+    lines that have one (a column block ends at the first line without that cell), padded to the
+    block's widest cell plus `padding`, at least `minwidth`. A line's last cell is never padded, so
+    a line of one cell (a heading) ends every block."""
+    rows = [[str(c) for c in line] or [""] for line in lines]
+    out: list[str] = []
+
+    def emit(first: int, last: int, widths: list[int]) -> None:
+        for row in rows[first:last]:
+            parts = [cell.ljust(widths[j]) if j < len(widths) else cell for j, cell in enumerate(row)]
+            out.append("".join(parts).rstrip())
+
+    def block(first: int, last: int, widths: list[int]) -> None:
+        column = len(widths)
+        start = first
+        i = first
+        while i < last:
+            if column >= len(rows[i]) - 1:
+                i += 1
+                continue
+            emit(start, i, widths)
+            start = i
+            width = minwidth
+            while i < last and column < len(rows[i]) - 1:
+                width = max(width, len(rows[i][column]) + padding)
+                i += 1
+            block(start, i, [*widths, width])
+            start = i
+        emit(start, last, widths)
+
+    block(0, len(rows), [])
+    return "\n".join(out)
+
+
+def kubectl_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, no_headers: bool = False) -> str:
+    """A table as `kubectl get` prints it (module docstring); None renders as `<none>`."""
+    cells = [["<none>" if v is None else str(v) for v in row] for row in rows]
+    return tabwrite(cells if no_headers else [list(headers), *cells],
+                    minwidth=KUBECTL_MIN_WIDTH, padding=KUBECTL_PADDING)
+
+
 def _cells(rows: Sequence[Sequence[object]]) -> list[list[str]]:
     return [[("-" if v is None else str(v)) for v in row] for row in rows]
 
@@ -34,9 +105,13 @@ def _wrap(text: str, width: int) -> list[str]:
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]], width: int | None = None,
           wrap: Sequence[int] = (), sep: str = "  ") -> str:
-    """Left-aligned columns; None renders as '-'. Fits `width` columns (default: `terminal_width()`)
-    by wrapping the `wrap` columns at spaces; never shortens a value (see the module docstring)."""
-    width = width or terminal_width()
+    """Left-aligned columns; None renders as '-'. Fits `width` columns (default: `wrap_width()`,
+    nothing wraps when that is None) by wrapping the `wrap` columns at spaces; never shortens a
+    value (see the module docstring)."""
+    width = width or wrap_width()
+    if width is None:
+        wrap = ()
+        width = 1 << 30
     cells = _cells(rows)
     headers = [str(h) for h in headers]
     n = len(headers)

@@ -12,7 +12,8 @@ Every caller here gets the same one-line messages whatever PyYAML version is ins
   YAML does not allow);
 - ``SOURCE: nests more than 100 levels deep`` (Kubernetes objects nest about 15 deep);
 - ``SOURCE: invalid YAML at line L, column C: duplicate key "k"``;
-- ``SOURCE: expands to more than 1000000 values (YAML aliases)`` (a "billion laughs" document).
+- ``SOURCE: expands to more than 1000000 values (YAML aliases)`` (a "billion laughs" document: the
+  values aliases add, over the whole text; values written out are bounded by the text's size).
 
 Construction is a lean walk over libyaml's composed nodes (strings, maps and sequences inline, every
 other tag through PyYAML's SafeConstructor), ~4x faster than ``yaml.load(..., CSafeLoader)`` and
@@ -65,14 +66,14 @@ def load_all(text: str, source: str) -> list[Any]:
     loader = _Loader(text)
     try:
         docs: list[Any] = []
-        values = 0
+        expanded = 0
         while loader.check_node():
             node = loader.get_node()
             # A walker per document: anchors do not cross documents, and the nodes of a finished
             # document are freed, so their id()s may come back in the next one.
-            walker = _Walker(loader, source, values)
+            walker = _Walker(loader, source, expanded)
             docs.append(None if node is None else walker.build(node, 0))
-            values = walker.values
+            expanded = walker.expanded
         return docs
     except yaml.YAMLError as exc:
         raise _error(exc, source) from None
@@ -148,23 +149,30 @@ class _TooComplex(yaml.YAMLError):
 
 
 class _Walker:
-    def __init__(self, loader: Any, source: str, values: int = 0) -> None:
+    def __init__(self, loader: Any, source: str, expanded: int = 0) -> None:
         self.loader = loader
         self.source = source
         # An aliased node (anchor/alias) must become one shared object, as PyYAML makes it.
         self.seen: dict[int, Any] = {}
         self.size: dict[int, int] = {}  # expanded value count of each collection node
-        self.values = values  # over the whole text, so many documents cannot add up to a bomb
+        self.values = 0  # values of this document, aliases expanded (sizes the aliased nodes)
+        # Values that aliases add, over the whole text, so many documents cannot add up to a bomb.
+        # Only those count against MAX_VALUES: a value written out in the text costs its bytes, and a
+        # large multi-document file (500 upstream slices of list attributes, 35 MB) is as many
+        # objects as kubectl sends one by one, each under kube-apiserver's own limits.
+        self.expanded = expanded
 
     def _count(self, n: int) -> None:
         self.values += n
-        if self.values > MAX_VALUES:
-            raise _TooComplex(f"expands to more than {MAX_VALUES} values (YAML aliases)")
 
     def build(self, node: Node, depth: int) -> Any:
         done = self.seen.get(id(node))
         if done is not None:
-            self._count(self.size.get(id(node), 1))
+            n = self.size.get(id(node), 1)
+            self._count(n)
+            self.expanded += n
+            if self.expanded > MAX_VALUES:
+                raise _TooComplex(f"expands to more than {MAX_VALUES} values (YAML aliases)")
             return done
         tag = node.tag
         if type(node) is ScalarNode and tag == _STR:

@@ -5,9 +5,9 @@ A claim: its requests, its allocation (node, and per result the device, pool, sh
 consumes: the device's counters, the recorded request-driven counters, consumed capacity),
 reservedFor, whether the node's plugin prepared it (its checkpoint entry, CDI spec and device
 metadata files, read with driver.state.inspect), status.devices, and its events (the last
-allocation failure and why). A node: its pools, the devices in use (which claim holds which, and
-the shares of shared devices), the counters left per counter set, the claims its plugin prepared,
-and its events. Usage comes from driver.allocator.usage, the allocator's own accounting.
+allocation failure and why). A node's DRA part (dra_fields; driver.commands._describe_node
+puts it after kubectl's part): its pools, the devices in use (which claim holds which, and the
+shares of shared devices) and the counters left per counter set. Usage comes from driver.allocator.usage, the allocator's own accounting.
 """
 
 from __future__ import annotations
@@ -27,11 +27,10 @@ from driver.commands._objects import claim_state
 from driver.e2e.partition_map import MEMORY_SLICE, counter_summary
 from driver.errors import InputError
 from driver.model.quantity import format_quantity
-from driver.state.checkpoint import COMPLETED
-from driver.state.inspect import PreparedView, inspect_claim, prepared_claims
+from driver.state.inspect import PreparedView, inspect_claim
 from driver.store.events import ObjectRef, events_for
 from driver.store.objectstore import ObjectStore
-from driver.tables import table, terminal_width
+from driver.tables import kubectl_table
 
 
 def _amounts(amounts: Mapping[str, Fraction], like: Mapping[str, str]) -> str:
@@ -149,7 +148,7 @@ def _prepared(out: Block, args: argparse.Namespace, node: str | None, drivers: S
             out.field("Metadata files", "\n".join(str(p) for p in view.metadata_files) or NONE, 2)
 
 
-def _state_dirs(args: argparse.Namespace, node: str, driver: str) -> tuple[Path, Path] | str:
+def state_dirs(args: argparse.Namespace, node: str, driver: str) -> tuple[Path, Path] | str:
     """(state directory, CDI root) of `driver`'s plugin on `node`, resolved as `run` resolves them;
     or why they are not here (local mode, another node's directory absent)."""
     try:
@@ -163,7 +162,7 @@ def _state_dirs(args: argparse.Namespace, node: str, driver: str) -> tuple[Path,
 
 
 def _inspect(args: argparse.Namespace, node: str, driver: str, uid: str) -> PreparedView:
-    found = _state_dirs(args, node, driver)
+    found = state_dirs(args, node, driver)
     if isinstance(found, str):
         return PreparedView(checkpoint=Path("checkpoint.json"), problem=found)
     return inspect_claim(found[0], found[1], driver, uid, args.boot_id_file)
@@ -225,15 +224,9 @@ def describe_claim(args: argparse.Namespace, store: ObjectStore, claim: Mapping[
     return out.text()
 
 
-def describe_node(args: argparse.Namespace, store: ObjectStore, name: str, node_obj: Mapping[str, Any] | None,
-                  usage: Usage, now: datetime) -> str:
-    out = Block()
-    if node_obj is not None:
-        header(out, node_obj, now)
-    else:
-        out.field("Name", name)
-        out.field("Node object", "<none in the store> (a node here is the pools whose slices name it)")
-    pools = usage.for_node(name)
+def dra_fields(out: Block, pools: Sequence[PoolUsage]) -> None:
+    """A node's DRA part: its pools, the devices in use (which claim, which request, what each
+    consumes), the shares of shared devices and the counters left per counter set."""
     out.field("Pools", "\n".join(f"{p.label}: generation {p.generation}, {len(p.devices)} devices, "
                                  f"{len(p.counter_sets)} counter sets" for p in pools) or NONE)
     rows = []
@@ -244,7 +237,7 @@ def describe_node(args: argparse.Namespace, store: ObjectStore, name: str, node_
                 rows.append([device, hold.claim, hold.request, "; ".join(taken) or ("admin access" if hold.admin else "-")])
     if rows:
         out.head("Devices in use")
-        out.line(table(["DEVICE", "CLAIM", "REQUEST", "CONSUMES"], rows, width=terminal_width() - 2, wrap=[3]), 1)
+        out.line(kubectl_table(["DEVICE", "CLAIM", "REQUEST", "CONSUMES"], rows), 1)
     else:
         out.field("Devices in use", NONE)
     shared = [(p, d) for p in pools for d in sorted(p.holds) if len(p.holds[d]) > 1]
@@ -256,20 +249,3 @@ def describe_node(args: argparse.Namespace, store: ObjectStore, name: str, node_
         out.field(f"Shared {device}", f"{len(pool.holds[device])} shares" + (f", capacity used: {detail}" if detail else ""))
     counter_lines = [f"{cs}: {counter_summary(counters)}" for p in pools for cs, counters in sorted(p.counters().items())]
     out.field("Counters left", "\n".join(counter_lines) or NONE)
-    out.field("Prepared claims", _prepared_on_node(args, name, sorted({p.driver for p in pools})))
-    events(out, events_for(store, ObjectRef("Node", name, uid=((node_obj or {}).get("metadata") or {}).get("uid"))), now)
-    return out.text()
-
-
-def _prepared_on_node(args: argparse.Namespace, node: str, drivers: Sequence[str]) -> str:
-    lines = []
-    for driver in drivers:
-        found = _state_dirs(args, node, driver)
-        claims, problem = prepared_claims(found[0], driver, args.boot_id_file) if not isinstance(found, str) else ([], found)
-        if problem:
-            lines.append(f"{driver}: unknown: {problem}")
-            continue
-        names = [f"{c.ref.namespace}/{c.ref.name}" + ("" if c.state == COMPLETED and not c.earlier_boot else
-                 f" ({c.state}{', earlier boot' if c.earlier_boot else ''})") for c in claims]
-        lines.append(f"{driver}: {', '.join(names) if names else 'none'}")
-    return "\n".join(lines) or NONE

@@ -1,6 +1,11 @@
 """The text layout `fake-dra describe` shares with kubectl describe: `Label:  value` lines with the
 values of a block aligned, nested blocks indented by two spaces, `<none>` for nothing, and the
-Events table last (Type, Reason, Age, From, Message; `Age` as `5s (x3 over 2m)` when aggregated)."""
+Events table last (Type, Reason, Age, From, Message; `Age` as `5s (x3 over 2m)` when aggregated).
+
+Two writers: `Tabbed` is kubectl's own (k8s.io/kubectl pkg/describe/describe.go: a PrefixWriter
+over one text/tabwriter with padding 2, driver.tables.tabwrite), used where fake-dra prints what
+kubectl prints (a Node's first part, Events); `Block` lays out fake-dra's own sections the same
+way and wraps long values at spaces when the output is a terminal (never when piped)."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from typing import Any
 import yaml
 
 from driver.commands._objects import since
-from driver.tables import table, terminal_width
+from driver.tables import DESCRIBE_MIN_WIDTH, DESCRIBE_PADDING, tabwrite, wrap_width
 
 NONE = "<none>"
 
@@ -21,6 +26,62 @@ def _wrap(text: str, width: int) -> list[str]:
     """A value line broken at spaces to fit (a word is never cut: paths and IDs stay whole)."""
     return textwrap.wrap(text, width=width, break_long_words=False, break_on_hyphens=False,
                          subsequent_indent="  ") or [""]
+
+
+class Tabbed:
+    """kubectl describe's PrefixWriter: `write(level, text)` appends text (tabs separate cells,
+    newlines end lines) after two spaces per level; `flush()` ends every column block, as
+    DescribeEvents's w.Flush() does; `text()` is the tabwriter's output."""
+
+    def __init__(self) -> None:
+        self._done: list[str] = []
+        self._pending: list[str] = []
+
+    def write(self, level: int, text: str) -> None:
+        self._pending.append("  " * level + text)
+
+    def flush(self) -> None:
+        raw = "".join(self._pending)
+        self._pending = []
+        if raw:
+            lines = raw[:-1].split("\n") if raw.endswith("\n") else raw.split("\n")
+            self._done.append(tabwrite([line.split("\t") for line in lines], minwidth=DESCRIBE_MIN_WIDTH,
+                                       padding=DESCRIBE_PADDING))
+
+    def text(self) -> str:
+        self.flush()
+        return "\n".join(self._done)
+
+
+def rfc1123z(stamp: Any) -> str:
+    """An RFC 3339 time stamp as kubectl describe prints it (Go's time.RFC1123Z)."""
+    if not stamp:
+        return "Mon, 01 Jan 0001 00:00:00 +0000"  # Go's zero time, as kubectl prints an unset one
+    try:
+        when = datetime.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return str(stamp)
+    return when.strftime("%a, %d %b %Y %H:%M:%S +0000")
+
+
+def event_lines(out: Tabbed, found: Sequence[Mapping[str, Any]], now: datetime) -> None:
+    """DescribeEvents: `Events:  <none>`, or the table of them after a flush."""
+    if not found:
+        out.write(0, "Events:\t<none>\n")
+        return
+    out.flush()
+    out.write(0, "Events:\n  Type\tReason\tAge\tFrom\tMessage\n")
+    out.write(1, "----\t------\t----\t----\t-------\n")
+    for e in found:
+        first = since(e.get("firstTimestamp"), now)
+        count = int(e.get("count") or 1)
+        age = f"{since(e.get('lastTimestamp'), now)} (x{count} over {first})" if count > 1 else first
+        source = (e.get("source") or {}).get("component") or e.get("reportingController") or e.get("reportingComponent") or ""
+        message = str(e.get("message") or "").strip()
+        field_path = (e.get("involvedObject") or {}).get("fieldPath")
+        if field_path:
+            message = f"{field_path}: {message}"
+        out.write(1, f"{e.get('type') or ''}\t{e.get('reason') or ''}\t{age}\t{source}\t{message}\n")
 
 
 class Block:
@@ -58,8 +119,9 @@ class Block:
             if label is None:
                 lines.extend((indent + part).rstrip() for part in text.split("\n"))
                 continue
-            room = max(20, terminal_width() - len(indent) - widths[group])
-            first, *rest = [w for part in text.split("\n") for w in _wrap(part, room)]
+            width = wrap_width()
+            room = max(20, width - len(indent) - widths[group]) if width else None
+            first, *rest = [w for part in text.split("\n") for w in (_wrap(part, room) if room else [part])]
             lines.append((indent + f"{label}:".ljust(widths[group]) + first).rstrip())
             lines.extend((indent + " " * widths[group] + more).rstrip() for more in rest)
         return "\n".join(lines)
@@ -99,15 +161,10 @@ def yaml_block(out: Block, label: str, value: Any, level: int = 0) -> None:
 
 
 def events(out: Block, found: Sequence[Mapping[str, Any]], now: datetime) -> None:
+    """The Events section of a Block, laid out as kubectl's (event_lines)."""
     if not found:
         out.field("Events", NONE)
         return
-    out.head("Events")
-    rows = [["----", "------", "----", "----", "-------"]]
-    for e in found:
-        last = since(e.get("lastTimestamp") or e.get("firstTimestamp"), now)
-        count = int(e.get("count") or 1)
-        age = f"{last} (x{count} over {since(e.get('firstTimestamp'), now)})" if count > 1 else last
-        source = (e.get("source") or {}).get("component") or e.get("reportingComponent") or ""
-        rows.append([e.get("type") or "", e.get("reason") or "", age, source, e.get("message") or ""])
-    out.line(table(["Type", "Reason", "Age", "From", "Message"], rows, width=terminal_width() - 2, wrap=[4]), 1)
+    tabbed = Tabbed()
+    event_lines(tabbed, found, now)
+    out.line(tabbed.text())

@@ -18,13 +18,14 @@ from driver.store.objectstore import ObjectStore
 log = logging.getLogger("fake-dra.run")
 
 
-def seed_device_classes(store: ObjectStore, classes: Sequence[dict[str, Any]]) -> list[str]:
+def seed_device_classes(store: ObjectStore, classes: Sequence[dict[str, Any]],
+                        logger: logging.Logger = log) -> list[str]:
     """Create or update these DeviceClasses (the personality's drivers') in `store`; returns the
-    names that changed."""
+    names that changed. `logger`: the command's own (`run`'s by default; `fleet` passes its own)."""
     docs = [("deviceclasses", i, dc) for i, dc in enumerate(classes, start=1)]
     with store.locked():
         applied = commit(store, plan(store, docs))
     changed = [a.planned.name for a in applied if a.action != "unchanged"]
     if changed:
-        log.info("device classes applied to the local store", extra={"classes": changed})
+        logger.info("device classes applied to the local store", extra={"classes": changed})
     return changed

@@ -18,19 +18,28 @@ from typing import Any
 
 import yaml
 
-from driver.tables import table
+from driver.tables import kubectl_table
 from driver.store.kinds import Kind
 
 OUTPUTS = ("table", "wide", "yaml", "json", "name")
 JSONPATH = "jsonpath="
+CUSTOM_COLUMNS = "custom-columns="
 
 
 def output_format(value: str) -> str:
-    """-o of `get`: one of OUTPUTS or jsonpath=TEMPLATE (the template is parsed here, so a bad one is
-    refused before the store is read)."""
+    """-o of `get`: one of OUTPUTS, jsonpath=TEMPLATE or custom-columns=SPEC (parsed here, so a bad
+    one is refused before the store is read)."""
+    from driver.commands._columns import parse_custom_columns
     from driver.commands._jsonpath import JsonPathError, parse
+    from driver.errors import InputError
 
     if value in OUTPUTS:
+        return value
+    if value.startswith(CUSTOM_COLUMNS) or value == "custom-columns":
+        try:
+            parse_custom_columns(value[len(CUSTOM_COLUMNS):])
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
         return value
     if value.startswith(JSONPATH):
         template = value[len(JSONPATH):]
@@ -43,9 +52,8 @@ def output_format(value: str) -> str:
         return value
     if value == "jsonpath":
         raise argparse.ArgumentTypeError("jsonpath needs a template: -o jsonpath='{.items[*].metadata.name}'")
-    raise argparse.ArgumentTypeError(f"{value!r} is not one of {', '.join(OUTPUTS)}, jsonpath=TEMPLATE")
-# kubectl's gap is three spaces; two keep more of `get resourceslices -o wide` inside a terminal.
-COLUMN_SEP = "  "
+    raise argparse.ArgumentTypeError(f"{value!r} is not one of {', '.join(OUTPUTS)}, jsonpath=TEMPLATE, "
+                                     "custom-columns=SPEC")
 
 
 def human_duration(seconds: float) -> str:
@@ -189,21 +197,31 @@ def _columns(kind: Kind, obj: Mapping[str, Any], wide: bool, now: datetime) -> t
 
 
 def render_table(kind: Kind, objects: Sequence[Mapping[str, Any]], *, wide: bool = False,
-                 all_namespaces: bool = False, qualified: bool = False, now: datetime | None = None) -> str:
+                 all_namespaces: bool = False, qualified: bool = False, now: datetime | None = None,
+                 show_labels: bool = False, no_headers: bool = False, custom: str | None = None) -> str:
+    """The objects as `kubectl get` prints them (driver.tables.kubectl_table: never wrapped);
+    `custom`: a custom-columns spec instead of the kind's columns."""
+    from driver.commands._columns import custom_row, format_labels, parse_custom_columns
+
     now = now or datetime.now(timezone.utc)
-    headers: list[str] = []
+    columns = parse_custom_columns(custom) if custom is not None else None
+    headers: list[str] = [c.header for c in columns] if columns else []
     rows = []
     for obj in objects:
+        if columns is not None:
+            rows.append(custom_row(columns, obj))
+            continue
         headers, cells = _columns(kind, obj, wide, now)
         if qualified:
             cells[0] = object_name(kind, obj)
         if all_namespaces and kind.namespaced:
             headers = ["NAMESPACE", *headers]
             cells = [(obj.get("metadata") or {}).get("namespace"), *cells]
+        if show_labels:
+            headers = [*headers, "LABELS"]
+            cells = [*cells, format_labels(obj)]
         rows.append(cells)
-    prose = ("MESSAGE",) if kind.kind == "Event" else ("SELECTORS", "DEVICES") if wide else ()
-    wrap = [len(headers) - 1] if headers and headers[-1] in prose else []
-    return table(headers, rows, sep=COLUMN_SEP, wrap=wrap)
+    return kubectl_table(headers, rows, no_headers=no_headers)
 
 
 def object_name(kind: Kind, obj: Mapping[str, Any]) -> str:

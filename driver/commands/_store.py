@@ -15,6 +15,7 @@ from driver.commands import common
 from driver.errors import InputError, NotFoundError
 from driver.fsutil import decode_text
 from driver.slices.names import is_dns_label
+from driver.store.fields import FieldSelector, FieldSelectorRefused, parse_field_selector
 from driver.store.kinds import Kind
 from driver.store.labels import Selector, parse_selector
 from driver.store.objectstore import ObjectStore
@@ -48,15 +49,32 @@ def open_store(args: argparse.Namespace, *, write: bool) -> ObjectStore:
     return ObjectStore(common.store_dir(args, write=write))
 
 
+# Field selector terms the store's indexes answer (driver.store.indexes), as kube-apiserver's watch
+# cache indexes pods and slices by spec.nodeName: the term is pushed down, the rest still matched.
+_INDEXED_FIELDS = {("pods", "spec.nodeName"): "node", ("pods", "status.phase"): "phase",
+                   ("resourceslices", "spec.nodeName"): "node", ("resourceslices", "spec.driver"): "driver"}
+_METADATA_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+
+
 def fetch(store: ObjectStore, kind: Kind, args: argparse.Namespace,
-          not_found: Callable[[str | None, str], str] | None = None) -> list[dict[str, Any]]:
+          not_found: Callable[[str | None, str], str] | None = None, *,
+          metadata_only: bool = False) -> list[dict[str, Any]]:
     """The objects `get` and `describe` show: args.names in the namespace, or every object of the
     kind (`-A`: in every namespace) that args.label_selector matches. A missing name is a
-    NotFoundError in kubectl's words, or `not_found(namespace, name)`'s."""
+    NotFoundError in kubectl's words, or `not_found(namespace, name)`'s. `metadata_only`: the
+    caller reads only apiVersion, kind and metadata (`get -o name`), so when the selectors need no
+    more, objects come back with the rest unparsed (a 5,000-node fleet's slices are 1 GB)."""
     ns = namespace(args) if kind.namespaced else None
+    fields = field_selector(args, kind)
     if not args.names:
-        found = store.list(kind.plural, ns, all_namespaces=bool(args.all_namespaces and kind.namespaced))
-        return [obj for obj in found if args.label_selector.matches(obj)]
+        every = bool(args.all_namespaces and kind.namespaced)
+        index = {key: value for (plural, field), key in _INDEXED_FIELDS.items()
+                 if plural == kind.plural and (value := fields.equals(field))}  # "" (unset) is not indexed
+        if metadata_only and all(t.field in _METADATA_FIELDS for t in fields.terms):
+            found = store.heads(kind.plural, ns, all_namespaces=every, index=index or None)
+        else:
+            found = store.list(kind.plural, ns, all_namespaces=every, index=index or None)
+        return [obj for obj in found if args.label_selector.matches(obj) and fields.matches(obj)]
     if args.all_namespaces and kind.namespaced:
         raise InputError("a resource cannot be retrieved by name across all namespaces (drop -A or the NAME)")
     out = []
@@ -88,6 +106,41 @@ def read_manifest(path: str) -> str:
         raise InputError(f"-f {path}: cannot read: {exc.strerror or exc}") from None
 
 
+MAX_REQUEST_BYTES = 3 * 1024 * 1024  # kube-apiserver's request body limit (MaxRequestBodyBytes)
+
+
+def check_request_sizes(documents: list[tuple[str, int, Any]]) -> None:
+    """Each object as kubectl sends it, on its own request: one above kube-apiserver's request body
+    limit is refused with its words, naming the document (the file as a whole has no such limit)."""
+    import json
+
+    from driver import schema
+
+    for source, index, doc in documents:
+        size = len(json.dumps(doc, separators=(",", ":"), default=str).encode())
+        if size > MAX_REQUEST_BYTES:
+            raise InputError(f"{schema.document_label(source, index, doc)}: Request entity too large: limit is "
+                             f"{MAX_REQUEST_BYTES} (this object is {size} bytes of JSON; kubectl sends each "
+                             "object as a request of its own)")
+
+
+FLEET_KIND, FLEET_VERBS = "Fleet", {"apply": "fleet apply", "create": "fleet apply", "delete": "fleet delete"}
+
+
+def refuse_fleets(documents: list[tuple[str, int, Any]], verb: str) -> None:
+    """A Fleet in `apply`/`create`/`delete -f` is fake-dra's own kind: say which command takes it
+    (kubectl would answer "no matches for kind Fleet")."""
+    from driver import schema
+
+    for source, index, doc in documents:
+        if isinstance(doc, dict) and doc.get("kind") == FLEET_KIND:
+            where = schema.document_label(source, index, doc)
+            path = "-" if source == "stdin" else source
+            raise InputError(f"{where}: a Fleet is not an object the store keeps: `fake-dra {FLEET_VERBS[verb]} -f "
+                             f"{path}` {'removes' if verb == 'delete' else 'makes'} its Nodes and their ResourceSlices "
+                             "(docs/fleet.md)")
+
+
 def add_filename_flags(parser: argparse.ArgumentParser, verb: str) -> None:
     """-f FILE|DIR|- (repeatable) and -R, as kubectl takes them."""
     parser.add_argument("-f", "--filename", action="append", default=[], metavar="FILE",
@@ -105,6 +158,40 @@ def add_selector_flag(parser: argparse.ArgumentParser) -> None:
 
 def selector(args: argparse.Namespace) -> Selector:
     return parse_selector(getattr(args, "selector", None), "--selector")
+
+
+def add_field_selector_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--field-selector", default=None, metavar="SELECTOR",
+                        help="only objects whose fields match (kube-apiserver's: field=value, field==value, "
+                             "field!=value, comma-separated, all must hold; e.g. spec.nodeName=node-1, "
+                             "status.phase!=Running); which fields each kind takes: docs/cli.md")
+
+
+def group_version_resource(kind: Kind) -> str:
+    """schema.GroupVersionResource's String(), as kubectl quotes it in selector errors."""
+    return f"{kind.group}/{kind.version}, Resource={kind.plural}"
+
+
+def field_selector(args: argparse.Namespace, kind: Kind) -> FieldSelector:
+    """--field-selector parsed and checked against `kind` (driver.store.fields); the refusal is
+    kube-apiserver's BadRequest as kubectl prints it."""
+    text = getattr(args, "field_selector", None)
+    try:
+        parsed = parse_field_selector(text)
+    except InputError as exc:
+        raise InputError(f"--field-selector {text!r}: {exc}") from None
+    try:
+        return parsed.for_kind(kind)
+    except FieldSelectorRefused as exc:
+        raise InputError(f'--field-selector: Unable to find "{group_version_resource(kind)}" that match label selector '
+                         f'"{getattr(args, "selector", None) or ""}", field selector "{text}": {exc}') from None
+
+
+def check_selectors_without_names(args: argparse.Namespace) -> None:
+    """kubectl refuses NAMEs together with -l or --field-selector."""
+    if getattr(args, "names", None) and (getattr(args, "selector", None) or getattr(args, "field_selector", None)):
+        flag = "--selector" if getattr(args, "selector", None) else "--field-selector"
+        raise InputError(f"{flag}: give either NAMEs or a selector, not both (as kubectl)")
 
 
 def expand_filenames(paths: list[str], recursive: bool) -> list[str]:

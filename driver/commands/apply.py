@@ -36,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "apply", help="create or update objects in the local object store (kubectl apply; --allocate)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.intermixed = True  # flags anywhere, as kubectl parses them (driver.cli._Parser)
     _store.add_filename_flags(parser, "apply (one or more objects each)")
     parser.add_argument("--allocate", action="store_true",
                         help="allocate the claims without status.allocation with the reference allocator")
@@ -59,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         documents.extend((source, index, doc) for index, doc in load_documents(_store.read_manifest(path), source))
     if not documents:
         raise InputError(f"-f {', '.join(args.filename)}: no objects found")
+    _store.refuse_fleets(documents, "apply")
+    _store.check_request_sizes(documents)
     store = _store.open_store(args, write=True)
 
     from driver.publish.backend import LocalGateConfig

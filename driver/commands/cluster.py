@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--timeout goes with --until-settled")
     store = _store.open_store(args, write=True)
     features = _features(args, store.root)
-    controllers = default_controllers(terminated_pod_threshold=threshold, agents=PluginAgents())
+    controllers = default_controllers(terminated_pod_threshold=threshold, agents=PluginAgents(), features=features)
     scheduler = None if args.no_scheduler else scheduler_cycle(store, features, args.policy)
     runner = Runner(store, controllers, scheduler=scheduler)
     stop = threading.Event()

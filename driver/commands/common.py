@@ -131,7 +131,7 @@ def existing_dir(path: str, flag: str) -> Path:
 # Sections of the driver config file read by the areas that own them (hardware: driver.hardware,
 # slices: driver.slices, nvidia and sriov: those personalities). Others are tolerated with a warning
 # so a newer config still loads; a personality warns about known sections it does not read.
-DRIVER_CONFIG_SECTIONS = ("hardware", "slices", "nvidia", "sriov")
+DRIVER_CONFIG_SECTIONS = ("hardware", "slices", "nvidia", "sriov", "example")
 
 
 def load_driver_config(path: str | None) -> dict:

@@ -4,7 +4,8 @@ objects from the local store.
 Like kubectl: every name must exist unless --ignore-not-found (a missing one is exit 1 after the
 others are deleted); `-f` deletes the objects a manifest (or every manifest of a directory, `-R`
 below it too) describes; `--all` deletes every object of the kind in the namespace (`-A`: in every
-namespace) and `-l` those whose labels match. Deleting a namespace deletes every object in it, as
+namespace), `-l` those whose labels match and `--field-selector` those whose fields match
+(kube-apiserver's fields per kind, driver.store.fields). Deleting a namespace deletes every object in it, as
 the namespace controller does. Deleting a prepared claim is allowed, as on a
 cluster: the kubelet's unprepare still reaches the plugin without the object.
 
@@ -33,11 +34,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "delete", help="delete objects from the local object store (kubectl delete)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.intermixed = True  # flags anywhere, as kubectl parses them (driver.cli._Parser)
     parser.add_argument("kind", nargs="?", metavar="KIND", help="e.g. resourceclaims (plural, singular or Kind)")
     parser.add_argument("names", nargs="*", metavar="NAME", help="objects to delete")
     _store.add_filename_flags(parser, "delete the objects of")
     parser.add_argument("--all", action="store_true", help="every object of KIND in the namespace")
     _store.add_selector_flag(parser)
+    _store.add_field_selector_flag(parser)
     parser.add_argument("-A", "--all-namespaces", action="store_true",
                         help="with --all or --selector: in every namespace")
     parser.add_argument("--ignore-not-found", action="store_true", help="a missing object is not an error")
@@ -54,13 +57,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _targets(store, args: argparse.Namespace) -> list[tuple[Kind, str | None, str]]:
-    every = args.all or args.selector is not None
+    every = args.all or args.selector is not None or args.field_selector is not None
     if args.filename:
         if args.kind or args.names or every:
             raise InputError("give either KIND NAME..., KIND --all|--selector or -f FILE, not both")
         out = []
         for path in _store.expand_filenames(args.filename, args.recursive):
-            for index, doc in load_documents(_store.read_manifest(path), path):
+            docs = load_documents(_store.read_manifest(path), path)
+            _store.refuse_fleets([(path, i, d) for i, d in docs], "delete")
+            for index, doc in docs:
                 where = schema.document_label(path, index, doc)
                 if not isinstance(doc, dict):
                     raise InputError(f"{where}: expected an object with apiVersion, kind and metadata")
@@ -77,15 +82,15 @@ def _targets(store, args: argparse.Namespace) -> list[tuple[Kind, str | None, st
         raise InputError("KIND and NAME are required (or -f FILE), e.g. `fake-dra delete resourceclaim gpu-claim`")
     kind = resolve(args.kind)
     if args.all_namespaces and not every:
-        raise InputError("--all-namespaces goes with --all or --selector")
+        raise InputError("--all-namespaces goes with --all or --selector (or --field-selector)")
     if every:
         if args.names:
-            raise InputError("give either NAMEs or --all/--selector, not both")
-        chosen = _store.selector(args)
+            raise InputError("give either NAMEs or --all/--selector, not both (nor NAMEs and --field-selector)")
+        chosen, fields = _store.selector(args), _store.field_selector(args, kind)
         scope = bool(args.all_namespaces and kind.namespaced)
         ns = _store.namespace(args) if kind.namespaced else None
         return [(kind, (o.get("metadata") or {}).get("namespace") if kind.namespaced else None, o["metadata"]["name"])
-                for o in store.list(kind.plural, ns, all_namespaces=scope) if chosen.matches(o)]
+                for o in store.list(kind.plural, ns, all_namespaces=scope) if chosen.matches(o) and fields.matches(o)]
     if not args.names:
         raise InputError(f"NAME: which {kind.plural} to delete? (or --all, or -l SELECTOR)")
     ns = _store.namespace(args) if kind.namespaced else None
@@ -142,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     if args.force:
         print("Warning: Immediate deletion does not wait for confirmation that the running resource has been "
               "terminated. The resource may continue to run on the cluster indefinitely.", file=sys.stderr)
-    if not targets and (args.all or args.selector is not None):
+    if not targets and (args.all or args.selector is not None or args.field_selector is not None):
         print("No resources found", file=sys.stderr)
         return 0
     missing = []

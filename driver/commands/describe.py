@@ -23,7 +23,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from driver.commands import _store, common
-from driver.commands._describe_dra import describe_claim, describe_node
+from driver.commands._describe_dra import describe_claim
+from driver.commands._describe_node import describe_node
 from driver.commands._describe_text import NONE, Block, events, header, yaml_block
 from driver.commands._objects import claim_state
 from driver.errors import InputError, NotFoundError
@@ -37,6 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "describe", help="describe objects of the local object store, with usage and events (kubectl describe)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.intermixed = True  # flags anywhere, as kubectl parses them (driver.cli._Parser)
     parser.add_argument("kind", metavar="KIND", help=f"{known_kinds()} (plural, singular, short name or Kind)")
     parser.add_argument("names", nargs="*", default=[], metavar="NAME", help="only these objects")
     parser.add_argument("-A", "--all-namespaces", action="store_true", help="namespaced kinds: every namespace")

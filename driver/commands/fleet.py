@@ -9,7 +9,8 @@ Target: the local object store (default, or --store), or an API server with --ku
 in-cluster service account when running in a pod without --store). Each node group has a
 personality (`personality:`, default fake-dra); `--driver-name` names the fake-dra personality's
 driver, NVIDIA's and the SR-IOV driver's keep their names. In the local store `apply` and `run` put
-the DeviceClasses of every personality the fleet uses in place, as `fake-dra run` does. Feature gates are detected as
+the DeviceClasses of every personality the fleet uses in place, as `fake-dra run` does, once
+every check has passed (a refused `apply` writes nothing). Feature gates are detected as
 `fake-dra run` detects them (STORE/featuregates.yaml locally; dry-run probes and the scheduler's
 metrics on a cluster), so each node publishes exactly what `fake-dra run --node-name NODE` would.
 Exit 0; 2 for bad input (the fleet file, a flag, a Node the fleet would take over); 130 on Ctrl-C,
@@ -170,7 +171,7 @@ def _seed_classes(args: argparse.Namespace, target: Any, fleet: Any) -> None:
     from driver.commands._local import seed_device_classes
     from driver.fleet.template import device_classes
 
-    seed_device_classes(target.store, device_classes(fleet.personalities(), args.driver_name))
+    seed_device_classes(target.store, device_classes(fleet.personalities(), args.driver_name), logger=log)
 
 
 def _apply(args: argparse.Namespace, target: Any, fleet: Any, features: Features) -> int:
@@ -178,8 +179,13 @@ def _apply(args: argparse.Namespace, target: Any, fleet: Any, features: Features
     from driver.fleet.template import Templates
 
     progress = common.Progress(f"fleet {fleet.name}: applied", "nodes")
+    from driver.fleet.apply import check_foreign
+
     with Templates(args.driver_name) as templates:
-        group_templates(fleet, templates, features)  # a group that cannot be rendered: before any write
+        # Every refusal before the first write, so a refused apply writes nothing at all: a group
+        # that cannot be rendered, a Node of the fleet's names that belongs to someone else.
+        group_templates(fleet, templates, features)
+        check_foreign(fleet, {(n.get("metadata") or {}).get("name"): n for n in target.list_nodes()})
         _seed_classes(args, target, fleet)
         try:
             stats = apply_fleet(target, fleet, driver_name=args.driver_name, features=features,

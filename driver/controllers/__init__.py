@@ -4,6 +4,7 @@ Each controller is one module, a reconcile function over the objects it watches,
 writing only through the store's API (driver.controllers.base says how):
 - garbagecollector: ownerReferences; background, foreground and orphan deletion; finalizers;
 - resourceclaim: claims from templates, reservations, deallocation, cleanup of generated claims;
+- devicetaint: the device taint eviction controller (NoExecute device taints evict pods; rules' status);
 - podgc: pods bound to Nodes that are gone, terminating unscheduled pods, terminated pods past a threshold;
 - replicaset, deployment, job: the workload controllers;
 - podstages: kwok's pod stages (Running, Succeeded, deletion completed), or a node agent's prepare;
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from driver.controllers.base import Controller, Result, Writes
 from driver.controllers.deployment import DeploymentController
+from driver.controllers.devicetaint import DeviceTaintEviction
 from driver.controllers.garbagecollector import GarbageCollector
 from driver.controllers.job import JobController
 from driver.controllers.podgc import DEFAULT_THRESHOLD, PodGC
@@ -24,15 +26,16 @@ from driver.controllers.podstages import NodeAgents, PodStages
 from driver.controllers.replicaset import ReplicaSetController
 from driver.controllers.resourceclaim import ResourceClaimController
 from driver.controllers.runner import Runner, Summary
+from driver.features import Features
 
 
 def default_controllers(*, terminated_pod_threshold: int = DEFAULT_THRESHOLD,
-                        agents: NodeAgents | None = None) -> list[Controller]:
+                        agents: NodeAgents | None = None, features: Features = Features()) -> list[Controller]:
     """Every controller, in the order a pass runs them (owners before what they own)."""
     return [DeploymentController(), ReplicaSetController(), JobController(), ResourceClaimController(),
-            PodStages(agents), PodGC(terminated_pod_threshold), GarbageCollector()]
+            DeviceTaintEviction(features), PodStages(agents), PodGC(terminated_pod_threshold), GarbageCollector()]
 
 
-__all__ = ["Controller", "DeploymentController", "GarbageCollector", "JobController", "NodeAgents", "PodGC",
+__all__ = ["Controller", "DeploymentController", "DeviceTaintEviction", "GarbageCollector", "JobController", "NodeAgents", "PodGC",
            "PodStages", "ReplicaSetController", "ResourceClaimController", "Result", "Runner", "Summary", "Writes",
            "default_controllers"]

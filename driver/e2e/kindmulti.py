@@ -31,7 +31,7 @@ from driver.kube import e2e_client as k
 from driver.kube.slices import KubeSliceBackend
 from driver.publish.reconcile import reconcile
 from driver.schedule.dra import DraFilter, shape_of
-from driver.schedule.reasons import fit_error
+from driver.schedule.reasons import dra_reason, fit_error
 
 KWOK_CRD = "stages.kwok.x-k8s.io"
 KWOK_PREFIX = "fdra-e2e-"
@@ -132,7 +132,7 @@ class KindMultiNodeBackend(KindBackend):
         nodes = sorted(self.node_map.values())
         if any(not isinstance(dra.try_node(n, parsed, shape), str) for n in nodes):
             return True, "", []
-        return False, fit_error({n: dra.explain(n, parsed, shape) for n in nodes}, len(nodes)), []
+        return False, fit_error({n: dra_reason(dra.explain(n, parsed, shape)) for n in nodes}, len(nodes)), []
 
     def run_pod(self, name: str, claims: Sequence[str], podgroup: str | None, skewed: bool) -> Observation:
         if podgroup is not None or skewed:

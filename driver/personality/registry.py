@@ -6,11 +6,12 @@
 from __future__ import annotations
 
 from driver.errors import InputError
-from driver.personality import fakedra, nvidia, sriov
+from driver.personality import example, fakedra, nvidia, sriov
 from driver.personality.base import Personality
 
 DEFAULT_PERSONALITY = fakedra.NAME
-PERSONALITIES: dict[str, Personality] = {p.name: p for p in (fakedra.PERSONALITY, nvidia.PERSONALITY, sriov.PERSONALITY)}
+PERSONALITIES: dict[str, Personality] = {p.name: p for p in (fakedra.PERSONALITY, nvidia.PERSONALITY, sriov.PERSONALITY,
+                                                               example.PERSONALITY)}
 
 
 def personality_named(name: str | None, where: str = "--personality") -> Personality:

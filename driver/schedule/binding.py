@@ -28,7 +28,7 @@ from typing import Any
 
 from driver.schedule.dra import allocation_pools
 from driver.store import ObjectStore
-from driver.store.events import FAILED_SCHEDULING, SCHEDULER_COMPONENT, ObjectRef, record_event
+from driver.store.events import FAILED_SCHEDULING, NORMAL, SCHEDULED, SCHEDULER_COMPONENT, ObjectRef, record_event
 from driver.store.objectstore import now_timestamp
 
 
@@ -90,6 +90,14 @@ def write(store: ObjectStore, plan: Plan, known: Mapping[str, int]) -> Written:
         pod = store.update("pods", plan.pod)
         revision = max(revision, int(pod["metadata"]["resourceVersion"]))
     count = len(claims) + (pod is not None)
+    if plan.node is not None and pod is not None:
+        # kube-scheduler's event on a bound pod (pkg/scheduler/schedule_one.go, after binding)
+        pmeta = pod["metadata"]
+        event = record_event(store, ObjectRef.of(pod), reason=SCHEDULED, type=NORMAL, component=SCHEDULER_COMPONENT,
+                             message=f"Successfully assigned {pmeta.get('namespace') or 'default'}/{pmeta['name']} "
+                                     f"to {plan.node}")
+        revision = max(revision, int(event["metadata"]["resourceVersion"]))
+        count += 1
     if plan.event is not None and plan.pod is not None:
         # kube-scheduler's FailedScheduling event on the pod (`fake-dra describe pod` lists it);
         # recorded when the outcome changes, so an unchanged pending pod costs no write.

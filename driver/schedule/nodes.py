@@ -13,7 +13,7 @@ Modelled, with kube-scheduler's plugin and its failure reason (pkg/scheduler/fra
 - NodeResourcesFit: the pods count, cpu, memory and any other resource in `status.allocatable`,
   against the requests of the pods bound to the node (containers summed, the largest init container
   if larger; limits fill unset requests, as the API server defaults them) ("Too many pods",
-  "Insufficient cpu"); an extended resource a DeviceClass serves on a node that does not list it is
+  "Insufficient cpu", every resource short named, as fitsRequest does); an extended resource a DeviceClass serves on a node that does not list it is
   DRA's (extended.py).
 Not modelled: inter-pod affinity, topology spread, ports, volumes, images, preemption, scoring.
 """
@@ -30,6 +30,7 @@ from driver.allocator.pools import Node, node_selector_matches
 from driver.errors import InputError
 from driver.model.quantity import parse_quantity
 from driver.schedule.extended import container_requests
+from driver.schedule.reasons import NodeReasons
 
 log = logging.getLogger("fake-dra.schedule")
 
@@ -174,19 +175,27 @@ def static_reason(needs: PodNeeds, node: NodeInfo) -> str | None:
     return None
 
 
-def resource_reason(needs: PodNeeds, node: NodeInfo, dra: frozenset[str] = frozenset()) -> str | None:
+def resource_reason(needs: PodNeeds, node: NodeInfo, dra: frozenset[str] = frozenset()) -> NodeReasons | None:
     """NodeResourcesFit against what is bound to the node now (None: it fits). `dra`: extended
-    resources this node leaves to DRA (driver.schedule.extended), which NodeResourcesFit skips."""
+    resources this node leaves to DRA (driver.schedule.extended), which NodeResourcesFit skips.
+
+    Every resource short is named, in fitsRequest's order (pods, cpu, memory, ephemeral-storage,
+    then the others by name); preemption could help unless a request exceeds the node's whole
+    allocatable (InsufficientResource.Unresolvable)."""
+    reasons: list[str] = []
+    unresolvable = False
     pods = node.allocatable.get("pods")
     if pods is not None and node.pods + 1 > pods:
-        return "Too many pods"
-    for key, amount in needs.requests:
+        reasons.append("Too many pods")
+    order = {"cpu": 0, "memory": 1, "ephemeral-storage": 2}
+    for key, amount in sorted(needs.requests, key=lambda kv: (order.get(kv[0], 3), kv[0])):
         if amount <= 0 or key in dra:
             continue
         have = node.allocatable.get(key)
         if have is None or node.requested.get(key, Fraction(0)) + amount > have:
-            return f"Insufficient {key}"
-    return None
+            reasons.append(f"Insufficient {key}")
+            unresolvable = unresolvable or have is None or amount > have
+    return NodeReasons(reasons, resolvable=not unresolvable) if reasons else None
 
 
 def sorted_nodes(nodes: Sequence[NodeInfo]) -> list[NodeInfo]:

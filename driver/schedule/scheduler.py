@@ -23,7 +23,7 @@ A pod that fits nowhere stays pending: PodScheduled=False, reason Unschedulable,
 grouping the nodes by reason (reasons.py), and a FailedScheduling Event on it (driver.store.events);
 its template claims are still made, as the controller makes them whatever the scheduler does.
 Unchanged pending pods are not written again (nor is their event: kube-scheduler would count one
-more attempt). Bound pods get no Scheduled event.
+more attempt). A bound pod gets kube-scheduler's Scheduled event, `Successfully assigned ns/pod to node`.
 
 Concurrency (issue 29): the run reads the store at one revision (state.py) and writes in
 transactions of `BATCH_PODS` cycles; each transaction first catches up with what other writers did
@@ -48,7 +48,7 @@ from driver.schedule.dra import shape_of
 from driver.schedule.extended import (ExtendedRequest, claim_status, extended_requests, served_by_dra,
                                      special_claim)
 from driver.schedule.nodes import NodeInfo, PodNeeds, resource_reason, static_reason
-from driver.schedule.reasons import fit_error
+from driver.schedule.reasons import dra_reason, fit_error, rename_claims
 from driver.schedule.report import PodOutcome, Report
 from driver.schedule.slices import MAX_NODES
 from driver.schedule.state import ClusterState, is_pending, pod_key
@@ -196,15 +196,16 @@ class Scheduler:
         needs = PodNeeds.of(pod)
         resolution = state.index.resolve(pod)
         if resolution.problem is not None:
-            return self._unschedulable(pod, resolution, label, resolution.problem)
+            return self._unschedulable(pod, resolution, label, fit_error({}, len(state.nodes), resolution.problem))
         todo = [c for c in resolution.claims if not (c.claim.get("status") or {}).get("allocation")]
         bound = [c for c in resolution.claims if c not in todo]
         pod_uid = (pod.get("metadata") or {}).get("uid")
         for c in bound:
             full = len((c.claim.get("status") or {}).get("reservedFor") or []) >= MAX_RESERVED_FOR
             if full and not reserved_by(c.claim, pod_uid):
-                return self._unschedulable(pod, resolution, label, f"resourceclaim {c.claim['metadata']['name']} "
-                                           f"is reserved by {MAX_RESERVED_FOR} consumers already")
+                return self._unschedulable(pod, resolution, label, fit_error(
+                    {}, len(state.nodes), f"resourceclaim {c.claim['metadata']['name']} is reserved by "
+                                         f"{MAX_RESERVED_FOR} consumers already"))
         shape = shape_of([c.claim for c in todo])
         labels = [_claim_label(c.claim) for c in todo]
         extended = extended_requests(pod, state.extended_classes)
@@ -215,10 +216,8 @@ class Scheduler:
         key = (needs.shape, needs.requests, shape, tuple(_claim_label(c.claim) for c in bound), extended)
         known = self._unschedulable_memo.get(key)
         if known is not None and known[0] == state.generation:
-            message = known[2]
-            for old, new in zip(known[1], labels):
-                message = message.replace(f"claim {old}:", f"claim {new}:")
-            return self._unschedulable(pod, resolution, label, message)
+            # The first pod's claim names become this pod's, in every form the allocator writes them.
+            return self._unschedulable(pod, resolution, label, rename_claims(known[2], known[1], labels))
         parsed = state.dra.parse([c.claim for c in todo]) if todo else []
         found, reasons = self._filter(needs, parsed, shape, bound, pod, extended)
         if not found:
@@ -281,7 +280,10 @@ class Scheduler:
         if reason is not None:
             return reason
         node_parsed, node_shape, _ = self._node_claims(pod, parsed, shape, served)
-        return self.state.dra.try_node(node.name, node_parsed, node_shape) if node_parsed else []
+        if not node_parsed:
+            return []
+        answer = self.state.dra.try_node(node.name, node_parsed, node_shape)
+        return dra_reason(answer) if isinstance(answer, str) else answer
 
     def _filter_pinned(self, pinned: set[str], want: int, needs: PodNeeds, parsed: list, shape: str,
                        bound: list[PodClaim], pod: Mapping[str, Any], extended: tuple[ExtendedRequest, ...]

@@ -34,6 +34,7 @@ NORMAL, WARNING = "Normal", "Warning"
 # Reasons the local scheduler stand-ins use (kube-scheduler's is FailedScheduling on the pod).
 FAILED_ALLOCATION = "FailedAllocation"
 FAILED_SCHEDULING = "FailedScheduling"
+SCHEDULED = "Scheduled"  # kube-scheduler's Normal event on a bound pod
 SCHEDULER_COMPONENT = "fake-dra-scheduler"  # source.component of the local scheduler stand-ins
 _MAX_NAME = 253
 

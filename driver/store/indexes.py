@@ -8,6 +8,8 @@ object on every write. The keys are what the commands and controllers ask:
 - `node` -> spec.nodeName of Pods and ResourceSlices (`describe node`, a fleet node's slices,
   pod GC; "" for a slice without one), `phase` -> status.phase of Pods (kubectl's field selectors);
 - `driver` -> spec.driver of ResourceSlices and DeviceTaintRules, `pool` -> `driver/pool` of a slice;
+- `taint` -> each effect of a slice's device taints (the device taint eviction controller finds the
+  slices that can evict without reading the others);
 - `reserved` -> uid, one per status.reservedFor entry of a ResourceClaim (which claims a pod holds);
 - `involved` -> `kind/namespace/name` of an Event's involvedObject (`describe`'s events).
 
@@ -68,6 +70,8 @@ def entries(resource: str, obj: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
             pool = _get(obj, "spec", "pool", "name")
             if resource == "resourceslices" and isinstance(pool, str):
                 yield "pool", f"{driver}/{pool}"
+        if resource == "resourceslices":
+            yield from _taint_effects(obj)
     elif resource == "resourceclaims":
         reserved = _get(obj, "status", "reservedFor")
         for ref in reserved if isinstance(reserved, list) else ():
@@ -110,3 +114,15 @@ def conflicts(mine: int, theirs: int) -> bool:
 def pool_of(device_key: str) -> str:
     """`driver/pool` of a `driver/pool/device` key (pool names may hold '/', device names do not)."""
     return device_key.rsplit("/", 1)[0]
+
+
+def _taint_effects(obj: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    devices = _get(obj, "spec", "devices")
+    effects = set()
+    for device in devices if isinstance(devices, list) else ():
+        taints = device.get("taints") if isinstance(device, Mapping) else None
+        for taint in taints if isinstance(taints, list) else ():
+            if isinstance(taint, Mapping) and isinstance(taint.get("effect"), str):
+                effects.add(taint["effect"])
+    for effect in sorted(effects):
+        yield "taint", effect

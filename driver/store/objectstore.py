@@ -55,8 +55,9 @@ NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def generated_name(prefix: str) -> str:
-    """`prefix` + 5 random characters, as kube-apiserver names an object from its generateName."""
-    return prefix + "".join(secrets.choice(NAME_ALPHABET) for _ in range(5))
+    """`prefix` (cut to 58 characters) + 5 random characters, as kube-apiserver names an object
+    from its generateName (k8s.io/apiserver pkg/storage/names SimpleNameGenerator)."""
+    return prefix[:58] + "".join(secrets.choice(NAME_ALPHABET) for _ in range(5))
 
 
 def now_timestamp() -> str:

@@ -3,7 +3,6 @@ kubelet's 45 s, even when the claim reader is allowed to retry longer (--api-dea
 
 from __future__ import annotations
 
-import threading
 import time
 
 from kubernetes import client
@@ -78,31 +77,10 @@ def test_no_call_runs_longer_than_its_cap_even_without_a_grpc_deadline(api, tmp_
     state.close()
 
 
-def test_a_call_refused_as_busy_reaches_the_kubelet_before_its_deadline(make_plugin):
-    # Issue 18 item 3: the busy answer was sent exactly at the call's deadline, so the kubelet saw
-    # DEADLINE_EXCEEDED instead of it. Two prepares stalled at a step hold both state-gate slots.
-    plugin = make_plugin()
-    plugin.start(env={"FAKE_DRA_TEST_MODE": "1", "FAKE_DRA_PAUSE_AT": "prepare-started:8"})
-    holders = [allocated_claim(f"h{i}", [f"gpu-{i}"]) for i in range(2)]
-    for c in holders:
-        plugin.store.create("resourceclaims", c)
-    stalled = [threading.Thread(target=plugin.client().prepare, args=([ref(c)],), daemon=True) for c in holders]
-    for t in stalled:
-        t.start()
-    wait_until(lambda: _both_paused(plugin), "both holders to pause at prepare-started")
-    late = allocated_claim("late", ["nic-0-vf-0"])
-    plugin.store.create("resourceclaims", late)
-    with KubeletClient(plugin.registry, DRIVER, timeout_s=3.0) as kubelet:
-        answer = kubelet.prepare([ref(late)])[ref(late)[2]]  # before the fix: DEADLINE_EXCEEDED
-    assert "timed out waiting for other calls to finish; retry" in answer.error  # it arrived in time
-    for t in stalled:
-        t.join(GENEROUS_S)
-    assert plugin.stop() == 0
-
-
-def _both_paused(plugin) -> bool:
-    state = plugin.state / "checkpoint.json"
-    return state.exists() and len(plugin.checkpoint()["claims"]) == 2
+# Issue 18 item 3 (a call refused as busy answered exactly at its deadline) is held by
+# tests/state/test_state_gate.py::test_a_call_refused_as_busy_answers_well_before_its_deadline: since
+# the gate admits only validation (issue 25), no kill or pause step of a real plugin process holds a
+# gate slot any more, so two paused prepares cannot make a third one busy here.
 
 
 def test_two_slow_claim_reads_stall_no_other_call_on_the_node(make_plugin, api, tmp_path):

@@ -123,6 +123,25 @@ CASES = [
     Case(("delete", "resourceclaims", "-A"), ("--all-namespaces goes with --all or --selector",)),
     Case(("delete", "resourceclaims", "-l", "!"), ("--selector '!'",)),
     Case(("delete", "-f", "adir", "-R"), ("-f adir", "or below it")),
+    Case(("get", "pods", "--field-selector", "spec.bogus=1", "--store", "store"),
+         ("--field-selector", "field label not supported: spec.bogus")),
+    Case(("get", "pods", "--field-selector", "nonsense", "--store", "store"), ("can't understand 'nonsense'",)),
+    Case(("get", "pods", "--sort-by", "{{bad", "--store", "store"), ("unexpected path string",)),
+    Case(("get", "pods", "-o", "custom-columns=NAME", "--store", "store"), ("--output", "expected <header>:<json-path-expr>")),
+    Case(("get", "pods", "-o", "json", "--show-labels"), ("--show-labels option cannot be used with json printer",)),
+    Case(("delete", "pods", "--field-selector", "x==", "--store", "store"), ("field label not supported: x",)),
+    # create
+    Case(("create", "--store", "store"), ("-f FILE is required",)),
+    Case(("create", "-f", "binary.yaml", "--store", "store"), ("binary.yaml", "not UTF-8")),
+    Case(("create", "-f", "fleet.yaml", "--store", "store"), ("a Fleet is not an object the store keeps", "fleet apply")),
+    Case(("create", "-f", "nameless.yaml", "--store", "store"), ("name or generateName is required",)),
+    # api-resources, explain, version
+    Case(("api-resources", "--sort-by", "age"), ("--sort-by", "invalid choice: 'age'")),
+    Case(("api-resources", "--namespaced", "maybe"), ("--namespaced", "expected true or false")),
+    Case(("explain", "pods.spec.nope"), ('field "nope" does not exist',)),
+    Case(("explain", "rc"), ('resource type "rc"',)),
+    Case(("explain",), ("required: KIND[.FIELD...]",)),
+    Case(("version", "-o", "xml"), ("--output", "invalid choice: 'xml'")),
     # store
     Case(("store",), ("required: action",)),
     Case(("store", "export", "--store", "store"), ("store export: DIR is required",)),
@@ -313,6 +332,8 @@ def world(tmp_path_factory) -> Path:
     (root / "binary-store").mkdir()
     (root / "binary-store" / "featuregates.yaml").write_bytes(b"apiserver: \xff\n")
     (root / "classes-only.yaml").write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: c}\n")
+    (root / "nameless.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {labels: {a: b}}\n"
+                                        "spec: {containers: [{name: c, image: x}]}\n")
     (root / "deploy.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
     (root / "sts.yaml").write_text("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: d}\n")
     (root / "badpod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"

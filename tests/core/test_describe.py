@@ -188,7 +188,8 @@ def test_describe_a_node_object_and_a_claim_on_a_device_gone(node, tmp_path, cap
     assert cli(capsys, "apply", "-f", str(tmp_path / "n.yaml"), "--store", str(node))[0] == 0
     code, out, _ = cli(capsys, "describe", "nodes", "-l", "zone=a", "--store", str(node))
     text = " ".join(out.split())
-    assert code == 0 and text.startswith("Name: node-1 Labels: zone=a") and "Kind: Node" in text
+    # kubectl's NodeDescriber first (Name, Roles, Labels, ...), then the DRA part
+    assert code == 0 and text.startswith("Name: node-1 Roles: <none> Labels: zone=a Annotations: <none>")
     assert "Pools: fake-dra.example.com/node-1" in text
     gone = claim("gone").rstrip() + ("\nstatus:\n  allocation:\n    devices:\n      results:\n"
                                      "      - {request: gpu, driver: fake-dra.example.com, pool: node-1, device: gpu-7}\n"

@@ -56,3 +56,43 @@ def test_width_follows_columns_and_defaults_to_100_off_a_terminal(monkeypatch):
     assert max(len(line) for line in table(["A", "MESSAGE"], [["x", message]], wrap=[1]).splitlines()) > 100
     monkeypatch.delenv("COLUMNS")
     assert terminal_width() == 100, "pytest captures stdout: not a terminal"
+
+
+def test_kubectl_table_is_gos_tabwriter_as_kubectl_configures_it():
+    from driver.tables import kubectl_table
+
+    out = kubectl_table(["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+                        [["nginx-7c5ddbdf54-2jvq4", "1/1", "Running", 0, "5m"], ["a", "0/1", "Pending", 0, "1s"]])
+    assert out.splitlines() == ["NAME                     READY   STATUS    RESTARTS   AGE",
+                                "nginx-7c5ddbdf54-2jvq4   1/1     Running   0          5m",
+                                "a                        0/1     Pending   0          1s"]
+    # a column narrower than three characters is still six wide (minwidth 6 includes the padding)
+    assert kubectl_table(["A", "B"], [["x", "y"]]).splitlines() == ["A     B", "x     y"]
+    assert kubectl_table(["A", "B"], [["x", None]], no_headers=True) == "x     <none>"
+
+
+def test_kubectl_tables_never_wrap_however_narrow_the_terminal(monkeypatch):
+    from driver.tables import kubectl_table
+
+    monkeypatch.setenv("COLUMNS", "20")
+    out = kubectl_table(["NAME", "MESSAGE"], [["a", "word " * 30]])
+    assert len(out.splitlines()) == 2
+
+
+def test_fake_dra_tables_do_not_wrap_when_piped(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    message = "word " * 40
+    assert len(table(["A", "MESSAGE"], [["x", message]], wrap=[1]).splitlines()) == 2, "pytest's stdout is a pipe"
+    monkeypatch.setenv("COLUMNS", "60")
+    assert len(table(["A", "MESSAGE"], [["x", message]], wrap=[1]).splitlines()) > 2
+
+
+def test_tabwrite_column_blocks_end_at_a_line_without_that_cell():
+    from driver.tables import tabwrite
+
+    lines = [["Name:", "n1"], ["Labels:", "a=b"], ["", "c=d"], ["Capacity:"], ["  cpu:", "4"],
+             ["  ephemeral-storage:", "1"]]
+    assert tabwrite(lines, minwidth=0, padding=2).splitlines() == [
+        "Name:    n1", "Labels:  a=b", "         c=d", "Capacity:", "  cpu:                4", "  ephemeral-storage:  1"]
+    # an empty cell is a column of its own (kubectl's `Name\t\tCPU Requests`)
+    assert tabwrite([["a", "", "b"], ["ccc", "", "d"]], minwidth=0, padding=2).splitlines() == ["a      b", "ccc    d"]

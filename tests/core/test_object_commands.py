@@ -196,13 +196,16 @@ def test_get_several_kinds_and_wide_slices(node, capsys):
     code, out, _ = cli(capsys, "get", "resourceslices", "-o", "wide", "--store", str(node))
     header = out.splitlines()[0].split()
     assert header == ["NAME", "NODE", "DRIVER", "POOL", "AGE", "GEN", "DEVICES", "COUNTERS"]
-    assert all(len(line) <= 100 for line in out.splitlines())
+    assert len(out.splitlines()) == 1 + 3, "one line per slice: kubectl never wraps a cell"
     assert sum(int(line.split()[6]) for line in out.splitlines()[1:]) == 94
 
 
-def test_tables_fit_100_columns_and_keep_tokens(node, capsys):
+def test_tables_never_wrap_when_piped_and_keep_tokens(node, capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
     code, out, _ = cli(capsys, "get", "deviceclasses", "-o", "wide", "--store", str(node))
-    assert all(len(line) <= 100 for line in out.splitlines())
+    lines = out.splitlines()
+    assert len(lines) == 1 + 6, "one line per class, however long its selectors (as kubectl prints them)"
+    assert all(line.split()[0].endswith(".fake-dra.example.com") for line in lines[1:])
     assert 'device.attributes["fake-dra.example.com"].type' in out, "selector tokens are never cut"
 
 

@@ -206,3 +206,13 @@ def test_nvidia_overlay_installs_nvidias_device_classes_and_the_personality() ->
     classes = {d["metadata"]["name"]: d for d in docs if d["kind"] == "DeviceClass"}
     want = {dc["metadata"]["name"]: dc for p in personality_named("nvidia").drivers() for dc in p.device_classes()}
     assert classes == want
+
+
+def test_example_overlay_installs_the_example_drivers_device_class_and_the_personality() -> None:
+    """deploy/overlays/example: the plugin runs as dra-example-driver's gpu profile, and the cluster gets
+    the DeviceClass its chart installs (gpu.example.com), which kubernetes.io's DRA tutorial uses."""
+    docs = render(OVERLAYS / "example")
+    assert plugin_env(docs)["FAKE_DRA_PERSONALITY"] == "example"
+    classes = [d for d in docs if d["kind"] == "DeviceClass"]
+    assert [c["metadata"]["name"] for c in classes] == ["gpu.example.com"]
+    assert classes[0]["spec"] == {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}

@@ -11,7 +11,8 @@ from driver.discovery.fakeprofiles import PROFILES
 
 @pytest.mark.parametrize("profile", sorted(PROFILES))
 @pytest.mark.parametrize("command", ["discover", "show"])
-def test_fits_100_columns(tmp_path, capsys, profile, command) -> None:
+def test_fits_100_columns(tmp_path, capsys, monkeypatch, profile, command) -> None:
+    monkeypatch.setenv("COLUMNS", "100")  # a 100-column terminal (piped, nothing wraps: driver.tables)
     make_sysfs(profile, tmp_path / "sys")
     capsys.readouterr()
     assert main([command, "--sysfs-root", str(tmp_path / "sys")]) == 0

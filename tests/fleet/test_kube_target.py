@@ -45,9 +45,10 @@ def test_apply_creates_nodes_then_owned_slices_and_a_second_apply_writes_nothing
     again = run(kube, templates, fleet_doc(group("a", 2, "dgx-a100")))
     assert again.writes == 0
     assert [(r[0], r[1]) for r in st.requests[seen:]] == [  # the lists, nothing else: Nodes, each fleet driver's slices
-        ("GET", "/api/v1/nodes"), *[("GET", "/apis/resource.k8s.io/v1/resourceslices")] * 3]
-    assert [r[2] for r in st.requests[-3:]] == [
-        f"fieldSelector=spec.driver%3D{d}&limit=500" for d in (DRIVER, "gpu.nvidia.com", "sriovnetwork.k8snetworkplumbingwg.io")]
+        ("GET", "/api/v1/nodes"), *[("GET", "/apis/resource.k8s.io/v1/resourceslices")] * 4]
+    assert [r[2] for r in st.requests[-4:]] == [
+        f"fieldSelector=spec.driver%3D{d}&limit=500"
+        for d in (DRIVER, "gpu.nvidia.com", "sriovnetwork.k8snetworkplumbingwg.io", "gpu.example.com")]
 
 
 def test_status_is_kwoks_and_never_compared(server, kube, templates):

@@ -49,8 +49,8 @@ def test_a_group_names_its_personality_and_its_sections():
     ({"personality": "nvida"}, "spec.nodeGroups[0].personality: unknown personality 'nvida'; did you mean 'nvidia'? "
                                "known: fake-dra, nvidia, sriov"),
     ({"personality": "amd"}, "spec.nodeGroups[0].personality: unknown personality 'amd'; known: fake-dra, nvidia, sriov"),
-    ({"personality": 3}, "spec.nodeGroups[0].personality: expected a string, one of fake-dra, nvidia, sriov; got 3"),
-    ({"personality": ""}, "spec.nodeGroups[0].personality: required (one of fake-dra, nvidia, sriov)"),
+    ({"personality": 3}, "spec.nodeGroups[0].personality: expected a string, one of fake-dra, nvidia, sriov, example; got 3"),
+    ({"personality": ""}, "spec.nodeGroups[0].personality: required (one of fake-dra, nvidia, sriov, example)"),
     ({"driverConfig": {"nvidia": {}}}, "spec.nodeGroups[0].driverConfig.nvidia: unknown field (personality fake-dra "
                                        "reads hardware, slices)"),
     ({"personality": "nvidia", "driverConfig": {"slices": {}}},

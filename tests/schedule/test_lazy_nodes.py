@@ -75,5 +75,6 @@ def test_a_claim_whose_node_is_full_leaves_the_pod_pending_with_every_nodes_reas
     add(store, shared, first, second)
     a, b = Scheduler(store, features=Features()).run().outcomes
     assert a.node is not None and b.node is None
-    assert b.reason == ("0/2 nodes are available: 1 node: Insufficient cpu; "
-                        "1 node: resourceclaim shared is allocated on other nodes.")
+    assert b.reason == ("0/2 nodes are available: 1 Insufficient cpu, 1 resourceclaim shared is allocated on other "
+                        "nodes. preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+                        "1 Preemption is not helpful for scheduling.")

@@ -47,7 +47,7 @@ def test_a_fleets_exact_number_of_1g5gb_slots_then_every_pod_beyond_pending(stor
     assert len(report.scheduled) == slots and len(report.pending) == 5
     assert pods_by_node(store) == {"a100-0000": slots // 2, "a100-0001": slots // 2, None: 5}
     for outcome in report.pending:
-        assert outcome.reason.startswith("0/2 nodes are available: 2 nodes: claim default/")
+        assert outcome.reason.startswith("0/2 nodes are available: 2 cannot allocate all claims: claim default/")
         assert "56 match the selectors, 0 usable (56 in use)" in outcome.reason
     stuck = store.get("pods", "default", "p116")
     cond = stuck["status"]["conditions"][0]
@@ -61,8 +61,8 @@ def test_pods_land_only_on_the_group_that_has_the_hardware(store, fleet, schedul
     report = schedule()
     assert {o.node for o in report.scheduled} == {"gpu-0000"} and len(report.scheduled) == DGX_GPUS
     (last,) = report.pending
-    assert last.reason.startswith("0/4 nodes are available: 3 nodes: ")
-    assert "; 1 node: " in last.reason  # the full GPU node and the NIC nodes fail differently
+    assert last.reason.startswith("0/4 nodes are available: 1 cannot allocate all claims: ")
+    assert ", 3 cannot allocate all claims: " in last.reason  # the full GPU node and the NIC nodes fail differently
     assert_consistent(store)
 
 
@@ -78,8 +78,8 @@ def test_kwoks_taint_keeps_intolerant_pods_away_with_the_reason(store, fleet, sc
     add(store, mig_template(), pod("plain", tolerate=False))
     (outcome,) = schedule().outcomes
     assert outcome.node is None
-    assert outcome.reason == ("0/3 nodes are available: 3 nodes: node(s) had untolerated taint "
-                              "{kwok.x-k8s.io/node: fake}.")
+    assert outcome.reason == ("0/3 nodes are available: 3 node(s) had untolerated taint {kwok.x-k8s.io/node: fake}. "
+                              "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
     assert store.list("resourceclaims", all_namespaces=True)[0]["metadata"]["ownerReferences"][0]["name"] == "plain"
 
 
@@ -94,7 +94,8 @@ def test_node_selector_and_affinity_pick_the_group(store, fleet, schedule):
     by_name = {o.name: o for o in schedule().outcomes}
     assert by_name["default/sel"].node in ("a-0000", "a-0001")
     assert by_name["default/aff"].node == "b-0001"
-    assert by_name["default/none"].reason == "0/4 nodes are available: 4 nodes: node(s) didn't match Pod's node affinity/selector."
+    assert by_name["default/none"].reason == ("0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector. "
+                                              "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.")
 
 
 def test_policies_pack_spread_and_rotate(store, fleet, schedule, tmp_path):
@@ -176,8 +177,9 @@ def test_missing_template_or_claim_is_the_reason(store, fleet, schedule):
     fleet({"name": "a", "count": 1, "profile": "demo"})
     add(store, pod("t", "nope"), pod("c", None, claim="ghost"))
     reasons = {o.name: o.reason for o in schedule().outcomes}
-    assert reasons == {"default/t": 'resource claim template "nope" not found',
-                       "default/c": 'resourceclaim "ghost" not found'}
+    tail = " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    assert reasons == {"default/t": '0/1 nodes are available: resource claim template "nope" not found.' + tail,
+                       "default/c": '0/1 nodes are available: resourceclaim "ghost" not found.' + tail}
 
 
 def test_a_shared_claim_brings_its_second_pod_to_the_same_node(store, fleet, schedule):
@@ -197,7 +199,24 @@ def test_pods_count_and_cpu_are_node_resources(store, fleet, schedule):
     big["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "40"}}
     add(store, big)
     (outcome,) = schedule().outcomes
-    assert outcome.reason == "0/1 nodes are available: 1 node: Insufficient cpu."
+    # more than the node's whole allocatable: preemption cannot help (InsufficientResource.Unresolvable)
+    assert outcome.reason == ("0/1 nodes are available: 1 Insufficient cpu. "
+                              "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
+
+
+def test_every_insufficient_resource_is_named(store, fleet, schedule):
+    fleet({"name": "a", "count": 2, "profile": "demo"})
+    first = pod("first", None)
+    first["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "20", "memory": "200Gi"}}
+    second = pod("second", None)
+    second["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "20", "memory": "200Gi"}}
+    third = pod("third", None)
+    third["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "20", "memory": "200Gi"}}
+    add(store, first, second, third)
+    outcomes = {o.name: o for o in schedule().outcomes}
+    assert outcomes["default/third"].reason == (
+        "0/2 nodes are available: 2 Insufficient cpu, 2 Insufficient memory. "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.")
 
 
 def test_json_lines(store, fleet, capsys):
@@ -222,7 +241,30 @@ def test_an_unschedulable_pod_gets_a_failed_scheduling_event_once_per_change(sto
     schedule()
     (event,) = events_for(store, ObjectRef.of(store.get("pods", "default", "plain")))
     assert (event["reason"], event["type"], event["count"]) == ("FailedScheduling", "Warning", 1)
-    assert event["message"].startswith("0/1 nodes are available: 1 node: node(s) had untolerated taint")
+    assert event["message"].startswith("0/1 nodes are available: 1 node(s) had untolerated taint")
+
+
+def test_a_bound_pod_gets_kube_schedulers_scheduled_event(store, fleet, schedule):
+    from driver.store.events import ObjectRef, events_for
+
+    fleet({"name": "a", "count": 1, "profile": "demo"})
+    add(store, mig_template(), pod("bound"))
+    (outcome,) = schedule().outcomes
+    (event,) = events_for(store, ObjectRef.of(store.get("pods", "default", "bound")))
+    assert (event["reason"], event["type"]) == ("Scheduled", "Normal")
+    assert event["message"] == f"Successfully assigned default/bound to {outcome.node}"
+
+
+def test_two_pods_of_one_shape_each_name_their_own_claim(store, fleet, schedule):
+    fleet({"name": "a", "count": 2, "profile": "demo"})
+    template = mig_template()
+    template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "no-such-class.example.com"
+    add(store, template, pod("one"), pod("two"))
+    outcomes = {o.name: o for o in schedule().outcomes}
+    for name in ("one", "two"):
+        (claim,) = outcomes[f"default/{name}"].claims
+        assert f"claim default/{claim}, request gpu:" in outcomes[f"default/{name}"].reason, outcomes[f"default/{name}"].reason
+    assert outcomes["default/one"].claims != outcomes["default/two"].claims
 
 
 def test_show_store_sums_a_fleet_per_node_group(store, fleet, schedule, capsys):
