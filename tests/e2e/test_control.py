@@ -14,13 +14,13 @@ from schedule.conftest import fleet, store  # noqa: F401 - fixtures
 
 TOLERATE = [{"key": KWOK_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}]
 SETTLE_S = 120.0  # generous: the machine is shared
-MIG_1G = 'device.attributes["fake-dra.example.com"].profile == "1g.5gb"'
+MIG = 'device.attributes["fake-dra.example.com"].profile == "{}"'
 
 
-def _claim(name: str, count: int = 1) -> dict:
+def _claim(name: str, profile: str = "1g.5gb") -> dict:
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": NAMESPACE},
             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                "deviceClassName": "mig.fake-dra.example.com", "count": count, "selectors": [{"cel": {"expression": MIG_1G}}]}}]}}}
+                "deviceClassName": "mig.fake-dra.example.com", "selectors": [{"cel": {"expression": MIG.format(profile)}}]}}]}}}
 
 
 def test_a_pod_is_bound_by_the_scheduler_and_released_by_the_controllers(store, fleet):  # noqa: F811
@@ -39,10 +39,11 @@ def test_a_pod_is_bound_by_the_scheduler_and_released_by_the_controllers(store, 
 
 def test_a_pod_that_fits_nowhere_gets_the_schedulers_reason_and_is_not_kept(store, fleet):  # noqa: F811
     fleet({"name": "a100", "count": 1, "profile": "dgx-a100"})
-    store.create("resourceclaims", _claim("big", count=57))  # a DGX A100 has 56 1g.5gb partitions
-    store_pod(store, "p", ["big"], TOLERATE)
+    store.create("resourceclaims", _claim("nowhere", profile="9g.99gb"))  # no A100 has such a partition
+    store_pod(store, "p", ["nowhere"], TOLERATE)
     node, reason = schedule_once(store, Features(), "p")
-    assert node is None and reason.startswith("0/1 nodes are available: 1 node:")
+    assert node is None and reason.startswith("0/1 nodes are available: 1 ")
+    assert "claim fake-dra-e2e/nowhere: cannot be allocated" in reason and "no device matches the selectors" in reason
     with pytest.raises(NotFoundError):
         store.get("pods", NAMESPACE, "p")  # tried once: no later run binds it
 
