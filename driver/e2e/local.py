@@ -6,13 +6,23 @@ Roles, each played by the component a real cluster uses for it where we have one
   with the scenario's gates (driver.schema), as kube-apiserver would;
 - node: a fake sysfs tree of the scenario's profile (driver.discovery.make_sysfs);
 - kubelet plugin: `python -m driver run` as a child process (plugin_proc), publishing its slices;
-- kube-scheduler: the reference allocator (driver.allocator) against the slices the plugin published;
-  a "skewed" scheduler sees them with compatibility groups stripped (a scheduler that predates
-  KEP-5963), which is how version skew reaches preparation;
+- kube-scheduler: the reference allocator (driver.allocator, which `fake-dra schedule`'s Scheduler
+  runs too) on a synced cluster view of the one node, then the reservations (driver.schedule.claims
+  `with_consumer`, the Scheduler's) and the binding of the stored Pod to the Node `run` registered.
+  Not the Scheduler itself: its reasons group nodes as kube-scheduler's do, with node and counter
+  set names wildcarded (`gpu-*-counters`), and the single-node scenarios check the allocator's
+  exact reason (which counter set is exhausted). A "skewed" scheduler sees the slices with
+  compatibility groups stripped (one that predates KEP-5963: how version skew reaches
+  preparation); a PodGroup member's group claim is reserved for the group (KEP-5729: the group is
+  the harness's, not a stored PodGroup). A pod that does not fit is deleted: tried once;
+- kube-controller-manager: `fake-dra cluster`'s controllers (driver.e2e.control), run until settled
+  after each deletion: the resourceclaim controller unreserves a deleted pod's claims and
+  deallocates those nothing reserves. A member's Pod lists only its own claims, so the group's
+  claim follows the group, whose reservation is dropped here when it ends (the controller keeps
+  PodGroup reservations as they are);
 - kubelet: this module, over the plugin's real unix sockets (KubeletClient), with the kubelet's
-  bookkeeping: a claim is prepared once per node, unprepared when its last pod on the node is gone;
-- resourceclaim controller: reservedFor upkeep and deallocation once nothing reserves the claim
-  (a PodGroup reserves only the claim it references; its pods' own claims follow their pods).
+  bookkeeping: a claim is prepared once per node, unprepared when its last pod on the node is
+  gone, then the pod's final delete.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from driver.allocator.cluster import ClusterView
 from driver.allocator.usage import counters_left
 from driver.discovery import discover, make_sysfs, set_fault
 from driver.e2e.container import container_view
+from driver.e2e.control import PODS, remove_pod, settle, store_pod
 from driver.e2e.manifests import NAMESPACE
 from driver.e2e.observe import Observation
 from driver.e2e.plugin_proc import PluginDirs, PluginProcess
@@ -216,9 +227,18 @@ class LocalBackend:
                 break
         return last
 
-    # ---- scheduler -------------------------------------------------------------------------
+    # ---- scheduler and controllers -----------------------------------------------------------
+    def _bind(self, pod: _Pod) -> None:
+        """The binding (module doc): spec.nodeName and PodScheduled=True, as kube-scheduler's."""
+        stored = self.store.get(PODS, NAMESPACE, pod.name)
+        status = dict(stored.get("status") or {})
+        status["conditions"] = [*(c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"),
+                                {"type": "PodScheduled", "status": "True"}]
+        self.store.update(PODS, {**stored, "spec": {**stored["spec"], "nodeName": NODE}, "status": status})
+
     def _schedule(self, names: Sequence[str], skewed: bool) -> tuple[list[str], str]:
-        """Allocate the unallocated claims among `names`; returns (newly allocated, reason if not)."""
+        """Allocate the unallocated claims among `names` with the reference allocator (module doc);
+        returns (newly allocated, reason if not)."""
         claims = {n: self._claim(n) for n in names}
         todo = [n for n in names if not (claims[n].get("status") or {}).get("allocation")]
         if not todo:
@@ -263,8 +283,9 @@ class LocalBackend:
         if claim is not None:
             self._write_claim(claim)
 
-    def _unreserve(self, name: str, uid: str) -> None:
-        """Drop one consumer; deallocate when nothing reserves the claim (resourceclaim controller)."""
+    def _unreserve_group(self, name: str, uid: str) -> None:
+        """Drop an ended PodGroup's reservation, deallocating the claim when nothing else reserves it,
+        as the resourceclaim controller does for pods (it keeps PodGroup reservations as they are)."""
         self._write_claim(without_consumer(self._claim(name), uid))
 
     # ---- kubelet ---------------------------------------------------------------------------
@@ -296,10 +317,11 @@ class LocalBackend:
         obs.prepare_calls_same = same
         pod.running = not errors
 
-    def _release_pod(self, pod: _Pod, group_claim: str | None) -> None:
-        """The kubelet unprepares what the pod alone held; the resourceclaim controller drops the pod
-        from its claims' reservedFor. Only the claim its PodGroup references is reserved by the group
-        (KEP-5729) and stays; the pod's own claims are released even for a group member."""
+    def _release_pod(self, pod: _Pod) -> None:
+        """The kubelet unprepares what the pod alone held and removes the pod; the resourceclaim
+        controller then drops it from its claims' reservedFor. Only the claim its PodGroup references
+        is reserved by the group (KEP-5729) and stays; the pod's own claims are released even for a
+        group member."""
         for name in pod.claims:
             claim = self._claim(name)
             uid = claim["metadata"]["uid"]
@@ -311,8 +333,8 @@ class LocalBackend:
                     if errors.get(uid):
                         raise InputError(f"unprepare of claim {name} failed: {errors[uid]}")
                     del self.prepared[uid]
-            if name != group_claim:
-                self._unreserve(name, pod.uid)
+        remove_pod(self.store, pod.name)
+        settle(self.store, self.settle_s)
 
     def _released(self, names: Sequence[str]) -> bool:
         for name in names:
@@ -338,26 +360,28 @@ class LocalBackend:
     def run_pod(self, name: str, claims: Sequence[str], podgroup: str | None, skewed: bool) -> Observation:
         if name in self.pods:
             raise InputError(f"pod {name} already exists")
-        pod = _Pod(name, f"pod-{name}-uid", list(claims), podgroup)
-        if podgroup is not None:
-            if podgroup not in self.podgroups:
-                raise InputError(f"pod {name}: podgroup {podgroup} does not exist")
-            if self.podgroups[podgroup] not in pod.claims:
-                pod.claims.append(self.podgroups[podgroup])
+        if podgroup is not None and podgroup not in self.podgroups:
+            raise InputError(f"pod {name}: podgroup {podgroup} does not exist")
+        group_claim = self.podgroups[podgroup] if podgroup is not None else None
+        every = [*claims, *([group_claim] if group_claim and group_claim not in claims else [])]
+        pod = _Pod(name, store_pod(self.store, name, [c for c in every if c != group_claim]), every, podgroup)
         self.pods[name] = pod
         obs = Observation()
         _, reason = self._schedule(pod.claims, skewed)
+        if reason:
+            remove_pod(self.store, name)  # tried once, as driver.e2e.control.schedule_once does
         obs.scheduled = not reason
         obs.reason = reason
         if reason:
             obs.counters = self._counters()
             return obs
         for c in pod.claims:
-            if podgroup is not None and c == self.podgroups[podgroup]:
+            if c == group_claim:
                 self._reserve(c, {"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": podgroup,
                                   "uid": f"podgroup-{podgroup}-uid"})
             else:
                 self._reserve(c, {"resource": "pods", "name": name, "uid": pod.uid})
+        self._bind(pod)
         devices = self.claim_devices()
         obs.devices = [d for c in pod.claims for d in devices.get(c, [])]
         self._prepare(pod, obs)
@@ -368,7 +392,7 @@ class LocalBackend:
         pod = self.pods.pop(name, None)
         if pod is None:
             raise InputError(f"delete-pod: pod {name} does not exist")
-        self._release_pod(pod, self.podgroups.get(pod.podgroup) if pod.podgroup else None)
+        self._release_pod(pod)
         return Observation(released=self._released(pod.claims), counters=self._counters())
 
     def delete_claim(self, name: str) -> Observation:
@@ -389,8 +413,8 @@ class LocalBackend:
             raise InputError(f"delete-podgroup: podgroup {name} does not exist")
         for pod in [p for p in self.pods.values() if p.podgroup == name]:
             del self.pods[pod.name]
-            self._release_pod(pod, claim)
-        self._unreserve(claim, f"podgroup-{name}-uid")
+            self._release_pod(pod)
+        self._unreserve_group(claim, f"podgroup-{name}-uid")
         return Observation(released=self._released([claim]), counters=self._counters())
 
     def set_gates(self, gates: Mapping[str, bool]) -> Observation:

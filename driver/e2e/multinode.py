@@ -9,10 +9,12 @@ Roles, as in the one-node local backend (local.py), now per node:
 - a node with `plugin: false`: kubelet-less, like a kwok node: its pool is published the way a fleet
   publishes it (driver.fleet: the group template stamped for the node, reconciled with an owner
   reference to its Node); nothing prepares claims there;
-- kube-scheduler: driver.schedule's DRA filter, trying nodes in name order and taking the first
-  where the pod's claims fit (a pod that fits nowhere gets kube-scheduler's grouped reasons);
-- garbage collector, pod GC and resourceclaim controller for `delete-node`: the Node's slices go
-  (owned by it), its pods are deleted, and their claims are unreserved and deallocated.
+- pods, kube-scheduler and kube-controller-manager: as in local.py (driver.e2e.control): stored
+  Pods (tolerating kwok's taint) bound by `fake-dra schedule`'s Scheduler, trying nodes in name
+  order (a pod that fits nowhere gets kube-scheduler's grouped reasons), and `fake-dra cluster`'s
+  controllers after each deletion: a deleted Node's slices go through the garbage collector (owned
+  by the Node), its pods through pod GC, and their claims are unreserved and deallocated by the
+  resourceclaim controller, as a deleted pod's are.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from driver import DEFAULT_DRIVER_NAME
 from driver.discovery import make_sysfs
 from driver.allocator.usage import usage_of
 from driver.e2e.container import container_view
+from driver.e2e.control import remove_pod, schedule_once, settle, store_pod
 from driver.e2e.local import FinalState
 from driver.e2e.manifests import NAMESPACE, device_classes
 from driver.e2e.observe import Observation
@@ -41,13 +44,12 @@ from driver.fleet.template import Templates
 from driver.plugin.client import ClaimResult, KubeletClient
 from driver.publish.backend import LocalGateConfig, store_backend
 from driver.publish.reconcile import reconcile
-from driver.schedule.claims import with_consumer, without_consumer
-from driver.schedule.dra import DraFilter, shape_of
-from driver.schedule.reasons import dra_reason, fit_error
+from driver.store import deletion
 from driver.store.objectstore import ObjectStore
 
 CLAIMS = "resourceclaims"
 SLICES = "resourceslices"
+TOLERATE_KWOK = {"key": KWOK_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}
 
 
 @dataclass
@@ -195,49 +197,6 @@ class MultiNodeBackend:
                 for pool in usage.pools.values() if pool.driver == self.driver_name
                 for cs, counters in pool.counters().items()}
 
-    # ---- scheduler -------------------------------------------------------------------------------
-    def _schedule(self, pod: _Pod) -> tuple[str | None, str]:
-        claims = {n: self._claim(n) for n in pod.claims}
-        todo = [n for n in pod.claims if not (claims[n].get("status") or {}).get("allocation")]
-        pinned = {self._allocated_on(claims[n]) for n in pod.claims if n not in todo}
-        nodes = sorted(self.nodes)
-        if pinned:
-            nodes = [n for n in nodes if n in pinned]
-        if not todo:
-            return (nodes[0], "") if len(pinned) == 1 and nodes else (None, "claims allocated on different nodes")
-        allocated = [c for c in self.store.list(CLAIMS, NAMESPACE) if (c.get("status") or {}).get("allocation")]
-        dra = DraFilter(slices=self._slices(None), classes=self.store.list("deviceclasses"),
-                        labels={n: {PROFILE_LABEL: self.nodes[n].spec.profile} for n in self.nodes},
-                        allocated=allocated, features=self.features)
-        parsed = dra.parse([claims[n] for n in todo])
-        shape = shape_of([claims[n] for n in todo])
-        for node in nodes:
-            answer = dra.try_node(node, parsed, shape)
-            if not isinstance(answer, str):
-                for name, allocation in zip(todo, answer):
-                    claim = claims[name]
-                    claim["status"] = {**(claim.get("status") or {}), "allocation": allocation}
-                    self.store.update(CLAIMS, claim)
-                return node, ""
-        reasons = {node: dra_reason(dra.explain(node, parsed, shape)) for node in nodes}
-        return None, fit_error(reasons, len(self.nodes))
-
-    def _allocated_on(self, claim: Mapping[str, Any]) -> str | None:
-        results = ((((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or [])
-        return next((str(r["pool"]) for r in results if r.get("pool") in self.nodes), None)
-
-    def _reserve(self, name: str, pod: _Pod) -> None:
-        claim = with_consumer(self._claim(name), {"resource": "pods", "name": pod.name, "uid": pod.uid})
-        if claim is not None:
-            self.store.update(CLAIMS, claim)
-
-    def _unreserve(self, name: str, uid: str) -> None:
-        try:
-            claim = self._claim(name)
-        except NotFoundError:
-            return
-        self.store.update(CLAIMS, without_consumer(claim, uid))
-
     # ---- kubelet ---------------------------------------------------------------------------------
     def _prepare(self, pod: _Pod, node: _Node, obs: Observation) -> None:
         if node.client is None or node.dirs is None:
@@ -261,6 +220,8 @@ class MultiNodeBackend:
         obs.env, obs.metadata = seen.env, seen.metadata
 
     def _release(self, pod: _Pod) -> None:
+        """The kubelet's part of a pod's end: unprepare what only it used on its node, then remove
+        the pod (the kubelet's final delete); the controllers do the rest (driver.e2e.control.settle)."""
         node = self.nodes.get(pod.node or "")
         for name in pod.claims:
             try:
@@ -275,7 +236,8 @@ class MultiNodeBackend:
                     if errors.get(uid):
                         raise InputError(f"unprepare of claim {name} on {node.spec.name} failed: {errors[uid]}")
                     del node.prepared[uid]
-            self._unreserve(name, pod.uid)
+        remove_pod(self.store, pod.name)
+        settle(self.store, self.settle_s)
 
     def _released(self, names: Sequence[str]) -> bool:
         for name in names:
@@ -294,16 +256,14 @@ class MultiNodeBackend:
     def run_pod(self, name: str, claims: Sequence[str], podgroup: str | None, skewed: bool) -> Observation:
         if name in self.pods:
             raise InputError(f"pod {name} already exists")
-        pod = _Pod(name, f"pod-{name}-uid", list(claims))
+        pod = _Pod(name, store_pod(self.store, name, claims, [TOLERATE_KWOK]), list(claims))
         self.pods[name] = pod
-        node, reason = self._schedule(pod)
+        node, reason = schedule_once(self.store, self.features, name)
         obs = Observation(scheduled=node is not None, reason=reason, node=node)
         if node is None:
             obs.counters = self._counters()
             return obs
         pod.node = node
-        for claim in pod.claims:
-            self._reserve(claim, pod)
         devices = self.claim_devices()
         obs.devices = [d for c in pod.claims for d in devices.get(c, [])]
         self._prepare(pod, self.nodes[node], obs)
@@ -331,18 +291,13 @@ class MultiNodeBackend:
         if node.plugin is not None:
             node.plugin.stop("TERM")  # the node, and its kubelet, are gone
             node.client = None
-        self.store.delete("nodes", None, name)
-        # Garbage collector: what the Node owns goes with it.
-        for s in self.store.list(SLICES):
-            if any(r.get("uid") == node.uid for r in (s.get("metadata") or {}).get("ownerReferences") or []):
-                self.store.delete(SLICES, None, s["metadata"]["name"])
-        # Pod garbage collection, then the resourceclaim controller: the node's pods go, their
-        # claims are unreserved and, with no consumer left, deallocated.
+        deletion.delete(self.store, "nodes", None, name)
+        # The garbage collector deletes what the Node owns (its slices), pod GC the pods bound to
+        # it, and the resourceclaim controller unreserves and deallocates their claims.
         gone = [p for p in self.pods.values() if p.node == name]
         for pod in gone:
             del self.pods[pod.name]
-            for claim in pod.claims:
-                self._unreserve(claim, pod.uid)
+        settle(self.store, self.settle_s)
         obs = Observation(released=self._released([c for p in gone for c in p.claims]),
                           node_slices=len(self._slices(name)), counters=self._counters())
         obs.notes.append(f"node {name} deleted with {len(gone)} pod(s): {', '.join(p.name for p in gone) or 'none'}")
