@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from driver.controllers.resourceclaim import DELETE_PROTECTION
 from driver.errors import ConflictError, InputError
 from driver.features import Features
 from driver.schedule.binding import ClaimWrite, Plan, Written, pool_keys, with_condition, write
@@ -333,8 +334,15 @@ class Scheduler:
         plan = Plan(_label(pod), names + ([special[0]["metadata"]["name"]] if special else []), node=node,
                     shape=shape, allocations=allocations, requests=needs.requests)
         for c, allocation in zip(claims, allocations, strict=True):
-            claim = {**c.claim, "status": {**(c.claim.get("status") or {}), "allocation": allocation,
-                                           "reservedFor": [group_consumer(c.group) if c.group else consumer]}}
+            # kube-scheduler protects what it allocates: resourceapi.Finalizer (dynamicresources
+            # Reserve, written by PreBind's bindClaim), which the resourceclaim controller removes
+            # once no pod reserves the claim, so deleting a claim in use waits for its pods.
+            finalizers = list((c.claim.get("metadata") or {}).get("finalizers") or [])
+            if DELETE_PROTECTION not in finalizers:
+                finalizers.append(DELETE_PROTECTION)
+            claim = {**c.claim, "metadata": {**c.claim["metadata"], "finalizers": finalizers},
+                     "status": {**(c.claim.get("status") or {}), "allocation": allocation,
+                                "reservedFor": [group_consumer(c.group) if c.group else consumer]}}
             plan.claims.append(ClaimWrite(claim, c.new, allocates=True, group=c.group, entry=c.entry))
         for c in bound:
             reserved = with_consumer(c.claim, group_consumer(c.group) if c.group else consumer)

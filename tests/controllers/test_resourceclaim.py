@@ -127,6 +127,26 @@ def test_a_protected_claim_deleted_while_in_use_waits_for_its_pod(store, fleet, 
         pass
 
 
+def test_the_scheduler_protects_what_it_allocates_so_a_claim_deleted_in_use_waits_for_its_pod(store, fleet, settle):
+    # kube-scheduler adds resourceapi.Finalizer when it allocates (pkg/scheduler/framework/plugins/
+    # dynamicresources, Reserve; written in PreBind's bindClaim); the churn soak found the claim of
+    # a running pod deleted at once and a fresh, unallocated one made for the still-running pod.
+    fleet(A100)
+    add(store, mig_template(), pod("p"))
+    settle()
+    (claim,) = _claims(store)
+    assert DELETE_PROTECTION in claim["metadata"]["finalizers"]
+    assert deletion.delete(store, "resourceclaims", "default", claim["metadata"]["name"]).action == "terminating"
+    settle()
+    (still,) = _claims(store)  # the same claim, still allocated and reserved for its running pod
+    assert still["metadata"]["uid"] == claim["metadata"]["uid"] and still["status"]["allocation"]
+    assert [r["name"] for r in still["status"]["reservedFor"]] == ["p"]
+    assert violations(store) == []  # terminating while in use is not stuck
+    deletion.delete(store, "pods", "default", "p", grace_period_s=0)
+    settle()
+    assert _claims(store) == [] and violations(store) == []
+
+
 def test_a_duplicate_generated_claim_from_a_racing_scheduler_is_released(store, fleet, settle):
     """Issue 29 HIGH 1's leftover: a second claim for the same pod entry, allocated and reserved,
     that the pod's status does not name. It must not hold its device forever."""
