@@ -5,7 +5,8 @@ runs the same for longer."""
 
 from __future__ import annotations
 
-from adversarial.churn import ChurnConfig, classify, run_churn
+from adversarial.churn import ChurnConfig, run_churn
+from adversarial.churn_figures import classify
 from adversarial.churn_manifests import claim_template, solo_pod
 from adversarial.invariants import shortfalls, violations
 from schedule.conftest import add, fleet, store  # noqa: F401 - fixtures
