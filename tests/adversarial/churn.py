@@ -352,6 +352,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the store and logs (path printed)")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: no background process is left behind
+    import logging
+
+    logging.getLogger("fake-dra.store").setLevel(logging.ERROR)  # this process's reads meet the planted rows too
     config = ChurnConfig(seed=args.seed, steps=args.steps, schedulers=args.schedulers, max_nodes=args.nodes,
                          progress=True)
     root = Path(tempfile.mkdtemp(prefix="fds-churn-", dir="/tmp"))
