@@ -42,8 +42,7 @@ from driver.store import ObjectStore
 from storeutil import plant_row
 from waiting import GENEROUS_S
 
-CRASH = 70  # driver/cli.py: an unexpected exception
-ALLOWED_RC = (0, 1, 2)  # done; failed (not found, conflict, does not fit); bad input. Never 70.
+ALLOWED_RC = (0, 1, 2)  # done; failed (not found, conflict, does not fit); bad input. Never 70 (a crash, driver/cli.py).
 OPS = ("deploy", "scale", "retemplate", "job", "solo", "shared", "delete-pod", "delete-claim", "delete-node",
        "delete-workload", "fleet", "hostile")
 WEIGHTS = (3, 3, 1, 2, 3, 2, 4, 2, 1, 2, 2, 1)
@@ -107,15 +106,8 @@ class Churn:
 
     # -- reads (choosing what to change; every write goes through a command) -------------------------
 
-    def _names(self, resource: str, owned_by: str | None = None) -> list[str]:
-        store = ObjectStore(self.store_dir)
-        out = []
-        for obj in store.list(resource, all_namespaces=True):
-            m = obj.get("metadata") or {}
-            owners = {r.get("kind") for r in m.get("ownerReferences") or []}
-            if owned_by is None or owned_by in owners or (owned_by == "" and not owners):
-                out.append(m.get("name"))
-        return sorted(out)
+    def _names(self, resource: str) -> list[str]:
+        return sorted((o.get("metadata") or {}).get("name") for o in ObjectStore(self.store_dir).list(resource, all_namespaces=True))
 
     # -- the background: the control plane and two more writers -------------------------------------
 
@@ -181,10 +173,10 @@ class Churn:
                 self._op_hostile()  # every run meets hostile rows at least once
         finally:
             self._stop_background(stop, threads)
+        self._hostile_answers()
         settle = self.fake_dra("cluster", "--until-settled", "--timeout", str(self.config.settle_timeout_s))
         if settle.returncode != 0:
             self.figures.problems.append(f"did not settle: {settle.stderr.strip()[-800:]}")
-        self._hostile_answers()
         self._check()
         self.figures.seconds = time.monotonic() - t0
         return self.figures
