@@ -9,6 +9,8 @@ adds the delays) moves a pod of a node it manages (annotation `kwok.x-k8s.io/nod
   deleted -> phase Succeeded, every container terminated with reason Completed and exit code 0;
 - **pod-delete**: a pod being deleted -> removed (the kubelet's final delete with grace period 0;
   finalizers still hold it, as kube-apiserver holds any object, until their owners remove them).
+  A pod that finalizers hold gets the terminal phase a kubelet reports for a deleted pod (Failed),
+  so its claims are released and a foreground deletion waiting on them ends.
 
 Delays are kwok's annotations on the pod (the general stages' `durationFrom` / `jitterDurationFrom`):
 `<stage>.stage.kwok.x-k8s.io/delay` (a Go duration such as `10s`, `1m30s`, `500ms`) and
@@ -118,9 +120,10 @@ class PodStages:
         m = meta(pod)
         phase = (pod.get("status") or {}).get("phase") or "Pending"
         if m.get("deletionTimestamp"):
-            if (m.get("deletionGracePeriodSeconds") or 0) == 0:
+            held = (m.get("deletionGracePeriodSeconds") or 0) == 0  # only finalizers keep it
+            if held and phase in ("Succeeded", "Failed"):
                 return Result()  # waiting for its finalizers
-            wait = self._wait(pod, DELETE, m.get("deletionTimestamp"))
+            wait = 0.0 if held else self._wait(pod, DELETE, m.get("deletionTimestamp"))
             if wait:
                 return Result(requeue_after=wait)
             if agent:
@@ -128,6 +131,9 @@ class PodStages:
                 if problem:
                     w.event(pod, "FailedUnprepareDynamicResources", problem, WARNING)
                     return Result(w.count, requeue_after=2.0)
+            if held:  # its containers are stopped: the kubelet reports the terminal phase
+                w.update(PODS, _terminated(pod))
+                return Result(w.count)
             try:
                 w.delete(PODS, pod, grace_period_s=0)
             except NotFoundError:
@@ -258,6 +264,25 @@ def _succeeded(pod: Mapping[str, Any]) -> dict[str, Any]:
     conditions = status.get("conditions")
     for kind in ("Ready", "ContainersReady"):
         conditions = with_condition(conditions, {"type": kind, "status": "False", "reason": "PodCompleted"}, now)
+    status["conditions"] = conditions
+    return {**pod, "status": status}
+
+
+def _terminated(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """A deleted pod whose finalizers hold it, its containers stopped: phase Failed, as the kubelet reports a deleted pod before its final delete (kubernetes
+    pkg/kubelet/kubelet_pods.go getPhase with podIsTerminal; status_manager.go canBeDeleted waits
+    for it). Without it a pod held by `foregroundDeletion` stays Running, its claims stay reserved
+    (the resourceclaim controller's isPodDone), and a foreground deletion never ends."""
+    now = now_timestamp()
+    status = dict(pod.get("status") or {})
+    status["containerStatuses"] = [
+        {**c, "ready": False, "started": False,
+         "state": {"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": now}}}
+        for c in status.get("containerStatuses") or [] if isinstance(c, Mapping)]
+    status["phase"] = "Failed"
+    conditions = status.get("conditions")
+    for kind in ("Ready", "ContainersReady"):
+        conditions = with_condition(conditions, {"type": kind, "status": "False", "reason": "PodFailed"}, now)
     status["conditions"] = conditions
     return {**pod, "status": status}
 

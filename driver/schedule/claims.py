@@ -153,6 +153,10 @@ class ClaimIndex:
                 out.claims.append(PodClaim(pod_claim, claim, new=True, group=group))
                 continue
             out.claims.append(PodClaim(pod_claim, self._from_template(template, ns, name, uid, pod_claim), new=True))
+        for c in out.claims:  # kube-scheduler's PreFilter (dynamicresources): a claim being deleted is not used
+            if (c.claim.get("metadata") or {}).get("deletionTimestamp"):
+                out.problem = f"resourceclaim {c.claim['metadata'].get('name')} is being deleted"
+                return out
         return out
 
     def _from_template(self, template: Mapping[str, Any], ns: str, owner_name: str, uid: str, entry: str,

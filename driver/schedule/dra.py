@@ -92,6 +92,7 @@ class DraFilter:
         self.pinned: set[str] = set()  # slice keys never forgotten (node-less, completing a pool)
         self.shared_pools: set[PoolId] = set()  # pools some node-less slice publishes
         self._completed: set[tuple[str, str, int]] = set()  # pools already completed from the driver's slices
+        self._devices: dict[str, int] = {}  # devices per node, for the scores; _add_shared fills it
         self._add_shared(self.source.shared())
         self.pool_keys: dict[PoolId, set[Hashable]] = defaultdict(set)  # pool -> memo keys that see it
         self.version: dict[Hashable, int] = defaultdict(int)
@@ -99,7 +100,6 @@ class DraFilter:
         self._key: dict[str, Hashable] = {}  # node -> its memo key: the node, or what it gathered
         self._memo: dict[tuple[Hashable, str], _Memo] = {}
         self._depth: dict[str, int] = {}  # chain length per claim specs
-        self._devices: dict[str, int] = {}
         self.attempts = 0  # allocator runs (what the memo saves is visible in benchmarks)
         self.expected_visits = MAX_CHAIN  # how often a node may be asked per claim specs (the scheduler's estimate)
         problems: list[str] = []

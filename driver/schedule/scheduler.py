@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from driver.controllers.resourceclaim import DELETE_PROTECTION
 from driver.errors import ConflictError, InputError
 from driver.features import Features
 from driver.schedule.binding import ClaimWrite, Plan, Written, pool_keys, with_condition, write
@@ -335,13 +336,13 @@ class Scheduler:
         plan = Plan(_label(pod), names + ([special[0]["metadata"]["name"]] if special else []), node=node,
                     shape=shape, allocations=allocations, requests=needs.requests)
         for c, allocation in zip(claims, allocations, strict=True):
-            claim = {**c.claim, "status": {**(c.claim.get("status") or {}), "allocation": allocation,
-                                           "reservedFor": [group_consumer(c.group) if c.group else consumer]}}
+            claim = {**_protected(c.claim), "status": {**(c.claim.get("status") or {}), "allocation": allocation,
+                                                       "reservedFor": [group_consumer(c.group) if c.group else consumer]}}
             plan.claims.append(ClaimWrite(claim, c.new, allocates=True, group=c.group, entry=c.entry))
         for c in bound:
             reserved = with_consumer(c.claim, group_consumer(c.group) if c.group else consumer)
             if reserved is not None:
-                plan.claims.append(ClaimWrite(reserved, False, allocates=False))
+                plan.claims.append(ClaimWrite(_protected(reserved), False, allocates=False))
         status = dict(pod.get("status") or {})
         status["conditions"] = with_condition(status.get("conditions"), {"type": "PodScheduled", "status": "True"})
         self._claim_statuses(status, resolution, meta.get("uid"))
@@ -373,3 +374,16 @@ class Scheduler:
 def _claim_label(claim: Mapping[str, Any]) -> str:
     meta = claim.get("metadata") or {}
     return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+def _protected(claim: dict[str, Any]) -> dict[str, Any]:
+    """The claim with resourceapi.Finalizer, which kube-scheduler adds to every claim it allocates
+    (pkg/scheduler/framework/plugins/dynamicresources: Reserve, written by PreBind's bindClaim) and
+    the resourceclaim controller removes once no pod reserves it: a claim deleted while in use waits
+    for its pods. Here also on a claim `apply --allocate` allocated (no finalizer, as the local tour
+    deletes such claims with no control plane running) once a pod reserves it: on a cluster every
+    allocated claim a pod uses carries it."""
+    finalizers = list((claim.get("metadata") or {}).get("finalizers") or [])
+    if DELETE_PROTECTION in finalizers:
+        return claim
+    return {**claim, "metadata": {**claim["metadata"], "finalizers": [*finalizers, DELETE_PROTECTION]}}

@@ -8,7 +8,10 @@ once `fake-dra cluster` has nothing left to do, whatever was applied, scaled and
 - every bound, live pod's claims are allocated and reserved for it;
 - no pod is bound to a Node that is gone, and no slice outlives its Node;
 - no device is double-booked (two claims holding it where the allocator's rules forbid it);
-- nothing is stuck being deleted (a deletionTimestamp with nobody left to finish it).
+- nothing is stuck being deleted (a deletionTimestamp with nobody left to finish it; a claim in
+  use waits for the pods that reserve it).
+
+`shortfalls(store)` lists what was lost: a live workload without the pods it wants.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ def violations(store: ObjectStore) -> list[str]:
                 out.append(f"{label} was made for pod {owner.get('name')}, which is gone")
             elif status.get("allocation") and not live_reservers:
                 out.append(f"{label} is allocated but its pod {owner.get('name')} does not reserve it")
-        if m.get("deletionTimestamp"):
+        if m.get("deletionTimestamp") and not live_reservers:  # in use, it waits for its pods (upstream's finalizer)
             out.append(f"{label} is stuck being deleted (finalizers {m.get('finalizers')})")
         for device, how in allocation_entries(claim):
             held.setdefault(device, []).append((label, how))
@@ -89,4 +92,52 @@ def violations(store: ObjectStore) -> list[str]:
         for ref in m.get("ownerReferences") or []:
             if ref.get("kind") == "Node" and nodes.get(ref.get("name")) != ref.get("uid"):
                 out.append(f"slice {m.get('name')} outlives its node {ref.get('name')}")
+    return out
+
+
+def _controlled_by(obj: Mapping[str, Any], uid: Any) -> bool:
+    return any(r.get("controller") and r.get("uid") == uid for r in _meta(obj).get("ownerReferences") or [])
+
+
+def _wanted(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and value >= 0 else default
+
+
+def shortfalls(store: ObjectStore) -> list[str]:
+    """Nothing lost, once settled: every live workload has the pods it wants (pending ones count:
+    a full fleet is not a loss), each naming the workload. ReplicaSet and Deployment: `replicas`
+    live pods (pkg/controller/replicaset manageReplicas; a Deployment's through its ReplicaSets); a
+    Job not finished: `min(parallelism, completions - succeeded)` active pods (pkg/controller/job
+    job_controller.go wantActivePods, NonIndexed)."""
+    out: list[str] = []
+    pods = [p for p in store.list("pods", all_namespaces=True)
+            if not _meta(p).get("deletionTimestamp") and not _done(p)]
+    sets = store.list("replicasets", all_namespaces=True)
+
+    def count(owner: Mapping[str, Any], among: list) -> int:
+        return sum(_controlled_by(o, _meta(owner).get("uid")) for o in among)
+
+    for rs in sets:
+        want = _wanted((rs.get("spec") or {}).get("replicas"), 1)
+        if not _meta(rs).get("deletionTimestamp") and count(rs, pods) != want:
+            out.append(f"replicaset {_meta(rs).get('name')} wants {want} pods and has {count(rs, pods)}")
+    for d in store.list("deployments", all_namespaces=True):
+        if _meta(d).get("deletionTimestamp") or (d.get("spec") or {}).get("paused"):
+            continue
+        want = _wanted((d.get("spec") or {}).get("replicas"), 1)
+        have = sum(count(rs, pods) for rs in sets if _controlled_by(rs, _meta(d).get("uid")))
+        if have != want:
+            out.append(f"deployment {_meta(d).get('name')} wants {want} pods and has {have}")
+    for job in store.list("jobs", all_namespaces=True):
+        spec, status = job.get("spec") or {}, job.get("status") or {}
+        finished = any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+                       for c in status.get("conditions") or [])
+        if finished or spec.get("suspend") or _meta(job).get("deletionTimestamp"):
+            continue
+        parallelism = _wanted(spec.get("parallelism"), 1)
+        completions = _wanted(spec.get("completions"), parallelism if "parallelism" in spec else 1)
+        want = min(parallelism, completions - _wanted(status.get("succeeded"), 0))
+        have = count(job, pods)
+        if have != want:
+            out.append(f"job {_meta(job).get('name')} is not finished, wants {want} active pods and has {have}")
     return out

@@ -449,6 +449,18 @@ def run_soak(config: SoakConfig, sysfs_template: Path | None = None) -> Figures:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--mode" in argv:  # --mode kill (this loop, the default) or churn (adversarial.churn)
+        i = argv.index("--mode")
+        mode = argv[i + 1] if i + 1 < len(argv) else ""
+        del argv[i:i + 2]
+        if mode == "churn":
+            from adversarial.churn import main as churn_main
+
+            return churn_main(argv)
+        if mode != "kill":
+            print(f"hack/soak.sh: --mode: expected kill or churn, got {mode!r}", file=sys.stderr)
+            return 2
     ap = argparse.ArgumentParser(prog="hack/soak.sh", description=__doc__.split("\n\n")[0])
     ap.add_argument("--cycles", type=int, default=40, help="kills (SIGKILL, crash at a step, SIGTERM hand-over)")
     ap.add_argument("--leak-cycles", type=int, default=10_000, help="prepare/unprepare cycles of the leak check")

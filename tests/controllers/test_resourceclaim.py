@@ -4,6 +4,8 @@ handleClaim, findPodResourceClaim, syncPod, syncClaim, isPodDone) and the invari
 
 from __future__ import annotations
 
+import yaml
+
 from adversarial.invariants import violations
 from driver.controllers.resourceclaim import (DELETE_PROTECTION, POD_CLAIM_ANNOTATION, claim_from_template,
                                               generate_name)
@@ -125,6 +127,55 @@ def test_a_protected_claim_deleted_while_in_use_waits_for_its_pod(store, fleet, 
         raise AssertionError("the claim should be gone")
     except NotFoundError:
         pass
+
+
+def test_the_scheduler_protects_what_it_allocates_so_a_claim_deleted_in_use_waits_for_its_pod(store, fleet, settle):
+    # kube-scheduler adds resourceapi.Finalizer when it allocates (pkg/scheduler/framework/plugins/
+    # dynamicresources, Reserve; written in PreBind's bindClaim); the churn soak found the claim of
+    # a running pod deleted at once and a fresh, unallocated one made for the still-running pod.
+    fleet(A100)
+    add(store, mig_template(), pod("p"))
+    settle()
+    (claim,) = _claims(store)
+    assert DELETE_PROTECTION in claim["metadata"]["finalizers"]
+    assert deletion.delete(store, "resourceclaims", "default", claim["metadata"]["name"]).action == "terminating"
+    settle()
+    (still,) = _claims(store)  # the same claim, still allocated and reserved for its running pod
+    assert still["metadata"]["uid"] == claim["metadata"]["uid"] and still["status"]["allocation"]
+    assert [r["name"] for r in still["status"]["reservedFor"]] == ["p"]
+    assert violations(store) == []  # terminating while in use is not stuck
+    deletion.delete(store, "pods", "default", "p", grace_period_s=0)
+    settle()
+    assert _claims(store) == [] and violations(store) == []
+
+
+def test_a_users_claim_allocated_by_apply_allocate_is_protected_once_a_pod_uses_it(store, fleet, settle, tmp_path, capsys):
+    # `apply --allocate` plays kube-scheduler without the finalizer (the local-mode tour deletes such
+    # claims with no control plane running); once the scheduler reserves it for a pod it carries
+    # upstream's, as every allocated claim in use does on a cluster, so deleting it waits for the pod.
+    from driver.cli import main
+
+    fleet(A100)
+    user = claim_from_template(mig_template(), {"metadata": {"name": "x", "uid": "u"}}, "gpu")
+    user["metadata"] = {"name": "c", "namespace": "default"}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(user))
+    assert main(["apply", "-f", str(tmp_path / "c.yaml"), "--allocate", "--node-name", "a100-0000",
+                 "--store", str(store.root)]) == 0, capsys.readouterr().err
+    assert DELETE_PROTECTION not in store.get("resourceclaims", "default", "c")["metadata"].get("finalizers", [])
+    add(store, pod("a", claim="c"))
+    settle()
+    assert DELETE_PROTECTION in store.get("resourceclaims", "default", "c")["metadata"]["finalizers"]
+    assert deletion.delete(store, "resourceclaims", "default", "c").action == "terminating"
+    add(store, pod("b", claim="c"))
+    settle()
+    b = store.get("pods", "default", "b")  # kube-scheduler's PreFilter: a claim being deleted is not used
+    assert not b["spec"].get("nodeName")
+    assert "resourceclaim c is being deleted" in next(c["message"] for c in b["status"]["conditions"] if c["type"] == "PodScheduled")
+    assert [r["name"] for r in store.get("resourceclaims", "default", "c")["status"]["reservedFor"]] == ["a"]
+    assert violations(store) == []
+    deletion.delete(store, "pods", "default", "a", grace_period_s=0)
+    settle()
+    assert [c["metadata"]["name"] for c in _claims(store)] == [] and violations(store) == []
 
 
 def test_a_duplicate_generated_claim_from_a_racing_scheduler_is_released(store, fleet, settle):

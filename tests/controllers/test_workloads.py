@@ -213,3 +213,22 @@ def test_pod_gc_deletes_pods_of_a_vanished_node_and_terminated_pods_past_the_thr
     settle(threshold=2)
     assert "bound" not in {p["metadata"]["name"] for p in _pods(store)}
     assert node
+
+
+def test_a_foreground_deletion_of_a_deployment_whose_pods_hold_allocated_claims_completes(store, fleet, settle):
+    # Found by the churn soak: the garbage collector deletes the pods in the foreground (they have
+    # dependents: their claims), the claims wait for their pods (delete-protection, reserved), and
+    # a pod held by its foregroundDeletion finalizer stayed Running, so nothing ever went. The
+    # kubelet reports a deleted pod's terminal phase before its final delete (pkg/kubelet
+    # kubelet_pods.go getPhase with podIsTerminal; status_manager canBeDeleted); then the
+    # resourceclaim controller releases the claims (isPodDone) and the foreground deletion ends.
+    fleet(A100)
+    add(store, mig_template())
+    _create(store, "deployments", deployment(replicas=2))
+    settle()
+    assert len(store.list("resourceclaims", "default")) == 2
+    deletion.delete(store, "deployments", "default", "web", propagation=deletion.FOREGROUND)
+    settle()
+    for resource in ("deployments", "replicasets", "pods", "resourceclaims"):
+        assert store.list(resource, "default") == [], resource
+    assert violations(store) == []
