@@ -10,6 +10,7 @@ import pytest
 
 from core.test_object_commands import claim, cli
 from driver.store import ObjectStore
+from tests.storeutil import plant_row
 
 POD = """apiVersion: v1
 kind: Pod
@@ -227,6 +228,23 @@ def test_describe_node_as_kubectl(store, capsys):
     # then the DRA part, and for a kwok node one line instead of a path
     assert "Prepared claims:  <none>" in lines or "Prepared claims:" in text
     assert lines[-1] == "Events:  <none>"
+
+
+
+def test_describe_node_reads_only_that_nodes_pods_and_slices(store, capsys):
+    """Another node's objects are never read: an unreadable pod and slice on n2 draw no warning."""
+    s = ObjectStore(store)
+    s.create("resourceslices", {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n2-s"},
+                                "spec": {"driver": "d.example.com", "nodeName": "n2", "pool": {
+                                    "name": "n2", "generation": 1, "resourceSliceCount": 1}}})
+    plant_row(store, "resourceslices", None, "n2-s", "{not json")
+    plant_row(store, "pods", "team", "gamma", "{not json")
+    code, out, err = cli(capsys, "describe", "node", "n1", "--store", store)
+    assert code == 0, err
+    assert re.search(r"^Non-terminated Pods: +\(3 in total\)$", out, re.M)
+    assert "gamma" not in err and "n2-s" not in err, err
+    code, out, err = cli(capsys, "describe", "node", "n2", "--store", store)
+    assert "gamma" in err and "n2-s" in err, "n2's own unreadable objects are still reported"
 
 
 def test_describe_a_fleet_node_says_it_has_no_node_agent(tmp_path, capsys):
