@@ -33,7 +33,6 @@ import argparse
 import fnmatch
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -104,16 +103,26 @@ def schedule(store: ObjectStore, workload: sp.Workload, in_process: bool) -> tup
         return report.seconds, time.process_time() - started, 0.0
     gates = ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(workload.gates.items()) if k in sp.KNOWN_GATES)
     env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_DRA_") and k != "KUBECONFIG"}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run([sys.executable, "-m", "driver", "schedule", "--store", str(store.root),
-                           *(["--features", gates] if gates else [])], cwd=ROOT, env=env, capture_output=True, text=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"{workload.label}: fake-dra schedule failed ({done.returncode}): {done.stderr[-2000:]}")
-    match = _SUMMARY.search(done.stdout)
+    code, out, err, cpu, rss = run_child([sys.executable, "-m", "driver", "schedule", "--store", str(store.root),
+                                          *(["--features", gates] if gates else [])], env)
+    if code != 0:
+        raise SystemExit(f"{workload.label}: fake-dra schedule failed ({code}): {err[-2000:]}")
+    match = _SUMMARY.search(out)
     seconds = float(match.group(4)) if match else 0.0
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return seconds, cpu, after.ru_maxrss / 1024
+    return seconds, cpu, rss
+
+
+def run_child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[int, str, str, float, float]:
+    """(exit code, stdout, stderr, CPU seconds, peak RSS in MB) of `cmd`, its own figures read with
+    wait4: RUSAGE_CHILDREN's ru_maxrss is the largest child so far, not this one."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:  # files: no pipe to drain meanwhile
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return (proc.returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace"),
+                usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
 def run(workload: sp.Workload, work: Path, *, steady_pods: int = 1000, in_process: bool = False) -> Result:

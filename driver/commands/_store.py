@@ -68,8 +68,10 @@ def fetch(store: ObjectStore, kind: Kind, args: argparse.Namespace,
     fields = field_selector(args, kind)
     if not args.names:
         every = bool(args.all_namespaces and kind.namespaced)
-        index = {key: value for (plural, field), key in _INDEXED_FIELDS.items()
-                 if plural == kind.plural and (value := fields.equals(field))}  # "" (unset) is not indexed
+        index: dict[str, str | tuple[str, ...]] = {
+            key: value for (plural, field), key in _INDEXED_FIELDS.items()
+            if plural == kind.plural and (value := fields.equals(field))}  # "" (unset) is not indexed
+        index.update(args.label_selector.index_terms())  # as the apiserver's watch cache, read by label
         if metadata_only and all(t.field in _METADATA_FIELDS for t in fields.terms):
             found = store.heads(kind.plural, ns, all_namespaces=every, index=index or None)
         else:

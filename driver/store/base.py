@@ -26,6 +26,11 @@ CHUNK = 200  # objects fetched per query when streaming
 Index = Mapping[str, "str | Collection[str] | None"]
 
 
+# Index entries counted per condition to tell which drives a lookup: enough to tell a node's few
+# slices from a driver's thousands, cheap enough to count on every lookup.
+_PROBE = 256
+
+
 def _check_segment(value: Any, what: str, pattern: re.Pattern[str]) -> str:
     if not isinstance(value, str) or not pattern.fullmatch(value) or value in (".", ".."):
         raise InputError(f"local store: invalid {what} {value!r}")
@@ -120,22 +125,47 @@ class StoreBase:
 
     def _ids(self, resource: str, namespace: str | None, all_namespaces: bool,
              index: Mapping[str, str | Collection[str] | None] | None) -> list[int]:
+        """Ids of the objects of `resource` (in `namespace`, or every one) whose index entries match
+        `index`, in (namespace, name) order.
+
+        With index conditions the lookup starts from the index, not from the kind: the condition
+        with the fewest entries (counted up to _PROBE each) drives the query through `refs_lookup`,
+        and every other is checked per object through `refs_object`. Left to plan it alone (it has
+        no statistics), SQLite walked every object of the kind and built each condition's whole list
+        (a driver's every slice) on every call: a node's slices in a 5,000-node store cost 25 ms
+        instead of 0.03 ms, and a fleet pass paid that once per node."""
         where, params = self._scope(resource, namespace, all_namespaces)
+        conds: list[tuple[str, list[Any]]] = []  # (condition on refs alias "r", its arguments)
         for key, value in (index or {}).items():
             if value is None:
-                where += " AND id IN (SELECT object FROM refs WHERE key=?)"
-                params.append(key)
+                conds.append(("r.key=?", [key]))
             elif isinstance(value, str):
-                where += " AND id IN (SELECT object FROM refs WHERE key=? AND value=?)"
-                params += [key, value]
+                conds.append(("r.key=? AND r.value=?", [key, value]))
             else:
                 values = list(value)
-                where += f" AND id IN (SELECT object FROM refs WHERE key=? AND value IN ({','.join('?' * len(values))}))"
-                params += [key, *values]
+                if not values:
+                    return []
+                conds.append((f"r.key=? AND r.value IN ({','.join('?' * len(values))})", [key, *values]))
         conn = self._conn(write=False)
         if conn is None:
             return []
         try:
-            return [r[0] for r in conn.execute(f"SELECT id FROM objects WHERE {where} ORDER BY namespace, name", params)]
+            if len(conds) > 1:
+                conds.sort(key=lambda c: conn.execute(
+                    f"SELECT count(*) FROM (SELECT 1 FROM refs r WHERE {c[0]} LIMIT {_PROBE})", c[1]).fetchone()[0])
+            source = "objects"
+            if conds:
+                # CROSS JOIN keeps SQLite's table order: the index entries first, then their objects.
+                first, first_args = conds[0]
+                source = f"refs r CROSS JOIN objects ON objects.id=r.object AND {first}"
+                params = first_args + params
+                for i, (cond, args) in enumerate(conds[1:], 1):
+                    where += f" AND EXISTS (SELECT 1 FROM refs r{i} WHERE r{i}.object=objects.id AND " \
+                             f"{cond.replace('r.', f'r{i}.')})"
+                    params += args
+            # DISTINCT: an object may have two entries of one key (two owners). refs has no
+            # resource, namespace or name column, so the scope's conditions need no table name.
+            sql = f"SELECT {'DISTINCT ' if conds else ''}objects.id FROM {source} WHERE {where} ORDER BY namespace, name"
+            return [r[0] for r in conn.execute(sql, params)]
         except sqlite3.Error as exc:
             raise database.explain(exc, self.db_path, f"listing {resource}") from None

@@ -57,6 +57,17 @@ class Selector:
         labels = ((obj.get("metadata") or {}).get("labels")) or {}
         return all(r.matches(labels) for r in self.requirements)
 
+    def index_terms(self) -> dict[str, str | tuple[str, ...]]:
+        """The requirements the store's label index answers (driver.store.indexes: `label/<key>` ->
+        value), as an `index=` mapping: `key=value` and `key in (...)`, each a condition every match
+        meets, so the store reads only the objects they name and `matches` checks the rest.
+        `key` (exists) is left to `matches`: a label value that is not a string is not indexed."""
+        out: dict[str, str | tuple[str, ...]] = {}
+        for r in self.requirements:
+            if r.op in ("=", "in"):
+                out.setdefault(f"label/{r.key}", r.values[0] if r.op == "=" else r.values)
+        return out
+
 
 def _split(text: str) -> list[str]:
     """Requirements split at commas outside parentheses."""

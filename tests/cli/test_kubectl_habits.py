@@ -10,6 +10,7 @@ import pytest
 
 from core.test_object_commands import claim, cli
 from driver.store import ObjectStore
+from tests.storeutil import plant_row
 
 POD = """apiVersion: v1
 kind: Pod
@@ -229,6 +230,23 @@ def test_describe_node_as_kubectl(store, capsys):
     assert lines[-1] == "Events:  <none>"
 
 
+
+def test_describe_node_reads_only_that_nodes_pods_and_slices(store, capsys):
+    """Another node's objects are never read: an unreadable pod and slice on n2 draw no warning."""
+    s = ObjectStore(store)
+    s.create("resourceslices", {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n2-s"},
+                                "spec": {"driver": "d.example.com", "nodeName": "n2", "pool": {
+                                    "name": "n2", "generation": 1, "resourceSliceCount": 1}}})
+    plant_row(store, "resourceslices", None, "n2-s", "{not json")
+    plant_row(store, "pods", "team", "gamma", "{not json")
+    code, out, err = cli(capsys, "describe", "node", "n1", "--store", store)
+    assert code == 0, err
+    assert re.search(r"^Non-terminated Pods: +\(3 in total\)$", out, re.M)
+    assert "gamma" not in err and "n2-s" not in err, err
+    code, out, err = cli(capsys, "describe", "node", "n2", "--store", store)
+    assert "gamma" in err and "n2-s" in err, "n2's own unreadable objects are still reported"
+
+
 def test_describe_a_fleet_node_says_it_has_no_node_agent(tmp_path, capsys):
     (tmp_path / "fleet.yaml").write_text("{apiVersion: fake-dra.example.com/v1alpha1, kind: Fleet, metadata: {name: lab}, "
                                          "spec: {nodeGroups: [{name: a, count: 1, profile: demo}]}}")
@@ -261,3 +279,21 @@ def test_field_selectors_the_store_indexes_give_what_matching_every_object_gives
     assert got("status.phase=Running") == ["pod/gamma"]
     assert "pod/gamma" not in got("status.phase!=Running") and "pod/alpha" in got("status.phase!=Running")
     assert got("spec.nodeName=n1,status.phase=Running") == []
+
+
+def test_label_selectors_read_only_the_objects_the_label_index_names(store, capsys):
+    """`-l key=value` and `key in (...)` are answered by the store's label index (a 5,000-node store's
+    `get nodes -l kubernetes.io/hostname=X` reads one Node): an unreadable pod other labels name draws
+    no warning, and every requirement is still matched on what is read."""
+    plant_row(store, "pods", "team", "beta", "{not json")  # app=db in the index
+
+    def got(*args):
+        code, out, err = cli(capsys, "get", "pods", "-A", "-o", "name", "--store", store, *args)
+        assert code == 0, err
+        return out.split(), err
+
+    assert got("-l", "app=web") == (["pod/delta", "pod/alpha", "pod/gamma"], "")
+    assert got("-l", "app in (web,x),app!=web") == ([], "")
+    assert got("-l", "app==web", "--field-selector", "spec.nodeName=n2") == (["pod/gamma"], "")
+    names_, err = got("-l", "app")  # "exists" is matched on every pod: the unreadable one is reported
+    assert "pod/alpha" in names_ and "team/beta" in err

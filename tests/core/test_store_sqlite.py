@@ -244,6 +244,54 @@ def test_indexes_answer_without_reading_other_objects(tmp_path):
         ("default", "a"), ("default", "b")]
 
 
+
+def _vm_steps(store, read):
+    """SQLite virtual-machine steps `read()` costs on this thread's connection (a count, not a time)."""
+    steps = [0]
+
+    def count():
+        steps[0] += 1
+        return 0
+
+    conn = store._conn(write=False)
+    conn.set_progress_handler(count, 10)
+    try:
+        read()
+    finally:
+        conn.set_progress_handler(None, 0)
+    return steps[0]
+
+
+def test_an_index_read_costs_what_it_returns_not_the_size_of_the_kind(tmp_path):
+    """A node's slices by (node, driver): with 100 or 1,000 nodes of slices the lookup does the same
+    work (SQLite left to plan it alone walked every slice and the driver's whole list per call)."""
+    steps = {}
+    for nodes in (100, 1000):  # both above the 256 entries a condition is counted to
+        store = ObjectStore(tmp_path / str(nodes))
+        with store.batch():
+            for n in range(nodes):
+                for i in range(3):
+                    store.create("resourceslices", {"metadata": {"name": f"n{n}-s{i}", "labels": {"app": "x"}},
+                                                    "spec": {"driver": "d", "nodeName": f"n{n}"}})
+        read = lambda: store.keys("resourceslices", index={"driver": "d", "node": "n7"})  # noqa: E731
+        assert read() == [(None, "n7-s0"), (None, "n7-s1"), (None, "n7-s2")]
+        steps[nodes] = _vm_steps(store, read)
+        assert names(store.list("resourceslices", index={"node": ["n3", "n7"], "label/app": None})) == [
+            "n3-s0", "n3-s1", "n3-s2", "n7-s0", "n7-s1", "n7-s2"]
+        assert store.list("resourceslices", index={"node": []}) == []
+    assert steps[1000] <= 1.2 * steps[100], steps
+
+
+def test_an_object_with_two_entries_of_one_key_is_listed_once(tmp_path):
+    store = ObjectStore(tmp_path)
+    obj = pod("a")
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": "o", "uid": "u1"},
+                                          {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u2"}]
+    store.create("pods", obj)
+    assert names(store.list("pods", "default", index={"owner": ["u1", "u2"]})) == ["a"]
+    assert names(store.list("pods", "default", index={"owner": None})) == ["a"]
+
+
 # ---- watch -----------------------------------------------------------------------------------
 
 def test_changes_by_revision_latest_state_and_tombstones(tmp_path):

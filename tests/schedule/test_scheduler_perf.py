@@ -81,3 +81,11 @@ def test_go_templates_as_scheduler_perf_renders_them():
 def test_what_the_renderer_cannot_render_is_named(source, message):
     with pytest.raises(gotemplate.TemplateError, match=message.replace("(", r"\(").replace("{", r"\{")):
         gotemplate.render(source, {}, "t.yaml")
+
+
+def test_each_schedule_process_is_measured_on_its_own():
+    """A child's peak RSS is its own, not the largest of every child before it (RUSAGE_CHILDREN)."""
+    big = bench.run_child([sys.executable, "-c", "x = bytearray(300 * 2**20)"])
+    small = bench.run_child([sys.executable, "-c", "import sys; print('done'); sys.exit(3)"])
+    assert big[0] == 0 and big[4] > 300
+    assert small[:2] == (3, "done\n") and small[4] < 150
