@@ -284,10 +284,9 @@ class ConstraintState:
     def add(self, request: Request, device: DeviceInfo) -> bool:
         if not self.constraint.applies(request):
             return True
-        raw = self._value(request, device)
-        if raw is None:
+        found, value = self._compared(request, device)
+        if not found:
             return False
-        value = attribute_set(raw) if self.list_types else raw
         if self.constraint.kind == "matchAttribute":
             ok, narrowed = self._match(value)
             if not ok:
@@ -297,6 +296,14 @@ class ConstraintState:
             return False
         self.entries.append((device, value))
         return True
+
+    def _compared(self, request: Request, device: DeviceInfo) -> tuple[bool, Any]:
+        """(whether the device has the attribute, what the constraint compares: the attribute's set
+        of values with list types, else the attribute itself)."""
+        raw = self._value(request, device)
+        if raw is None:
+            return False, None
+        return True, attribute_set(raw) if self.list_types else raw
 
     def _value(self, request: Request, device: DeviceInfo) -> Mapping[str, Any] | None:
         """The constraint's attribute for a device chosen for `request`: the request's derived
@@ -323,10 +330,9 @@ class ConstraintState:
         much cheaper than charging counters for a device the constraint refuses anyway)."""
         if not self.constraint.applies(request):
             return True
-        raw = self._value(request, device)
-        if raw is None:
+        found, value = self._compared(request, device)
+        if not found:
             return False
-        value = attribute_set(raw) if self.list_types else raw
         if self.constraint.kind == "matchAttribute":
             return self._match(value)[0]
         return not self.entries or self._distinct(value)

@@ -108,6 +108,25 @@ def read_manifest(path: str) -> str:
         raise InputError(f"-f {path}: cannot read: {exc.strerror or exc}") from None
 
 
+def read_documents(args: argparse.Namespace, verb: str) -> list[tuple[str, int, Any]]:
+    """The (source, document number, object) of every `-f` file (directories expanded, `-R`),
+    refused as kubectl would before anything is written: no file, no objects, a Fleet (pointed at
+    `fake-dra fleet`), an object over the request size limit. `verb`: apply, create or delete."""
+    from driver.store.apply import load_documents
+
+    if not args.filename:
+        raise InputError("-f FILE is required (a YAML or JSON file, a directory of them, or '-' for stdin)")
+    documents: list[tuple[str, int, Any]] = []
+    for path in expand_filenames(args.filename, args.recursive):
+        source = "stdin" if path == "-" else path
+        documents.extend((source, index, doc) for index, doc in load_documents(read_manifest(path), source))
+    if not documents:
+        raise InputError(f"-f {', '.join(args.filename)}: no objects found")
+    refuse_fleets(documents, verb)
+    check_request_sizes(documents)
+    return documents
+
+
 MAX_REQUEST_BYTES = 3 * 1024 * 1024  # kube-apiserver's request body limit (MaxRequestBodyBytes)
 
 

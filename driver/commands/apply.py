@@ -29,7 +29,7 @@ from typing import Any
 
 from driver.commands import _objects, _store, common
 from driver.errors import AllocationError, InputError
-from driver.store.apply import Planned, commit, load_documents, plan
+from driver.store.apply import Planned, commit, plan
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -52,16 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.filename:
-        raise InputError("-f FILE is required (a YAML or JSON file, a directory of them, or '-' for stdin)")
-    documents: list[tuple[str, int, Any]] = []
-    for path in _store.expand_filenames(args.filename, args.recursive):
-        source = "stdin" if path == "-" else path
-        documents.extend((source, index, doc) for index, doc in load_documents(_store.read_manifest(path), source))
-    if not documents:
-        raise InputError(f"-f {', '.join(args.filename)}: no objects found")
-    _store.refuse_fleets(documents, "apply")
-    _store.check_request_sizes(documents)
+    documents = _store.read_documents(args, "apply")
     store = _store.open_store(args, write=True)
 
     from driver.publish.backend import LocalGateConfig

@@ -24,7 +24,7 @@ from typing import Any
 
 from driver.commands import _objects, _store
 from driver.errors import ConflictError, InputError
-from driver.store.apply import commit, load_documents, plan
+from driver.store.apply import commit, plan
 from driver.store.names import generate_name
 
 GENERATE_ATTEMPTS = 8  # kube-apiserver retries a generated name that collides (RetryGenerateName)
@@ -86,16 +86,7 @@ def _plan_new(store, documents: list[tuple[str, int, Any]], args: argparse.Names
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.filename:
-        raise InputError("-f FILE is required (a YAML or JSON file, a directory of them, or '-' for stdin)")
-    documents: list[tuple[str, int, Any]] = []
-    for path in _store.expand_filenames(args.filename, args.recursive):
-        source = "stdin" if path == "-" else path
-        documents.extend((source, index, doc) for index, doc in load_documents(_store.read_manifest(path), source))
-    if not documents:
-        raise InputError(f"-f {', '.join(args.filename)}: no objects found")
-    _store.refuse_fleets(documents, "create")
-    _store.check_request_sizes(documents)
+    documents = _store.read_documents(args, "create")
     store = _store.open_store(args, write=True)
     _plan_new(store, documents, args)  # a dry pass: bad input is refused before the store is touched
     with store.locked():
